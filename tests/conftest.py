@@ -1,0 +1,61 @@
+"""Shared test plumbing: where the real fixtures are, and what this host can do.
+
+In CI (``CI=true``) a missing capability (root, zfs-fuse, bpftrace, PostgreSQL,
+the shared fixtures) is a failure, never a skip: those tests are the point.
+Elsewhere such tests skip with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import List
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TEST_DATA = Path(__file__).resolve().parent / "data"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def need(ok: bool, why: str) -> None:
+    """Skip (outside CI) or fail (in CI) when a capability is missing."""
+    if ok:
+        return
+    if IN_CI:
+        pytest.fail(f"CI must have this capability: {why}", pytrace=False)
+    pytest.skip(why)
+
+
+def fixtures_root() -> Path:
+    env = os.environ.get("ZFSMON_FIXTURES")
+    return Path(env) if env else REPO.parent / "shared" / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    """The genuine captures in ../shared/fixtures (read in place, never copied)."""
+    root = fixtures_root()
+    need(root.is_dir(), f"shared fixtures not found at {root} (set ZFSMON_FIXTURES)")
+    return root
+
+
+def fixture_files(sub: str) -> List[Path]:
+    """For parametrize: every file of a fixtures folder (new files get tested automatically)."""
+    d = fixtures_root() / sub
+    return sorted(p for p in d.glob("*") if p.is_file()) if d.is_dir() else []
+
+
+def fixture_ids(paths: List[Path]) -> List[str]:
+    return [p.name for p in paths]
+
+
+@pytest.fixture
+def require_root() -> None:
+    need(os.geteuid() == 0, "needs root")
+
+
+@pytest.fixture
+def require_bpftrace(require_root: None) -> None:
+    need(shutil.which("bpftrace") is not None, "bpftrace not installed")

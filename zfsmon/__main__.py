@@ -1,0 +1,5 @@
+import sys
+
+from zfsmon.cli import main
+
+sys.exit(main())

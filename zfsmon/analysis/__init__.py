@@ -1,0 +1,1 @@
+"""Analysis: pure computations over samples (rates, ratios, correlation). No I/O here."""

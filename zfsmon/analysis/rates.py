@@ -1,0 +1,69 @@
+"""Counter deltas to per-second rates, with honest handling of counter resets.
+
+Kstats are cumulative counters. A rate is the delta over the *real* elapsed
+time between two readings (not the nominal interval). A counter that goes
+backwards (pool re-imported, zfs-fuse restarted, kstat recreated) starts a new
+baseline: that interval yields no rate for it and a ``reset`` event instead, so
+views never show a negative or a 2**64 spike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from zfsmon import metrics
+from zfsmon.model import Event, EventKind, Sample
+
+
+@dataclass
+class Deltas:
+    """What one reading adds to the previous: per-counter deltas and the elapsed seconds."""
+
+    sample: Sample
+    elapsed: float
+    deltas: Dict[str, float]
+    rates: Dict[str, float]
+
+
+class RateDeriver:
+    """Keeps the previous reading per entity; turns counter samples into deltas and rates."""
+
+    def __init__(self) -> None:
+        self._prev: Dict[str, Tuple[float, Dict[str, float]]] = {}
+
+    def update(self, sample: Sample) -> Tuple[Optional[Deltas], List[Event]]:
+        key = sample.entity.key
+        kind = sample.entity.kind
+        counters = {k: float(v) for k, v in sample.metrics.items() if metrics.is_counter(kind, k)}
+        prev = self._prev.get(key)
+        self._prev[key] = (sample.ts, counters)
+        if prev is None:
+            return None, []
+        pts, pvals = prev
+        elapsed = sample.ts - pts
+        if elapsed <= 0:
+            return None, []
+        deltas: Dict[str, float] = {}
+        reset: List[str] = []
+        for name, val in counters.items():
+            if name not in pvals:
+                continue
+            d = val - pvals[name]
+            if d < 0:
+                reset.append(name)
+            else:
+                deltas[name] = d
+        events: List[Event] = []
+        if reset:
+            # One reset usually resets every counter of the entity; treat the whole reading as a new baseline.
+            events.append(Event(sample.ts, EventKind.RESET,
+                                f"{sample.entity.key}: counter went backwards ({', '.join(sorted(reset)[:4])}"
+                                f"{'...' if len(reset) > 4 else ''}); new baseline", source=sample.source,
+                                entity=key))
+            return None, events
+        rates = {name: d / elapsed for name, d in deltas.items()}
+        return Deltas(sample, elapsed, deltas, rates), events
+
+    def forget(self, key: str) -> None:
+        self._prev.pop(key, None)

@@ -1,0 +1,97 @@
+"""The ``zfsmon`` command: parses arguments and hands over to the layers. Nothing else lives here."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from types import ModuleType
+from typing import List, Optional, Sequence
+
+from zfsmon import __version__
+from zfsmon.commands import COMMANDS
+from zfsmon.errors import UserError
+
+DESCRIPTION = """\
+zfsmon watches ZFS the way a storage engineer needs to: per-vdev I/O with each vdev's role
+(data, log/SLOG, cache/L2ARC, special, spare), ARC and L2ARC hit rates, ZIL activity and
+per-dataset activity, next to the block-device view so that "goose eggs" (a device that says
+zero while ZFS moves data) stand out. It records everything, replays and exports it, traces
+latency distributions with DTrace/bpftrace, and correlates pgbench soak throughput with cache
+warm-up.
+"""
+
+EPILOG = """\
+examples:
+  zfsmon lab up --slow-data 100     build a throw-away zfs-fuse pool with slow data disks
+  zfsmon top --soak --lab           the dashboard, with a pgbench soak on the lab
+  zfsmon iostat zlab 5              role-aware per-vdev view every 5 s
+  zfsmon record --duration 4h       record every available source
+  zfsmon export run.zfsmon --csv out/
+
+Run `zfsmon SUBCOMMAND --help` for each subcommand's manual.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line and exit 2 (argparse prints usage too, which is long)."""
+
+    def error(self, message: str) -> "None":  # type: ignore[override]
+        self.exit(2, f"zfsmon: {self.prog.split(' ', 1)[-1] if ' ' in self.prog else ''}"
+                     f"{': ' if ' ' in self.prog else ''}{message} (see `{self.prog} --help`)\n")
+
+
+def _modules() -> List[ModuleType]:
+    mods = []
+    for name in COMMANDS:
+        try:
+            mods.append(importlib.import_module(f"zfsmon.commands.{name}"))
+        except ModuleNotFoundError as exc:
+            if exc.name != f"zfsmon.commands.{name}":
+                raise
+    return mods
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="zfsmon", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"zfsmon {__version__}")
+    subs = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
+    for mod in _modules():
+        doc = (mod.__doc__ or mod.HELP).strip()
+        p = subs.add_parser(mod.NAME, help=mod.HELP, description=doc,
+                            epilog=getattr(mod, "EPILOG", None),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list:
+        # The dashboard is the default on a terminal; elsewhere, say how to use the tool.
+        if sys.stdout.isatty() and sys.stdin.isatty() and "top" in {m.NAME for m in _modules()}:
+            args_list = ["top"]
+        else:
+            parser.print_help()
+            return 0
+    args = parser.parse_args(args_list)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(run(args) or 0)
+    except UserError as exc:
+        print(f"zfsmon: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

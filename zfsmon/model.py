@@ -1,0 +1,144 @@
+"""The one metric model every source produces and every view consumes.
+
+A number always belongs to an :class:`Entity` (what it measures: a pool, a vdev
+with its role, the ARC, a dataset, ...).  Sources turn platform output into
+timestamped :class:`Sample` objects; noteworthy happenings (a counter reset, a
+topology change, an error, a user's mark) are :class:`Event` objects.  Nothing
+in here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Dict, Mapping, Optional, Union
+
+
+class Kind(str, Enum):
+    """What an entity is. The string values are stored in recordings: never rename."""
+
+    POOL = "pool"
+    VDEV = "vdev"  # a top-level vdev: mirror / raidz / draid or a single disk
+    LEAF = "leaf"  # a disk or file under a top-level vdev
+    DEVICE = "device"  # the block-device view (iostat, /proc/diskstats)
+    ARC = "arc"
+    L2ARC = "l2arc"
+    ZIL = "zil"
+    DATASET = "dataset"
+    WORKLOAD = "workload"  # pgbench and PostgreSQL's own statistics
+    TRACE = "trace"  # distributions measured by dtrace/bpftrace scripts
+
+    def __str__(self) -> str:  # so f-strings show "vdev", not "Kind.VDEV"
+        return self.value
+
+
+class Role(str, Enum):
+    """Why a vdev is in the pool. Stored in recordings: never rename."""
+
+    DATA = "data"
+    LOG = "log"  # SLOG
+    CACHE = "cache"  # L2ARC
+    SPECIAL = "special"
+    DEDUP = "dedup"
+    SPARE = "spare"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Section headings of `zpool iostat -v` / `zpool status` and the role they start.
+SECTION_ROLES: Dict[str, Role] = {
+    "logs": Role.LOG,
+    "log": Role.LOG,
+    "cache": Role.CACHE,
+    "special": Role.SPECIAL,
+    "dedup": Role.DEDUP,
+    "spares": Role.SPARE,
+    "spare": Role.SPARE,
+}
+
+
+@dataclass(frozen=True)
+class Entity:
+    """What a set of numbers belongs to.
+
+    ``name`` is unique within (kind, pool). ``parent`` is the parent's name in
+    the same pool (a leaf's vdev, a vdev's pool), so views can draw the tree.
+    ``role`` is set for vdevs and leaves. Identity (``key``) deliberately
+    excludes role and parent: a device that changes role is the same device,
+    and the change is a topology event.
+    """
+
+    kind: Kind
+    name: str
+    pool: str = ""
+    role: Optional[Role] = None
+    parent: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind.value}:{self.pool}/{self.name}" if self.pool else f"{self.kind.value}:{self.name}"
+
+    def label(self) -> str:
+        role = f" [{self.role.value}]" if self.role else ""
+        return f"{self.name}{role}"
+
+
+Metrics = Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Numbers for one entity at one moment.
+
+    ``interval`` is the length in seconds that interval-style values (a
+    ``zpool iostat`` row, a derived rate) describe; ``since_boot`` marks the
+    first report of interval commands, which averages everything since import
+    and must not be plotted as an interval.
+    """
+
+    ts: float
+    entity: Entity
+    metrics: Metrics
+    interval: Optional[float] = None
+    since_boot: bool = False
+    source: str = ""
+
+
+class EventKind(str, Enum):
+    MARK = "mark"  # a user's annotation
+    RUN_START = "run_start"  # a workload run (pgbench) begins
+    RUN_END = "run_end"
+    TOPOLOGY = "topology"  # devices added/removed or a role changed
+    RESET = "reset"  # a counter went backwards: new baseline
+    ERROR = "error"  # a source failed; others go on
+    INFO = "info"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Event:
+    ts: float
+    kind: EventKind
+    text: str
+    source: str = ""
+    entity: str = ""  # an Entity.key, where the event concerns one
+    data: Mapping[str, object] = field(default_factory=dict)
+
+
+Record = Union[Sample, Event]
+
+
+class ParseError(ValueError):
+    """Text a parser cannot read. Names the source and line, so users can find it."""
+
+    def __init__(self, source: str, line_no: Optional[int], message: str, line: Optional[str] = None):
+        self.source = source
+        self.line_no = line_no
+        self.message = message
+        self.line = line
+        where = f"{source}:{line_no}" if line_no is not None else source
+        shown = f": {line.strip()[:80]!r}" if line is not None and line.strip() else ""
+        super().__init__(f"{where}: {message}{shown}")

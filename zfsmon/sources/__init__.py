@@ -1,0 +1,1 @@
+"""Sources: one module per command or kstat family, each a pure parser plus a collector."""

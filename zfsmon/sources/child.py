@@ -1,0 +1,137 @@
+"""Run a long-lived command (``zpool iostat -v 5``, ``kstat -p ... 5``, ``fsstat zfs 5``) once and parse its stream.
+
+Spawning ``zpool iostat`` per sample costs a process and loses the kernel's own
+interval averaging; one persistent child does neither. A reader thread feeds
+lines to an incremental parser; :meth:`StreamCollector.poll` drains what is
+ready. If the child dies (pool exported, daemon restarted) it is restarted
+with back-off and the failure is reported as an event.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import queue
+import signal
+import subprocess
+import threading
+from typing import List, Optional, Sequence
+
+from zfsmon.model import Event, EventKind, ParseError, Record
+from zfsmon.sources.base import Clock, Collector
+
+
+class StreamParser(abc.ABC):
+    """Incremental parser: fed one line at a time, returns complete records as they close."""
+
+    @abc.abstractmethod
+    def feed(self, line: str, ts: float) -> List[Record]:
+        """``ts`` is when the line arrived; parsers prefer timestamps printed in the stream (``-T``)."""
+
+    def flush(self, ts: float) -> List[Record]:
+        """End of stream: emit whatever block is still open (if it is complete enough)."""
+        return []
+
+
+class StreamCollector(Collector):
+    """Owns one child process and one parser."""
+
+    restart_delays = (1.0, 2.0, 5.0, 10.0, 30.0)
+
+    def __init__(self, argv: Sequence[str], parser: StreamParser, name: str, clock: Clock = __import__("time").time,
+                 env: Optional[dict] = None) -> None:
+        super().__init__(clock)
+        self.argv = list(argv)
+        self.parser = parser
+        self.name = name
+        self.env = env
+        self._q: "queue.Queue[Record]" = queue.Queue()
+        self._proc: Optional[subprocess.Popen] = None
+        self._thread: Optional[threading.Thread] = None
+        self._stopping = threading.Event()
+        self._failures = 0
+        self._next_start = 0.0
+
+    # lifecycle ---------------------------------------------------------------
+    def start(self) -> None:
+        self._stopping.clear()
+        self._spawn()
+
+    def _spawn(self) -> None:
+        try:
+            self._proc = subprocess.Popen(
+                self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                text=True, bufsize=1, env=self.env, start_new_session=True,
+            )
+        except OSError as exc:
+            self._q.put(self._error(f"{self.name}: cannot run {self.argv[0]}: {exc.strerror or exc}"))
+            self._schedule_restart()
+            return
+        self._thread = threading.Thread(target=self._pump, args=(self._proc,), name=f"zfsmon-{self.name}", daemon=True)
+        self._thread.start()
+
+    def _pump(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        lineno = 0
+        for line in proc.stdout:
+            lineno += 1
+            ts = self.clock()
+            try:
+                for rec in self.parser.feed(line.rstrip("\n"), ts):
+                    self._q.put(rec)
+                self._ok()
+            except ParseError as exc:
+                self._q.put(self._error(f"{self.name}: {exc}"))
+        try:
+            for rec in self.parser.flush(self.clock()):
+                self._q.put(rec)
+        except ParseError as exc:
+            self._q.put(self._error(f"{self.name}: {exc}"))
+        rc = proc.wait()
+        if not self._stopping.is_set():
+            err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
+            why = err[-1] if err else f"exit status {rc}"
+            self._q.put(self._error(f"{self.name}: `{' '.join(self.argv)}` ended: {why}"))
+            self._schedule_restart()
+
+    def _schedule_restart(self) -> None:
+        delay = self.restart_delays[min(self._failures, len(self.restart_delays) - 1)]
+        self._failures += 1
+        self._next_start = self.clock() + delay
+
+    def poll(self) -> List[Record]:
+        out: List[Record] = []
+        while True:
+            try:
+                out.append(self._q.get_nowait())
+            except queue.Empty:
+                break
+        if (not self._stopping.is_set() and self._next_start and self.clock() >= self._next_start
+                and (self._proc is None or self._proc.poll() is not None)):
+            self._next_start = 0.0
+            out.append(Event(self.clock(), EventKind.INFO, f"{self.name}: restarting `{' '.join(self.argv)}`",
+                             source=self.name))
+            self._spawn()
+        if any(isinstance(r, Event) is False for r in out):
+            self._failures = 0
+        return out
+
+    def stop(self) -> None:
+        self._stopping.set()
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
