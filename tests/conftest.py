@@ -59,3 +59,36 @@ def require_root() -> None:
 @pytest.fixture
 def require_bpftrace(require_root: None) -> None:
     need(shutil.which("bpftrace") is not None, "bpftrace not installed")
+
+
+# --- the zfs-fuse lab ------------------------------------------------------------------------------------------
+
+def _lab_capable() -> str:
+    """Empty if a lab can be built here, else why not."""
+    from zfsmon.lab import system
+
+    try:
+        system.check_can_build()
+    except system.LabError as exc:
+        return str(exc)
+    return ""
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """A real zfs-fuse pool for this test session, with a unique name; removed at the end.
+
+    Sizes are small so that tests stay quick; the layout is the lab's (2 mirrors, log, cache).
+    """
+    why = _lab_capable()
+    need(not why, f"zfs-fuse lab unavailable: {why}")
+    from zfsmon import lab as labmod
+    from zfsmon.lab.config import LabConfig
+
+    cfg = LabConfig(pool=f"zt{os.getpid()}", directory=str(tmp_path_factory.mktemp("lab")), data_mb=256,
+                    log_mb=128, cache_mb=384, arc_mb=64)
+    info = labmod.up(cfg, log=lambda *_: None)
+    try:
+        yield info
+    finally:
+        labmod.down(cfg.pool, log=lambda *_: None)

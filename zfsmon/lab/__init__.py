@@ -1,0 +1,196 @@
+"""The lab: a real (userspace, zfs-fuse) ZFS pool for people without one, and for our tests.
+
+Layout: two 2-way mirrors of data vdevs, one ``log`` (SLOG) and one ``cache``
+(L2ARC) device, all on loop devices over sparse files, plus a dataset for a
+database. ``up`` and ``down`` are idempotent and safe after a crash; a second
+``up`` of a lab that is already up reuses it (by design: scripts can call
+``up`` unconditionally).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from typing import List, Optional
+
+from zfsmon.lab import system
+from zfsmon.lab.config import KSTAT_DIR, Device, LabConfig, LabInfo, LabState, all_states
+from zfsmon.lab.system import LabError, run
+from zfsmon.model import Role
+
+__all__ = ["LabConfig", "LabInfo", "LabError", "up", "down", "info", "status_lines"]
+
+
+def _pool_exists(pool: str) -> bool:
+    return run(["zpool", "list", "-H", "-o", "name", pool], check=False).returncode == 0
+
+
+def _info(state: LabState) -> LabInfo:
+    cfg = state.config
+    return LabInfo(pool=state.pool, dataset=f"{state.pool}/{cfg['dataset']}",
+                   mountpoint=f"/{state.pool}/{cfg['dataset']}", devices=state.by_role(),
+                   kstat_dir=str(KSTAT_DIR / "zfs"), slow_data_iops=cfg.get("slow_data_iops"))  # type: ignore[arg-type]
+
+
+def info(pool: str) -> Optional[LabInfo]:
+    st = LabState.load(pool)
+    return _info(st) if st and st.complete else None
+
+
+def up(cfg: LabConfig, log=print) -> LabInfo:
+    system.check_can_build()
+    with system.machine_lock():
+        old = LabState.load(cfg.pool)
+        if old is not None:
+            if old.complete and _pool_exists(cfg.pool) and system.daemon_pid():
+                log(f"lab {cfg.pool} is already up: reusing it")
+                return _info(old)
+            log(f"lab {cfg.pool}: cleaning up what an interrupted run left behind")
+            _teardown(old, log)
+        elif _pool_exists(cfg.pool):
+            raise LabError(f"a pool named {cfg.pool} exists and is not a zfsmon lab: choose another --pool")
+        return _build(cfg, log)
+
+
+def _build(cfg: LabConfig, log) -> LabInfo:
+    t0 = time.monotonic()
+    state = LabState(pool=cfg.pool, config=vars(cfg).copy())
+    state.save()
+    pid = system.daemon_pid()
+    if pid is None:
+        pid = system.start_daemon(cfg.arc_mb)
+        log(f"started zfs-fuse (pid {pid}, ARC {cfg.arc_mb} MB, --disable-block-cache)")
+    else:
+        argv = system.daemon_cmdline(pid)
+        if cfg.slow_data_iops and "--disable-block-cache" not in argv:
+            raise LabError("--slow-data needs zfs-fuse started with --disable-block-cache, and the running daemon "
+                           f"(pid {pid}) was not: stop it first")
+        log(f"using the running zfs-fuse (pid {pid})")
+    d = cfg.backing_dir()
+    if not d.exists():
+        d.mkdir(parents=True)
+        state.dir_created = True
+        state.save()
+    plan = [(Role.DATA, f"data{i}", cfg.data_mb, f"mirror-{i // 2}") for i in range(4)]
+    plan += [(Role.LOG, "log0", cfg.log_mb, ""), (Role.CACHE, "cache0", cfg.cache_mb, "")]
+    try:
+        for role, stem, size, parent in plan:
+            f = d / f"{stem}.img"
+            system.make_sparse(f, size)
+            dev = Device(role=role.value, file=str(f), parent=parent)
+            state.devices.append(dev)
+            state.save()
+            dev.loop = system.attach_loop(f)
+            state.save()
+        data = [x.loop for x in state.devices if x.role == "data"]
+        log_dev = [x.loop for x in state.devices if x.role == "log"]
+        cache = [x.loop for x in state.devices if x.role == "cache"]
+        run(["zpool", "create", "-f", cfg.pool, "mirror", data[0], data[1], "mirror", data[2], data[3],
+             "log", *log_dev, "cache", *cache])  # type: ignore[list-item]
+        state.pool_created = True
+        state.save()
+        ds = f"{cfg.pool}/{cfg.dataset}"
+        run(["zfs", "create", "-o", f"recordsize={cfg.recordsize}", ds])
+        if cfg.slow_data_iops:
+            nums = [system.dev_numbers(x) for x in data if x]
+            state.cgroup_rules = nums
+            state.save()
+            system.throttle(nums, cfg.slow_data_iops, pid)
+            log(f"data vdevs throttled to {cfg.slow_data_iops} IOPS each (blkio cgroup); log and cache unthrottled")
+        state.complete = True
+        state.save()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            _teardown(state, log)
+        raise
+    log(f"lab {cfg.pool} is up in {time.monotonic() - t0:.1f} s: dataset {cfg.pool}/{cfg.dataset} at "
+        f"/{cfg.pool}/{cfg.dataset}")
+    return _info(state)
+
+
+def down(pool: str, log=print) -> bool:
+    """Remove what `up` created for this pool. Returns False if there was no such lab."""
+    if os.geteuid() != 0:
+        raise LabError("the lab needs root: run it with sudo")
+    with system.machine_lock():
+        state = LabState.load(pool)
+        if state is None:
+            log(f"no lab named {pool} (nothing to do)")
+            return False
+        _teardown(state, log)
+        return True
+
+
+def _teardown(state: LabState, log) -> None:
+    t0 = time.monotonic()
+    if state.pool_created or _pool_exists(state.pool):
+        if state.pool_created and _pool_exists(state.pool):
+            for _ in range(10):
+                cp = run(["zpool", "destroy", "-f", state.pool], check=False)
+                if cp.returncode == 0 or not _pool_exists(state.pool):
+                    break
+                time.sleep(0.5)
+            else:
+                raise LabError(f"cannot destroy pool {state.pool}: {cp.stderr.strip()}")
+    if state.cgroup_rules:
+        system.unthrottle(state.cgroup_rules)
+    for dev in reversed(state.devices):
+        if dev.loop:
+            system.detach_loop(dev.loop, dev.file)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(dev.file)
+    if state.dir_created:
+        d = LabConfig(**{k: v for k, v in state.config.items() if k in LabConfig.__dataclass_fields__}).backing_dir()
+        shutil.rmtree(d, ignore_errors=True)
+    state.remove()
+    _maybe_stop_daemon(log)
+    log(f"lab {state.pool} is down ({time.monotonic() - t0:.1f} s)")
+
+
+def _maybe_stop_daemon(log) -> None:
+    """Stop zfs-fuse only if zfsmon started it and nothing (no lab, no pool at all) still uses it."""
+    rec = system.daemon_record()
+    pid = system.daemon_pid()
+    if not rec or pid is None or rec.get("pid") != pid or all_states():
+        return
+    cp = run(["zpool", "list", "-H", "-o", "name"], check=False)
+    if cp.returncode == 0 and cp.stdout.strip():
+        return
+    system.stop_daemon(pid)
+    log(f"stopped zfs-fuse (pid {pid}), which zfsmon had started")
+
+
+def status_lines() -> List[str]:
+    """Human summary: the daemon, each lab's topology by role, throttles."""
+    lines: List[str] = []
+    pid = system.daemon_pid()
+    rec = system.daemon_record()
+    if pid is None:
+        lines.append("zfs-fuse: not running")
+    else:
+        who = "started by zfsmon" if rec.get("pid") == pid else "not started by zfsmon"
+        lines.append(f"zfs-fuse: pid {pid} ({who}): {' '.join(system.daemon_cmdline(pid))}")
+    rules = system.throttle_rules()
+    states = all_states()
+    if not states:
+        lines.append("labs: none")
+    for st in states:
+        alive = _pool_exists(st.pool) if pid else False
+        state = "up" if st.complete and alive else ("incomplete: run `zfsmon lab down`" if not st.complete
+                                                   else "pool missing: run `zfsmon lab down`")
+        lines.append(f"lab {st.pool}: {state}; backing files in {os.path.dirname(st.devices[0].file) if st.devices else '-'}")
+        lines.append(f"  {st.pool} [pool]  dataset {st.pool}/{st.config.get('dataset')}")
+        parents = sorted({d.parent for d in st.devices if d.parent})
+        for parent in parents:
+            lines.append(f"    {parent} [data]")
+            for d in st.devices:
+                if d.parent == parent:
+                    lim = rules.get(system.dev_numbers(d.loop)) if d.loop and os.path.exists(d.loop) else None
+                    thr = f"  throttled to {lim} IOPS" if lim else ""
+                    lines.append(f"      {d.loop}  ({os.path.basename(d.file)}){thr}")
+        for d in st.devices:
+            if not d.parent:
+                lines.append(f"    {d.loop} [{d.role}]  ({os.path.basename(d.file)})")
+    return lines
