@@ -1,0 +1,74 @@
+"""Small workload helpers for lab tests: real I/O on the lab's dataset, nothing simulated."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import time
+from typing import Dict, List
+
+
+def write_file(path: str, mb: int, chunk: int = 1 << 20) -> None:
+    block = os.urandom(chunk)  # incompressible, so it really reaches the vdevs
+    with open(path, "wb") as f:
+        for _ in range(mb * (1 << 20) // chunk):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def drop_host_caches() -> None:
+    """FUSE file pages live in the host page cache; drop them so reads reach zfs-fuse."""
+    subprocess.run(["sync"], check=False)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def random_reads(path: str, count: int, size: int = 8192, seed: int = 1) -> float:
+    """Seconds taken by `count` random preads of `size` bytes."""
+    rnd = random.Random(seed)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        blocks = os.fstat(fd).st_size // size
+        t0 = time.monotonic()
+        for _ in range(count):
+            os.pread(fd, size, rnd.randrange(blocks) * size)
+        return time.monotonic() - t0
+    finally:
+        os.close(fd)
+
+
+def interval_leaf_ops(pool: str, leaves: List[str], workload, interval: int = 1, count: int = 5) -> Dict[str, float]:
+    """Sum of read+write ops/s per leaf over the interval reports of `zpool iostat -v` taken while `workload` runs.
+
+    The first report averages since import and is skipped. A deliberately naive reader, independent of
+    zfsmon's parser, so that it can check it.
+    """
+    proc = subprocess.Popen(["zpool", "iostat", "-v", pool, str(interval), str(count)], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        workload()
+        out_text, _ = proc.communicate(timeout=interval * count + 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    names = {os.path.basename(x) for x in leaves}
+    totals: Dict[str, float] = {n: 0.0 for n in names}
+    report = 0
+    for line in out_text.splitlines():
+        parts = line.split()
+        if parts[:1] == ["pool"]:
+            report += 1
+        elif report > 1 and parts and os.path.basename(parts[0]) in names and len(parts) == 7:
+            totals[os.path.basename(parts[0])] += _num(parts[3]) + _num(parts[4])
+    return totals
+
+
+def _num(text: str) -> float:
+    mult = {"K": 1e3, "M": 1e6, "G": 1e9}
+    if text == "-":
+        return 0.0
+    if text[-1] in mult:
+        return float(text[:-1]) * mult[text[-1]]
+    return float(text)
