@@ -1,0 +1,65 @@
+"""The command line: every subcommand has a manual, and bad arguments give one line, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from zfsmon.cli import _modules, build_parser
+
+SUBCOMMANDS = [m.NAME for m in _modules()]
+
+
+def zfsmon(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zfsmon", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_top_level_help_lists_every_subcommand():
+    out = zfsmon("--help")
+    assert out.returncode == 0
+    for name in SUBCOMMANDS:
+        assert name in out.stdout
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS)
+def test_subcommand_help_reads_like_a_manual(sub):
+    out = zfsmon(sub, "--help")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: zfsmon " + sub)
+    # a description paragraph beyond the usage and options
+    assert len(out.stdout.splitlines()) > 4
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS)
+def test_wrong_argument_is_one_line_and_nonzero(sub):
+    out = zfsmon(sub, "--no-such-option-xyz")
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("zfsmon")
+
+
+def test_unknown_subcommand():
+    out = zfsmon("frobnicate")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_parser_builds():
+    assert build_parser().prog == "zfsmon"
+
+
+def test_lab_refuses_clearly_without_root(monkeypatch, capsys):
+    import os
+
+    from zfsmon import cli
+    from zfsmon.lab import system
+
+    monkeypatch.setattr(system, "kernel_zfs_present", lambda: False)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert cli.main(["lab", "up", "--pool", "never"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "zfsmon: the lab needs root (zfs-fuse, loop devices, cgroups): run it with sudo"

@@ -1,0 +1,34 @@
+"""Report what this host offers zfsmon: one line per source or tool, with a verdict and the reason.
+
+It looks for the platform and ZFS flavour (illumos, FreeBSD, Linux OpenZFS kernel module, zfs-fuse),
+asks the local `zpool` which `zpool iostat` flags it accepts, finds the ARC and ZIL kstats
+(/proc/spl/kstat/zfs, sysctl kstat.zfs.misc, kstat -p zfs:0:arcstats, /zfs-kstat), and checks
+arcstat/zarcstat, fsstat, iostat, dtrace and bpftrace (with privilege), pgbench and psql.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from zfsmon import host as hostmod
+
+NAME = "doctor"
+HELP = "what this host offers: sources, tools and tracing, with reasons"
+EPILOG = "examples:\n  zfsmon doctor\n  zfsmon doctor --json | jq '.checks[] | select(.ok)'\n"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    h = hostmod.probe()
+    if args.json:
+        print(json.dumps(h.to_dict(), indent=2))
+        return 0
+    print(f"host {h.hostname}: {h.system} {h.release}; ZFS: {h.flavour} {h.zfs_version}".rstrip())
+    width = max(len(c.name) for c in h.checks)
+    for c in h.checks:
+        print(f"  {c.verdict():6s} {c.category:8s} {c.name:{width}s}  {c.detail}")
+    return 0
