@@ -65,7 +65,7 @@ def test_round_trip_topology_workload_and_cleanup(capable, tmp_path):
     finally:
         assert labmod.down(cfg.pool, log=lambda *_: None)
     assert subprocess.run(["zpool", "list", cfg.pool], capture_output=True).returncode != 0
-    backing = {l.split(":")[0]: l for l in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.splitlines()}
+    backing = {ln.split(":")[0]: ln for ln in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.splitlines()}
     for dev_list in info.devices.values():
         for dev in dev_list:
             assert cfg.pool not in backing.get(dev, ""), f"{dev} still attached"

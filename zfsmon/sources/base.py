@@ -29,6 +29,7 @@ class Collector(abc.ABC):
 
     def start(self) -> None:
         """Begin collecting (spawn the persistent child, take a baseline)."""
+        return None
 
     @abc.abstractmethod
     def poll(self) -> List[Record]:
@@ -36,6 +37,7 @@ class Collector(abc.ABC):
 
     def stop(self) -> None:
         """Stop children and release resources; safe to call twice."""
+        return None
 
     # helpers for subclasses -------------------------------------------------
     def _error(self, message: str) -> Event:

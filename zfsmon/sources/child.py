@@ -15,7 +15,7 @@ import queue
 import signal
 import subprocess
 import threading
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.sources.base import Clock, Collector
@@ -37,6 +37,8 @@ class StreamCollector(Collector):
     """Owns one child process and one parser."""
 
     restart_delays = (1.0, 2.0, 5.0, 10.0, 30.0)
+    #: signals sent to the child's process group on stop, each followed by a wait (s); SIGKILL comes last
+    stop_signals: Tuple[Tuple[int, float], ...] = ((signal.SIGTERM, 3.0),)
 
     def __init__(self, argv: Sequence[str], parser: StreamParser, name: str, clock: Clock = __import__("time").time,
                  env: Optional[dict] = None) -> None:
@@ -45,7 +47,7 @@ class StreamCollector(Collector):
         self.parser = parser
         self.name = name
         self.env = env
-        self._q: "queue.Queue[Record]" = queue.Queue()
+        self._q: queue.Queue[Record] = queue.Queue()
         self._proc: Optional[subprocess.Popen] = None
         self._thread: Optional[threading.Thread] = None
         self._stopping = threading.Event()
@@ -61,7 +63,7 @@ class StreamCollector(Collector):
         try:
             self._proc = subprocess.Popen(
                 self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                text=True, bufsize=1, env=self.env, start_new_session=True,
+                text=True, bufsize=1, env=self.env, start_new_session=True, **self._popen_extra(),
             )
         except OSError as exc:
             self._q.put(self._error(f"{self.name}: cannot run {self.argv[0]}: {exc.strerror or exc}"))
@@ -69,6 +71,15 @@ class StreamCollector(Collector):
             return
         self._thread = threading.Thread(target=self._pump, args=(self._proc,), name=f"zfsmon-{self.name}", daemon=True)
         self._thread.start()
+
+    def _popen_extra(self) -> Dict[str, Any]:
+        """Extra ``Popen`` arguments for subclasses (e.g. a ``preexec_fn`` setting PR_SET_PDEATHSIG)."""
+        return {}
+
+    def _exit_reason(self, rc: int, stderr: str) -> str:
+        """Why the child ended, in one line; subclasses translate tool-specific errors."""
+        err = stderr.strip().splitlines()
+        return err[-1] if err else f"exit status {rc}"
 
     def _pump(self, proc: subprocess.Popen) -> None:
         assert proc.stdout is not None
@@ -89,8 +100,7 @@ class StreamCollector(Collector):
             self._q.put(self._error(f"{self.name}: {exc}"))
         rc = proc.wait()
         if not self._stopping.is_set():
-            err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
-            why = err[-1] if err else f"exit status {rc}"
+            why = self._exit_reason(rc, proc.stderr.read() if proc.stderr else "")
             self._q.put(self._error(f"{self.name}: `{' '.join(self.argv)}` ended: {why}"))
             self._schedule_restart()
 
@@ -121,13 +131,17 @@ class StreamCollector(Collector):
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:
+        for sig, wait in self.stop_signals:
+            try:
+                os.killpg(proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -1,0 +1,131 @@
+"""ARC/L2ARC on the real zfs-fuse lab: zfsmon's hit ratio equals the one computed from the raw kstat files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict, Tuple
+
+import pytest
+
+from tests.lab.helpers import drop_host_caches, random_reads, write_file
+from zfsmon.analysis.arc import ArcAnalyzer
+from zfsmon.model import Kind, Sample
+from zfsmon.sources.arcstats import FuseArcstatsCollector
+
+pytestmark = [pytest.mark.lab]
+
+
+def _raw(arc_dir: str) -> Tuple[float, float]:
+    """hits and misses read straight from zfs-fuse's files, without zfsmon's reader."""
+    with open(os.path.join(arc_dir, "hits")) as h, open(os.path.join(arc_dir, "misses")) as m:
+        return float(h.read()), float(m.read())
+
+
+def _bracketed(coll: FuseArcstatsCollector, arc_dir: str):
+    """A zfsmon reading with raw readings taken just before and just after it."""
+    before = _raw(arc_dir)
+    recs = coll.poll()
+    after = _raw(arc_dir)
+    samples: Dict[Kind, Sample] = {r.entity.kind: r for r in recs if isinstance(r, Sample)}
+    assert Kind.ARC in samples, recs
+    return before, samples, after
+
+
+def _stable(coll: FuseArcstatsCollector, arc_dir: str, tries: int = 50):
+    """A reading during which the raw counters did not move, so zfsmon's values must equal them exactly."""
+    for _ in range(tries):
+        before, samples, after = _bracketed(coll, arc_dir)
+        if before == after:
+            return before, samples
+        time.sleep(0.05)
+    pytest.fail("ARC counters never held still for one reading")
+
+
+def _pct(hits: float, misses: float) -> float:
+    return 100.0 * hits / (hits + misses)
+
+
+def test_hit_ratio_matches_raw_kstat_deltas(lab):
+    arc_dir = os.path.join(lab.kstat_dir, "arcstats")
+    path = os.path.join(lab.mountpoint, "arc-lab.bin")
+    write_file(path, 96)  # larger than the 64 MB ARC: random reads both hit and miss
+    drop_host_caches()
+    coll = FuseArcstatsCollector(arc_dir)
+    an = ArcAnalyzer()
+
+    # 1. while a read workload runs: zfsmon's counters lie between raw readings taken around them
+    stop = threading.Event()
+
+    def workload() -> None:
+        seed = 0
+        while not stop.is_set():
+            seed += 1
+            random_reads(path, 200, seed=seed)
+            drop_host_caches()
+
+    t = threading.Thread(target=workload, daemon=True)
+    t.start()
+    try:
+        time.sleep(0.5)
+        b1, s1, a1 = _bracketed(coll, arc_dir)
+        an.update(s1[Kind.ARC])
+        time.sleep(3.0)
+        b2, s2, a2 = _bracketed(coll, arc_dir)
+        d, events = an.update(s2[Kind.ARC])
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    assert events == [] and d is not None
+    m1, m2 = s1[Kind.ARC].metrics, s2[Kind.ARC].metrics
+    for i, name in enumerate(("hits", "misses")):
+        assert b1[i] <= m1[name] <= a1[i] and b2[i] <= m2[name] <= a2[i], name
+    dh, dm = m2["hits"] - m1["hits"], m2["misses"] - m1["misses"]
+    assert dh > 0 and dm > 0, "the workload should both hit and miss"
+    lo = _pct(b2[0] - a1[0], a2[1] - b1[1])  # fewest hits, most misses the raw readings allow
+    hi = _pct(a2[0] - b1[0], b2[1] - a1[1])
+    assert lo - 1e-9 <= d.metrics["hit_pct"] <= hi + 1e-9
+    assert d.metrics["hit_pct"] == pytest.approx(_pct(dh, dm))
+    assert d.metrics["reads_per_s"] == pytest.approx((dh + dm) / d.interval)
+
+    # 2. quiescent readings around a burst of reads: equality with the raw files, exactly
+    r1, q1 = _stable(coll, arc_dir)
+    an2 = ArcAnalyzer()
+    an2.update(q1[Kind.ARC])
+    random_reads(path, 1500, seed=99)
+    r2, q2 = _stable(coll, arc_dir)
+    d2, _ = an2.update(q2[Kind.ARC])
+    assert (q1[Kind.ARC].metrics["hits"], q1[Kind.ARC].metrics["misses"]) == r1
+    assert (q2[Kind.ARC].metrics["hits"], q2[Kind.ARC].metrics["misses"]) == r2
+    assert r2[0] > r1[0] and r2[1] >= r1[1]
+    assert d2.metrics["hit_pct"] == pytest.approx(_pct(r2[0] - r1[0], r2[1] - r1[1]), abs=1e-12)
+
+    # 3. the L2ARC is there (the lab has a cache device) under the l2arc entity, prefix dropped
+    l2 = q2[Kind.L2ARC].metrics
+    for name in ("hits", "misses", "size", "read_bytes", "write_bytes", "feeds"):
+        assert name in l2, name
+    assert l2["write_bytes"] > 0 or l2["size"] >= 0
+    assert not any(k.startswith("l2_") for k in q2[Kind.ARC].metrics)
+    print(f"\nlab ARC: busy interval {d.interval:.2f}s hit% {d.metrics['hit_pct']:.2f} (raw bounds {lo:.2f}..{hi:.2f}),"
+          f" {d.metrics['reads_per_s']:.0f} reads/s; quiet hit% {d2.metrics['hit_pct']:.2f};"
+          f" {len(q2[Kind.ARC].metrics)} ARC + {len(l2)} L2ARC statistics")
+    os.unlink(path)
+
+
+def test_arcstat_command_on_the_lab(lab):
+    arc_dir = os.path.join(lab.kstat_dir, "arcstats")
+    out = subprocess.run([sys.executable, "-m", "zfsmon", "arcstat", "--kstat-dir", arc_dir, "-f",
+                          "time,read,hit%,miss%,size,c,l2hit%,l2size,l2bytes", "1", "2"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["time", "read", "hit%", "miss%", "size", "c", "l2hit%", "l2size", "l2bytes"]
+    assert len(lines) == 3 and all(len(ln.split()) == 9 for ln in lines[1:])
+    csv = subprocess.run([sys.executable, "-m", "zfsmon", "arcstat", "--kstat-dir", arc_dir, "--csv", "1", "1"],
+                         capture_output=True, text=True, timeout=60)
+    assert csv.returncode == 0, csv.stderr
+    header, row = csv.stdout.splitlines()
+    assert "l2size" in header.split(",") and len(row.split(",")) == len(header.split(","))

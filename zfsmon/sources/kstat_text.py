@@ -1,0 +1,433 @@
+"""The textual shapes kstats come in, turned into plain name -> value dicts.
+
+ZFS exports the same named kstats (``arcstats``, ``zil``, ``zfetchstats``,
+``vdev_cache_stats``, per-pool ``io``/``objset-*``) in four ways:
+
+* Linux SPL ``/proc/spl/kstat/zfs/NAME``: a header line
+  ``KID TYPE FLAGS NDATA DATASIZE CRTIME SNAPTIME`` (times in ns), a column
+  line ``name type data`` and one ``name type value`` row per statistic
+  (:func:`parse_proc_table`).  Type 7/8 rows hold strings (``dataset_name``).
+  The older ``io`` kstat (KSTAT_TYPE_IO) is a header, a line of column names
+  and one line of values instead; that shape is read too.  Raw history
+  kstats (``txgs``, ``reads``) print their own column line and no header:
+  they are tables of rows, not name/value kstats, and are not read here.
+* illumos ``kstat -p``: ``module:instance:name:statistic<TAB>value`` lines,
+  possibly repeated once per interval by ``kstat -p ... INTERVAL``
+  (:func:`parse_kstat_p`, :class:`KstatPBlocks`).
+* FreeBSD ``sysctl kstat.zfs.misc.NAME``: ``kstat.zfs.misc.NAME.stat: value``
+  (:func:`parse_sysctl`).
+* zfs-fuse ``/zfs-kstat/MODULE/NAME/STAT``: one file per statistic holding
+  ``value\\n`` (:func:`parse_stat_files`; reading the directory is the
+  collector's job, :func:`read_stat_dir`).
+
+Everything here is pure text -> dict except :func:`read_stat_dir`.  The
+functions know nothing about which statistics are counters: that is the
+metrics table's business.  Malformed input raises :class:`ParseError` naming
+the source and line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+
+from zfsmon.model import ParseError, Record
+from zfsmon.sources.base import Clock, PolledCollector
+from zfsmon.sources.child import StreamCollector, StreamParser
+
+#: SPL kstat data types that hold text rather than numbers: KSTAT_DATA_CHAR (0) and KSTAT_DATA_STRING (7).
+_STRING_TYPES = {0, 7}
+
+_INT_RE = re.compile(r"^-?\d+$")
+# name (histogram kstats such as dmu_tx_assign have names with spaces: "1 ns"), type, value
+_ROW_RE = re.compile(r"^(\S.*?)\s+(\d{1,2})(?:\s+(.*))?$")
+_FLOAT_RE = re.compile(r"^-?\d+\.\d+$")
+
+
+def to_number(text: str) -> Optional[float]:
+    """A kstat value as a number, or None when it is not numeric (``misc``, a dataset name).
+
+    Integers stay exact up to 2**53 as floats; 64-bit counters beyond that lose
+    low bits, which no rate computed over seconds can notice.
+    """
+    t = text.strip()
+    if _INT_RE.match(t):
+        return float(int(t))
+    if _FLOAT_RE.match(t):
+        return float(t)
+    return None
+
+
+@dataclass
+class KstatHeader:
+    """The first line of a Linux SPL kstat file. Times are the kernel's monotonic clock in ns."""
+
+    kid: int
+    ks_type: int
+    flags: int
+    ndata: int
+    data_size: int
+    crtime_ns: int
+    snaptime_ns: int
+
+
+@dataclass
+class KstatTable:
+    """One named kstat: numeric values, string values, and the header when the format has one."""
+
+    values: Dict[str, float] = field(default_factory=dict)
+    strings: Dict[str, str] = field(default_factory=dict)
+    header: Optional[KstatHeader] = None
+    #: how many statistic rows the text held (numeric + string), to compare with ``header.ndata``
+    rows: int = 0
+
+
+def _lines(text: str) -> Iterator[Tuple[int, str]]:
+    yield from enumerate(text.splitlines(), 1)
+
+
+def parse_header(line: str, source: str, line_no: int = 1) -> KstatHeader:
+    parts = line.split()
+    if len(parts) != 7 or not all(_INT_RE.match(p) or re.match(r"^0x[0-9a-fA-F]+$", p) for p in parts):
+        raise ParseError(source, line_no, "not a kstat header (KID TYPE FLAGS NDATA SIZE CRTIME SNAPTIME)", line)
+    nums = [int(p, 16) if p.startswith("0x") else int(p) for p in parts]
+    return KstatHeader(*nums)
+
+
+def parse_proc_table(text: str, source: str = "kstat") -> KstatTable:
+    """A Linux ``/proc/spl/kstat/...`` named (``name type data``) or io (columns + values) kstat."""
+    table = KstatTable()
+    rows = list(_lines(text))
+    # tolerate leading blank lines, nothing else
+    while rows and not rows[0][1].strip():
+        rows.pop(0)
+    if not rows:
+        raise ParseError(source, None, "empty kstat")
+    no, first = rows[0]
+    table.header = parse_header(first, source, no)
+    body = [(n, ln) for n, ln in rows[1:] if ln.strip()]
+    if not body:
+        return table  # a header-only kstat (an empty history list): valid, no values
+    no, colline = body[0]
+    cols = colline.split()
+    if cols == ["name", "type", "data"]:
+        for no, line in body[1:]:
+            m = _ROW_RE.match(line.strip())
+            if not m:
+                raise ParseError(source, no, "expected `name type value`", line)
+            name, dtype, raw = m.group(1), int(m.group(2)), (m.group(3) or "").strip()
+            num = None if dtype in _STRING_TYPES else to_number(raw)
+            if num is None and dtype not in _STRING_TYPES:
+                raise ParseError(source, no, f"value of {name} is not a number", line)
+            if name in table.values or name in table.strings:
+                raise ParseError(source, no, f"statistic {name} appears twice", line)
+            if num is None:
+                table.strings[name] = raw
+            else:
+                table.values[name] = num
+            table.rows += 1
+        return table
+    if table.header.ks_type == 3 and len(body) == 2:  # KSTAT_TYPE_IO: one line of names, one of values
+        no, valline = body[1]
+        vals = valline.split()
+        if len(vals) != len(cols):
+            raise ParseError(source, no, f"{len(cols)} columns but {len(vals)} values", valline)
+        for c, v in zip(cols, vals):
+            num = to_number(v)
+            if num is None:
+                raise ParseError(source, no, f"value of {c} is not a number", valline)
+            table.values[c] = num
+        table.rows = len(cols)
+        return table
+    raise ParseError(source, no, "unknown kstat body (expected `name type data` or an io kstat)", colline)
+
+
+# --- illumos kstat -p ------------------------------------------------------------------------------
+
+#: statistics every illumos kstat carries besides its data (not measurements)
+KSTAT_P_META = ("class", "crtime", "snaptime")
+
+_KSTAT_P_RE = re.compile(r"^([^:\s]+):(\d+):([^:\t]+):([^\t]+)\t(.*)$")
+_EPOCH_RE = re.compile(r"^\d{9,11}$")  # `kstat -T u`
+_DATE_RE = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d( \S+)? \d{4}$")  # `kstat -T d`
+
+
+@dataclass
+class KstatPBlock:
+    """One interval of ``kstat -p`` output: ``(module, instance, name)`` -> table."""
+
+    tables: Dict[Tuple[str, int, str], KstatTable] = field(default_factory=dict)
+    #: epoch seconds printed by ``kstat -T u`` before the block, if any
+    printed_ts: Optional[float] = None
+    first_line: int = 0
+    #: when the block's first line arrived (streams): the moment the values were read
+    arrived: Optional[float] = None
+
+    def find(self, name: str, module: str = "zfs") -> Optional[KstatTable]:
+        """The first instance of kstat ``module:*:name``."""
+        for (mod, _inst, nm), t in sorted(self.tables.items(), key=lambda kv: kv[0][1]):
+            if mod == module and nm == name:
+                return t
+        return None
+
+
+class KstatPBlocks:
+    """Incremental reader of ``kstat -p [-T u] ... [INTERVAL]``: feed lines, get closed blocks.
+
+    ``kstat -p`` with an interval prints every selected statistic again each
+    interval (a blank line and, with ``-T``, a timestamp between them). A block
+    closes at a blank line, a timestamp line, or when a statistic already seen
+    in the open block shows up again, so output with or without separators is
+    read the same way.
+    """
+
+    def __init__(self, source: str = "kstat -p") -> None:
+        self.source = source
+        self._open: Optional[KstatPBlock] = None
+        self._pending_ts: Optional[float] = None
+        self._line_no = 0
+
+    def feed(self, line: str, ts: Optional[float] = None) -> List[KstatPBlock]:
+        """One line; ``ts`` (when it arrived) is kept on the block it opens."""
+        self._line_no += 1
+        no = self._line_no
+        s = line.rstrip("\r\n")
+        out: List[KstatPBlock] = []
+        if not s.strip():
+            out.extend(self._close())
+            return out
+        if _EPOCH_RE.match(s.strip()):
+            out.extend(self._close())
+            self._pending_ts = float(s.strip())
+            return out
+        if _DATE_RE.match(s.strip()):
+            out.extend(self._close())  # local-time date without reliable zone: only a separator
+            return out
+        m = _KSTAT_P_RE.match(s)
+        if not m:
+            raise ParseError(self.source, no, "expected `module:instance:name:statistic<TAB>value`", s)
+        mod, inst, name, stat, raw = m.group(1), int(m.group(2)), m.group(3), m.group(4), m.group(5)
+        key = (mod, inst, name)
+        blk = self._open
+        if blk is not None:
+            t = blk.tables.get(key)
+            if t is not None and (stat in t.values or stat in t.strings):
+                out.extend(self._close())
+                blk = None
+        if blk is None:
+            blk = self._open = KstatPBlock(printed_ts=self._pending_ts, first_line=no, arrived=ts)
+            self._pending_ts = None
+        t = blk.tables.setdefault(key, KstatTable())
+        num = to_number(raw)
+        if num is None:
+            t.strings[stat] = raw.strip()
+        else:
+            t.values[stat] = num
+        if stat not in KSTAT_P_META:
+            t.rows += 1
+        return out
+
+    def _close(self) -> List[KstatPBlock]:
+        blk, self._open = self._open, None
+        return [blk] if blk is not None and blk.tables else []
+
+    def flush(self) -> List[KstatPBlock]:
+        """End of input: the open block, whatever it holds (a truncated capture is still data)."""
+        return self._close()
+
+
+def parse_kstat_p(text: str, source: str = "kstat -p") -> List[KstatPBlock]:
+    """All blocks of a ``kstat -p`` capture (one per interval; usually one)."""
+    reader = KstatPBlocks(source)
+    blocks: List[KstatPBlock] = []
+    for _no, line in _lines(text):
+        blocks.extend(reader.feed(line))
+    blocks.extend(reader.flush())
+    return blocks
+
+
+class KstatPStreamParser(StreamParser):
+    """``kstat -p ... INTERVAL`` as a stream: each closed block goes through ``to_records(block, ts)``.
+
+    ``ts`` is when the block's first line arrived, so a block that only closes
+    when the next interval begins is still stamped with its own moment.
+    """
+
+    def __init__(self, to_records: Callable[[KstatPBlock, float], List[Record]], source: str = "kstat -p") -> None:
+        self._reader = KstatPBlocks(source)
+        self._to_records = to_records
+
+    def _emit(self, blocks: List[KstatPBlock], ts: float) -> List[Record]:
+        out: List[Record] = []
+        for blk in blocks:
+            out.extend(self._to_records(blk, blk.arrived if blk.arrived is not None else ts))
+        return out
+
+    def feed(self, line: str, ts: float) -> List[Record]:
+        return self._emit(self._reader.feed(line, ts), ts)
+
+    def flush(self, ts: float) -> List[Record]:
+        return self._emit(self._reader.flush(), ts)
+
+
+def timed_blocks(text: str, ts: float, where: str, interval: Optional[float] = None
+                 ) -> Iterator[Tuple[KstatPBlock, float]]:
+    """Blocks of a ``kstat -p`` capture with their times: ``-T u`` stamps when printed, else ``ts + i * interval``."""
+    for i, blk in enumerate(parse_kstat_p(text, where)):
+        yield blk, (blk.printed_ts if blk.printed_ts is not None else ts + i * (interval or 0.0))
+
+
+def kstat_p_table(table: KstatTable) -> KstatTable:
+    """A ``kstat -p`` table without its ``class``/``crtime``/``snaptime`` pseudo-statistics."""
+    out = KstatTable(rows=table.rows)
+    out.values = {k: v for k, v in table.values.items() if k not in KSTAT_P_META}
+    out.strings = {k: v for k, v in table.strings.items() if k not in KSTAT_P_META}
+    return out
+
+
+# --- FreeBSD sysctl ---------------------------------------------------------------------------------
+
+_SYSCTL_RE = re.compile(r"^([A-Za-z0-9_.%-]+):(?: (.*)|)$")
+
+
+def parse_sysctl(text: str, prefix: str = "", source: str = "sysctl") -> KstatTable:
+    """``name: value`` lines (``sysctl -q kstat.zfs.misc.arcstats``).
+
+    With ``prefix`` (``"kstat.zfs.misc.arcstats."``) only names under it are
+    kept, without the prefix; other lines are ignored, so a capture of a wider
+    sysctl tree still reads.
+    """
+    table = KstatTable()
+    for no, line in _lines(text):
+        if not line.strip():
+            continue
+        m = _SYSCTL_RE.match(line.rstrip())
+        if not m:
+            raise ParseError(source, no, "expected `name: value`", line)
+        name, raw = m.group(1), (m.group(2) or "").strip()
+        if prefix:
+            if not name.startswith(prefix):
+                continue
+            name = name[len(prefix):]
+        if not name:
+            raise ParseError(source, no, "empty statistic name", line)
+        if name in table.values or name in table.strings:
+            raise ParseError(source, no, f"statistic {name} appears twice", line)
+        num = to_number(raw)
+        if num is None:
+            table.strings[name] = raw
+        else:
+            table.values[name] = num
+        table.rows += 1
+    return table
+
+
+# --- zfs-fuse one file per statistic ----------------------------------------------------------------
+
+def parse_stat_files(files: Mapping[str, str], source: str = "kstat dir") -> KstatTable:
+    """Statistic name -> file content (``"123\\n"``), as zfs-fuse serves ``/zfs-kstat/MODULE/NAME/``.
+
+    zfs-fuse prints only integer types; anything else reads ``data type N not
+    handled`` and is kept as a string, not an error.
+    """
+    table = KstatTable()
+    for name in sorted(files):
+        raw = files[name].strip()
+        if not name or "/" in name:
+            raise ParseError(source, None, f"bad statistic name {name!r}")
+        num = to_number(raw)
+        if num is None:
+            if "\n" in raw or not raw:
+                raise ParseError(f"{source}/{name}", 1, "expected one number", raw[:80] or "(empty)")
+            table.strings[name] = raw
+        else:
+            table.values[name] = num
+        table.rows += 1
+    return table
+
+
+def read_stat_dir(path: str) -> Dict[str, str]:
+    """Read every file of a one-file-per-statistic kstat directory. Raises OSError if it is missing.
+
+    The files are read one by one, so the values are not one atomic snapshot
+    (unlike a /proc read); at poll intervals of seconds the skew is negligible.
+    """
+    out: Dict[str, str] = {}
+    for name in os.listdir(path):
+        full = os.path.join(path, name)
+        try:
+            with open(full, encoding="ascii", errors="replace") as fh:
+                out[name] = fh.read(200)
+        except IsADirectoryError:
+            continue
+    return out
+
+
+# --- collector-side helpers (I/O) -------------------------------------------------------------------
+
+def run_text(argv: List[str], timeout: float = 10.0) -> str:
+    """Run a short command (``sysctl``, ``kstat``) and return its stdout.
+
+    Failures come back as :class:`OSError` (what collectors already turn into
+    error events): a missing program, a non-zero exit with its last stderr
+    line, or a command that hangs past ``timeout``.
+    """
+    import subprocess
+
+    try:
+        proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise OSError(f"`{' '.join(argv)}` took longer than {timeout:g}s") from exc
+    if proc.returncode != 0:
+        err = proc.stderr.strip().splitlines()
+        raise OSError(f"`{' '.join(argv)}` failed: {err[-1] if err else f'exit status {proc.returncode}'}")
+    return proc.stdout
+
+
+#: a pure parser bound to a source: (text, ts, source name, where the text came from) -> records
+TextParser = Callable[[str, float, str, str], List[Record]]
+
+
+class KstatFileCollector(PolledCollector):
+    """Reads one kstat file (``/proc/spl/kstat/zfs/NAME``) per poll: one read is one consistent snapshot."""
+
+    def __init__(self, name: str, path: str, parse: TextParser, clock: Clock = time.time) -> None:
+        super().__init__(clock)
+        self.name = name
+        self.path = path
+        self._parse = parse
+
+    def read_text(self) -> str:
+        with open(self.path, encoding="ascii", errors="replace") as fh:
+            return fh.read()
+
+    def parse(self, text: str, ts: float) -> List[Record]:
+        return self._parse(text, ts, self.name, self.path)
+
+
+class CommandCollector(PolledCollector):
+    """Runs a short command (``sysctl -q kstat.zfs.misc.NAME``) per poll."""
+
+    def __init__(self, name: str, argv: List[str], parse: TextParser, clock: Clock = time.time) -> None:
+        super().__init__(clock)
+        self.name = name
+        self.argv = list(argv)
+        self._parse = parse
+
+    def read_text(self) -> str:
+        return run_text(self.argv)
+
+    def parse(self, text: str, ts: float) -> List[Record]:
+        return self._parse(text, ts, self.name, " ".join(self.argv))
+
+
+def kstat_p_collector(name: str, kstat: str, interval: float,
+                      block_records: Callable[[KstatPBlock, float], List[Record]],
+                      clock: Clock = time.time) -> StreamCollector:
+    """One persistent ``kstat -p KSTAT INTERVAL`` child (illumos); each printed block goes to ``block_records``."""
+    ival = str(max(1, int(round(interval))))  # kstat takes whole seconds
+    parser = KstatPStreamParser(block_records, f"kstat -p {kstat}")
+    return StreamCollector(["kstat", "-p", kstat, ival], parser, name, clock)
