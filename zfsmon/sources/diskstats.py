@@ -1,0 +1,155 @@
+"""Linux ``/proc/diskstats``: what the block layer saw, per device, as cumulative counters.
+
+This is the "device view" to set beside ZFS's own per-leaf numbers: on
+virtual or SAN disks (or zfs-fuse reading through the page cache) the block
+layer may report far fewer operations than ZFS issued. Line layout
+(Documentation/admin-guide/iostats.rst): ``MAJOR MINOR NAME`` then 11 fields,
+15 since kernel 4.18 (discards), 17 since 5.5 (flushes). Sectors are always
+512 bytes here, times are milliseconds; both are converted (bytes, ns).
+
+Also here, because it is the Linux block-device I/O the goose-egg check needs:
+:func:`resolve_kernel_name` turns a ``zpool status`` leaf path into the kernel
+device name ``/proc/diskstats`` uses (``/dev/disk/by-id/wwn-...`` -> ``sdb``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
+
+from zfsmon.model import Entity, Kind, ParseError, Record, Sample
+from zfsmon.sources.base import Clock, PolledCollector
+
+PATH = "/proc/diskstats"
+SOURCE = "diskstats"
+SECTOR = 512
+MS_NS = 1_000_000
+
+#: (metric, scale) for fields 4.. in order; None = the in-flight gauge, kept as is
+_FIELDS = (
+    ("reads", 1), ("reads_merged", 1), ("read_bytes", SECTOR), ("read_time_ns", MS_NS),
+    ("writes", 1), ("writes_merged", 1), ("write_bytes", SECTOR), ("write_time_ns", MS_NS),
+    ("in_flight", 1), ("busy_ns", MS_NS), ("weighted_ns", MS_NS),
+    ("discards", 1), ("discards_merged", 1), ("discard_bytes", SECTOR), ("discard_time_ns", MS_NS),
+    ("flushes", 1), ("flush_time_ns", MS_NS),
+)
+#: the field counts kernels print after MAJOR MINOR NAME
+_WIDTHS = (11, 15, 17)
+
+
+def _uint(tok: str) -> bool:
+    return tok.isascii() and tok.isdigit()
+
+
+def device_entity(name: str) -> Entity:
+    return Entity(Kind.DEVICE, name)
+
+
+def parse_diskstats(text: str, ts: float, where: str = PATH, source: str = SOURCE,
+                    keep: Optional[Callable[[str], bool]] = None) -> List[Sample]:
+    """Every line -> one device sample. ``keep(name)`` filters devices (None keeps all, idle ones too:
+    a device reporting zeros is exactly what the goose-egg check must see)."""
+    out: List[Sample] = []
+    seen = set()
+    for no, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        nvals = len(parts) - 3
+        if nvals not in _WIDTHS:
+            raise ParseError(where, no, f"expected MAJOR MINOR NAME and 11, 15 or 17 fields, got {len(parts)}",
+                             line)
+        if not (_uint(parts[0]) and _uint(parts[1])):
+            raise ParseError(where, no, "major/minor are not numbers", line)
+        name = parts[2]
+        if name in seen:
+            raise ParseError(where, no, f"device {name} appears twice", line)
+        seen.add(name)
+        if keep is not None and not keep(name):
+            continue
+        metrics: Dict[str, float] = {}
+        for (metric, scale), raw in zip(_FIELDS, parts[3:]):
+            if not _uint(raw):
+                raise ParseError(where, no, f"{metric} is not a number", line)
+            metrics[metric] = float(int(raw) * scale)
+        out.append(Sample(ts, device_entity(name), metrics, source=source))
+    if not out and keep is None:
+        raise ParseError(where, None, "no devices")
+    return out
+
+
+class DiskstatsCollector(PolledCollector):
+    """Reads ``/proc/diskstats`` each poll; optionally only the named devices."""
+
+    name = SOURCE
+
+    def __init__(self, devices: Optional[Iterable[str]] = None, path: str = PATH, clock: Clock = time.time) -> None:
+        super().__init__(clock)
+        self.path = path
+        self.devices = set(devices) if devices else None
+
+    def read_text(self) -> str:
+        with open(self.path, encoding="ascii", errors="replace") as fh:
+            return fh.read()
+
+    def parse(self, text: str, ts: float) -> List[Record]:
+        keep = None if self.devices is None else self.devices.__contains__
+        samples = parse_diskstats(text, ts, self.path, self.name, keep)
+        if self.devices is not None:
+            missing = self.devices - {s.entity.name for s in samples}
+            if missing:
+                return [*samples, self._error(f"{self.name}: no such device in {self.path}: "
+                                                   f"{', '.join(sorted(missing))}")]
+        return list(samples)
+
+
+# --- leaf path -> kernel device name (I/O; the matching rules are in zfsmon.analysis.goose) -------------------
+
+SYS_BLOCK = "/sys/class/block"
+
+
+def resolve_kernel_name(path: str, sys_block: str = SYS_BLOCK) -> Optional[str]:
+    """``/dev/disk/by-id/wwn-0x5000...-part1`` -> ``sdb1``: follow symlinks, then check sysfs knows the name.
+
+    Returns None when the path does not exist or is not a block device (a file
+    vdev, a path from another machine's capture).
+    """
+    real = os.path.realpath(path)
+    name = os.path.basename(real)
+    if not real.startswith("/dev/") or not os.path.exists(os.path.join(sys_block, name)):
+        return None
+    return name
+
+
+def parent_disk(name: str, sys_block: str = SYS_BLOCK) -> Optional[str]:
+    """The whole disk a partition belongs to (``sdb1`` -> ``sdb``); None for a whole disk or unknown name."""
+    entry = os.path.join(sys_block, name)
+    if not os.path.exists(os.path.join(entry, "partition")):
+        return None
+    parent = os.path.basename(os.path.dirname(os.path.realpath(entry)))
+    return parent if os.path.exists(os.path.join(sys_block, parent)) else None
+
+
+def resolve_leaves(leaves: Sequence[str], sys_block: str = SYS_BLOCK) -> Dict[str, List[str]]:
+    """Leaf name (as ``zpool status`` prints it) -> kernel names to look for, most specific first.
+
+    Candidate paths come from :func:`zfsmon.analysis.goose.candidate_paths`; the
+    first that resolves wins; a partition also lists its whole disk, because
+    some kernels account I/O only on the disk.
+    """
+    from zfsmon.analysis.goose import candidate_paths
+
+    out: Dict[str, List[str]] = {}
+    for leaf in leaves:
+        for cand in candidate_paths(leaf):
+            name = resolve_kernel_name(cand, sys_block)
+            if name is None:
+                continue
+            names = [name]
+            disk = parent_disk(name, sys_block)
+            if disk:
+                names.append(disk)
+            out[leaf] = names
+            break
+    return out
