@@ -144,26 +144,16 @@ def probe_zil(system: str) -> Check:
 
 
 def probe_zpool_flags() -> Check:
-    """Which `zpool iostat` flags the local zpool accepts: asked of zpool itself."""
+    """Which `zpool iostat` flags the local zpool accepts: asked of zpool itself (zfsmon.sources.zpool_probe)."""
+    from zfsmon.sources.zpool_probe import CANDIDATES, probe_flags
+
     if shutil.which("zpool") is None:
         return Check("zpool iostat", False, "no zpool command")
-    alive = _run(["zpool", "list", "-H", "-o", "name"])
-    if alive is None or alive.returncode != 0:
-        why = _first_line(alive) or "no answer"
-        return Check("zpool iostat", False, f"zpool does not answer ({why}); is the ZFS daemon/module up?")
-    accepted = []
-    for flag in ("-v", "-T", "-l", "-q", "-w", "-r", "-H", "-p", "-y"):
-        argv = ["zpool", "iostat", flag] + (["u"] if flag == "-T" else [])
-        cp = _run(argv)
-        if cp is None:
-            continue
-        err = (cp.stderr or "").lower()
-        if "invalid option" in err or "unrecognized option" in err or "illegal option" in err:
-            continue
-        accepted.append(flag)
-    if not accepted:
-        return Check("zpool iostat", False, "zpool iostat accepts none of the known flags (daemon down?)")
-    return Check("zpool iostat", True, "accepts " + " ".join(accepted))
+    flags = probe_flags()
+    if flags.problem:
+        return Check("zpool iostat", False, f"zpool does not answer ({flags.problem}); is the ZFS daemon/module up?")
+    shown = " ".join(f"-{k}" for k in CANDIDATES if len(k) == 1 and flags.has(k))
+    return Check("zpool iostat", True, "accepts -v" + (f" {shown}" if shown else ""))
 
 
 def probe_tool(name: str, argv: List[str], category: str = "tool", why_absent: str = "") -> Check:
