@@ -66,7 +66,7 @@ def interval_leaf_ops(pool: str, leaves: List[str], workload, interval: int = 1,
 
 
 def _num(text: str) -> float:
-    mult = {"K": 1e3, "M": 1e6, "G": 1e9}
+    mult = {"K": 1024.0, "M": 1024.0 ** 2, "G": 1024.0 ** 3}  # ZFS prints powers of 1024
     if text == "-":
         return 0.0
     if text[-1] in mult:

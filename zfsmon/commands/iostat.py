@@ -1,0 +1,177 @@
+"""Per-vdev I/O of ZFS pools with each vdev's role: `zpool iostat -v`, but always grouped by role.
+
+Shows every pool (or the POOLs named) as a tree: the pool, its data vdevs and their disks, then the
+`logs` (SLOG), `cache` (L2ARC), `special`, `dedup` and `spares` sections. Roles come from `zpool status`,
+so they are right even where `zpool iostat` omits a heading (zfs-fuse prints its SLOG as a data row).
+Capacity and bandwidth are in bytes (1024-based K, M, G, T), operations per second, and, where the
+local zpool can report them (OpenZFS 0.7+), average waits (-l) and queue depths (-q) as well: the richest
+set of columns this zpool accepts is chosen automatically.
+
+Without INTERVAL one report is printed: the averages since each pool was imported. With INTERVAL a
+report is printed every INTERVAL seconds, COUNT times (the first is again since import; -y skips it).
+A pool that disappears, or a zpool that stops answering, is reported on stderr and watching goes on;
+a device removed or added (e.g. a cache device) is reported as a topology change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from typing import List, Optional, Sequence, Tuple
+
+from zfsmon.commands._timearg import seconds
+from zfsmon.errors import UserError
+from zfsmon.model import Event, EventKind, ParseError, Record, Sample
+from zfsmon.sources.zpool_iostat import ZpoolIostatCollector, read_once
+from zfsmon.sources.zpool_probe import probe_flags
+from zfsmon.sources.zpool_status import Topology, read_topology
+from zfsmon.views import iostat_text as view
+
+NAME = "iostat"
+HELP = "per-vdev I/O with roles (data/log/cache/special/dedup/spare), like zpool iostat -v"
+EPILOG = """\
+examples:
+  zfsmon iostat                     one report: averages since import, every pool
+  zfsmon iostat zlab 5              pool zlab every 5 s until interrupted
+  zfsmon iostat -y tank 1 10        ten 1-second reports, without the since-import one
+  zfsmon iostat -p --csv tank 10    exact numbers as CSV (time,pool,kind,name,role,parent,...)
+  zfsmon iostat -H tank 5           tab-separated, no headers, for scripts
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.usage = "zfsmon iostat [-H] [-p] [--csv] [-y] [--zpool PATH] [POOL...] [INTERVAL [COUNT]]"
+    p.add_argument("operands", nargs="*", metavar="POOL | INTERVAL | COUNT",
+                   help="pools to show (default: all), seconds between reports, number of reports")
+    p.add_argument("-H", dest="scripted", action="store_true", help="scripted: no headers, tab-separated fields")
+    p.add_argument("-p", dest="parsable", action="store_true", help="exact numbers instead of 1.2K, 3.4M")
+    p.add_argument("--csv", action="store_true", help="comma-separated, one line per pool/vdev/leaf per report")
+    p.add_argument("-y", dest="skip_first", action="store_true",
+                   help="omit the first report (averages since import); needs INTERVAL")
+    p.add_argument("--zpool", default="zpool", metavar="PATH", help="the zpool command (default %(default)s)")
+
+
+def split_operands(operands: Sequence[str]) -> Tuple[List[str], Optional[float], Optional[int]]:
+    """``[POOL...] [INTERVAL [COUNT]]`` as zpool reads it: trailing numbers are the interval and count."""
+    ops = list(operands)
+    nums: List[str] = []
+    while ops and len(nums) < 2 and ops[-1][:1].isdigit():
+        nums.insert(0, ops.pop())
+    interval: Optional[float] = None
+    count: Optional[int] = None
+    if nums:
+        try:
+            interval = seconds(nums[0])
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(str(exc)) from None
+        if not float(interval).is_integer():
+            raise UserError(f"INTERVAL must be whole seconds (zpool iostat needs that): {nums[0]!r}")
+    if len(nums) == 2:
+        if not nums[1].isdigit() or int(nums[1]) <= 0:
+            raise UserError(f"COUNT must be a positive whole number: {nums[1]!r}")
+        count = int(nums[1])
+    for pool in ops:
+        if not pool[:1].isalpha():
+            raise UserError(f"not a pool name: {pool!r}")
+    return ops, interval, count
+
+
+class _Printer:
+    """Prints the records of each report as they arrive: a header when a new report starts."""
+
+    def __init__(self, args: argparse.Namespace, device_ops: Optional[view.DeviceOps]) -> None:
+        self.args = args
+        self.table = view.IostatTable(parsable=args.parsable or args.csv, scripted=args.scripted,
+                                      device_ops=device_ops)
+        self.csv_cols: Optional[List[str]] = None
+        self.last_ts: Optional[float] = None
+        self.reports = 0
+
+    def take(self, records: Sequence[Record], out=None, err=None) -> None:
+        out = out or sys.stdout
+        err = err or sys.stderr
+        samples: List[Sample] = []
+        for r in records:
+            if isinstance(r, Event):
+                if r.kind in (EventKind.ERROR, EventKind.TOPOLOGY) and not r.data.get("repeat"):
+                    print(f"zfsmon iostat: {r.text}", file=err, flush=True)
+            elif isinstance(r, Sample):
+                if self.args.skip_first and r.since_boot:
+                    continue
+                samples.append(r)
+        # a batch may hold the end of one report and the start of the next: print them apart
+        i = 0
+        while i < len(samples):
+            j = i
+            while j < len(samples) and samples[j].ts == samples[i].ts:
+                j += 1
+            self._print(samples[i:j], out)
+            i = j
+
+    def _print(self, batch: List[Sample], out) -> None:
+        new = batch[0].ts != self.last_ts
+        if new:
+            self.reports += 1
+            self.last_ts = batch[0].ts
+        if self.args.csv:
+            if self.csv_cols is None:
+                self.csv_cols = view.csv_columns(batch)
+                print(view.csv_header(self.csv_cols), file=out)
+            lines = view.csv_rows(batch, self.csv_cols)
+        else:
+            lines = self.table.render(batch, with_header=new)
+            if new and self.reports > 1 and not self.args.scripted:
+                lines.insert(0, "")
+        if lines:
+            print("\n".join(lines), file=out, flush=True)
+
+
+def _topology(pools: Sequence[str], zpool: str) -> Optional[Topology]:
+    """Roles from ``zpool status``; a pool that does not exist is the user's error, said in one line."""
+    try:
+        return read_topology(pools, zpool)
+    except OSError as exc:
+        raise UserError(str(exc).replace("`", "")) from None
+    except ParseError:
+        return None  # unexpected status text: roles from iostat alone
+
+
+def run(args: argparse.Namespace, device_ops: Optional[view.DeviceOps] = None) -> int:
+    """``device_ops`` (leaf name -> block-device ops/s) is the hook for the device-level view's goose eggs."""
+    pools, interval, count = split_operands(args.operands)
+    if shutil.which(args.zpool) is None:
+        raise UserError(f"{args.zpool}: command not found (is ZFS installed?)")
+    if args.skip_first and interval is None:
+        raise UserError("-y needs an INTERVAL (without one there is only the since-import report)")
+    topo = _topology(pools, args.zpool)
+    flags = probe_flags(args.zpool, keys=("", "T", "l", "q", "lq", "p"))
+    if flags.problem:
+        raise UserError(f"zpool iostat does not work here: {flags.problem}")
+    printer = _Printer(args, device_ops)
+    if interval is None:
+        try:
+            printer.take(read_once(pools, flags.argv(), args.zpool, topology=topo))
+        except (OSError, ParseError) as exc:
+            raise UserError(str(exc)) from None
+        return 0
+    collector = ZpoolIostatCollector(pools, interval, flags.argv(), args.zpool)
+    collector.start()
+    try:
+        _loop(collector, printer, count)
+    finally:
+        collector.stop()
+    return 0
+
+
+def _loop(collector: ZpoolIostatCollector, printer: _Printer, count: Optional[int]) -> None:
+    """Poll until COUNT reports are printed; then give the last report's remaining pools a moment."""
+    done_at: Optional[float] = None
+    while True:
+        printer.take(collector.poll())
+        if count is not None and printer.reports >= count and done_at is None:
+            done_at = time.monotonic()
+        if done_at is not None and time.monotonic() - done_at > 0.3:
+            return
+        time.sleep(0.05)
