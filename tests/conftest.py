@@ -51,6 +51,15 @@ def fixture_ids(paths: List[Path]) -> List[str]:
     return [p.name for p in paths]
 
 
+def free_loopback_port() -> int:
+    """A TCP port free on 127.0.0.1 right now, for a server started by a test (tiny race: fine for tests)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture
 def require_root() -> None:
     need(os.geteuid() == 0, "needs root")
@@ -92,3 +101,28 @@ def lab(tmp_path_factory):
         yield info
     finally:
         labmod.down(cfg.pool, log=lambda *_: None)
+
+
+# --- PostgreSQL --------------------------------------------------------------------------------------------------
+
+def _postgres_missing() -> str:
+    """Empty if a throw-away PostgreSQL cluster can be run here (server binaries, pgbench, a non-root owner)."""
+    import pwd
+
+    from zfsmon.workload.pgcluster import find_bindir
+
+    bindir = find_bindir()
+    if bindir is None or not (bindir / "pgbench").exists() and shutil.which("pgbench") is None:
+        return "PostgreSQL server binaries and pgbench not installed (/usr/lib/postgresql/*/bin)"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root but there is no 'postgres' user to own a cluster"
+    return ""
+
+
+@pytest.fixture
+def require_postgres() -> None:
+    why = _postgres_missing()
+    need(not why, why)

@@ -1,0 +1,303 @@
+"""The Prometheus exporter: names and units from the metrics table, and real scrapes of the real HTTP endpoint.
+
+Every scrape goes over HTTP to 127.0.0.1 on an ephemeral port and is read back with prometheus_client's own
+parser; the values must equal what the parsers read from genuine captures (tests/unit/report_data.py).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+import urllib.request
+from typing import Dict, List, Tuple
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import free_loopback_port
+from tests.unit import report_data as rd
+from zfsmon import metrics
+from zfsmon.cli import main
+from zfsmon.commands import exporter as cmd
+from zfsmon.engine import Sampler
+from zfsmon.errors import UserError
+from zfsmon.model import Entity, Kind, Role, Sample
+from zfsmon.sources import arcstats, zpool_iostat
+from zfsmon.sources.base import PolledCollector
+from zfsmon.sources.zpool_status import parse_status
+from zfsmon.store import Recording
+from zfsmon.views.exporter import LABELS, LatestValues, latest_from_recording, prom_name
+
+NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+Scrape = Dict[str, Tuple[str, str, List[Tuple[str, Dict[str, str], float]]]]
+
+
+def scrape(port: int) -> Scrape:
+    """family name -> (type, help, [(sample name, labels, value)]) as Prometheus would read it."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        assert resp.status == 200
+        text = resp.read().decode()
+    return {f.name: (f.type, f.documentation, [(s.name, s.labels, s.value) for s in f.samples])
+            for f in text_string_to_metric_families(text)}
+
+
+def value(fams: Scrape, family: str, **labels: str) -> float:
+    hits = [v for _n, lab, v in fams[family][2] if all(lab.get(k) == x for k, x in labels.items())]
+    assert len(hits) == 1, (family, labels, fams[family][2])
+    return hits[0]
+
+
+@pytest.fixture
+def served():
+    """Start the exporter's server on an ephemeral loopback port for a LatestValues; shut it down after."""
+    servers = []
+
+    def start(latest: LatestValues) -> int:
+        server, port = cmd.serve(latest, "127.0.0.1", 0)
+        servers.append(server)
+        return port
+
+    yield start
+    for s in servers:
+        s.shutdown()
+        s.server_close()
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory, fixtures):
+    path = str(tmp_path_factory.mktemp("exporter") / "soak.zfsmon")
+    rd.write_recording(path)
+    return path
+
+
+def _last(pred) -> Sample:
+    return [r for r in rd.records() if isinstance(r, Sample) and not r.since_boot and pred(r)][-1]
+
+
+# --------------------------------------------------------------------------------------------- naming
+
+
+def test_every_table_row_gets_a_valid_unique_prometheus_name():
+    seen: Dict[str, Tuple[Kind, str]] = {}
+    for (kind, name), spec in metrics.TABLE.items():
+        pn = prom_name(kind, name)
+        assert NAME_RE.match(pn.name) and pn.name.startswith(f"zfsmon_{kind.value}_"), pn.name
+        assert pn.counter == (spec.kind == metrics.COUNTER)
+        assert pn.name.endswith("_total") == pn.counter, pn.name
+        family = pn.name[:-len("_total")] if pn.counter else pn.name
+        assert family not in seen, f"{kind.value}.{name} and {seen[family]} both become {family}"
+        seen[family] = (kind, name)
+        assert pn.help.startswith(spec.help)
+        assert "pct" not in pn.name and not pn.name.endswith("_ns") and not pn.name.endswith("_ms")
+
+
+@pytest.mark.parametrize("kind,metric,name,scale", [
+    (Kind.VDEV, "read_ops", "zfsmon_vdev_read_ops_per_second", 1.0),
+    (Kind.LEAF, "write_bw", "zfsmon_leaf_write_bytes_per_second", 1.0),
+    (Kind.ARC, "hits", "zfsmon_arc_hits_total", 1.0),
+    (Kind.ARC, "size", "zfsmon_arc_size_bytes", 1.0),
+    (Kind.ARC, "hit_pct", "zfsmon_arc_hit_ratio", 0.01),
+    (Kind.L2ARC, "read_bytes", "zfsmon_l2arc_read_bytes_total", 1.0),
+    (Kind.ZIL, "commit_count", "zfsmon_zil_commit_total", 1.0),
+    (Kind.DEVICE, "read_time_ns", "zfsmon_device_read_time_seconds_total", 1e-9),
+    (Kind.POOL, "total_wait_read", "zfsmon_pool_total_wait_read_seconds", 1e-9),
+    (Kind.WORKLOAD, "tps", "zfsmon_workload_transactions_per_second", 1.0),
+    (Kind.WORKLOAD, "latency_avg_ms", "zfsmon_workload_latency_avg_seconds", 1e-3),
+])
+def test_names_follow_prometheus_conventions(kind, metric, name, scale):
+    pn = prom_name(kind, metric)
+    assert (pn.name, pn.scale) == (name, scale)
+
+
+def test_unlisted_metrics_pass_through_as_gauges():
+    pn = prom_name(Kind.ARC, "some_new-kstat")
+    assert (pn.name, pn.counter, pn.scale) == ("zfsmon_arc_some_new_kstat", False, 1.0)
+    assert "unlisted" in pn.help
+
+
+# --------------------------------------------------------------------------------------------- LatestValues
+
+
+def test_since_boot_reports_are_not_served_and_values_merge_per_metric():
+    pool = Entity(Kind.POOL, "tank", "tank")
+    lv = LatestValues()
+    lv.add([Sample(1.0, pool, {"read_ops": 500.0}, since_boot=True, source="zpool iostat")])
+    assert lv.snapshot()[0] == []
+    lv.add([Sample(2.0, pool, {"read_ops": 7.0}, interval=1.0, source="zpool iostat"),
+            Sample(2.0, pool, {"txg": 99.0}, source="txgs")])
+    assert lv.snapshot()[0] == [(pool, {"read_ops": 7.0, "txg": 99.0})]
+
+
+def test_entities_not_updated_go_stale():
+    now = [100.0]
+    lv = LatestValues(stale_after=10, clock=lambda: now[0])
+    cache = Entity(Kind.VDEV, "sdf", "tank", Role.CACHE, "tank")
+    data = Entity(Kind.VDEV, "mirror-0", "tank", Role.DATA, "tank")
+    lv.add([Sample(1.0, cache, {"read_ops": 1.0}), Sample(1.0, data, {"read_ops": 2.0})])
+    now[0] = 105.0
+    lv.add([Sample(6.0, data, {"read_ops": 3.0})])
+    now[0] = 112.0
+    assert [e.name for e, _ in lv.snapshot()[0]] == ["mirror-0"]
+
+
+# --------------------------------------------------------------------------------------------- scrapes
+
+
+def test_scrape_of_a_recordings_last_values(recording, served):
+    with Recording.open(recording) as rec:
+        port = served(latest_from_recording(rec))
+    fams = scrape(port)
+    # vdevs with their roles: the lab's log and cache devices
+    for name, role in (("loop5", "log"), ("loop6", "cache"), ("mirror-0", "data"), ("mirror-1", "data")):
+        s = _last(lambda r, n=name: r.entity.kind == Kind.VDEV and r.entity.name == n)
+        assert s.entity.role.value == role
+        for metric in ("read_ops", "write_ops", "read_bw", "write_bw", "alloc", "free"):
+            fam = prom_name(Kind.VDEV, metric).name
+            assert fams[fam][0] == "gauge"
+            assert value(fams, fam, pool="ziocap", vdev=name, role=role, parent="ziocap") == s.metrics[metric]
+    leaf = _last(lambda r: r.entity.kind == Kind.LEAF and r.entity.name == "loop3")
+    assert value(fams, "zfsmon_leaf_write_bytes_per_second", pool="ziocap", device="loop3", role="data",
+                 parent="mirror-1") == leaf.metrics["write_bw"]
+    for fam in (f for f in fams if f.startswith("zfsmon_vdev_")):
+        assert all(set(lab) == set(LABELS[Kind.VDEV]) for _n, lab, _v in fams[fam][2])
+    # counters: raw cumulative values of the last arcstats snapshot (ZoL 0.6.4), exposed as counters
+    arc = _last(lambda r: r.entity.kind == Kind.ARC and "hits" in r.metrics)
+    assert fams["zfsmon_arc_hits"][0] == "counter"
+    assert fams["zfsmon_arc_hits"][2] == [("zfsmon_arc_hits_total", {}, arc.metrics["hits"])]
+    assert value(fams, "zfsmon_arc_misses") == arc.metrics["misses"]
+    assert value(fams, "zfsmon_arc_size_bytes") == arc.metrics["size"]
+    l2 = _last(lambda r: r.entity.kind == Kind.L2ARC and "hits" in r.metrics)
+    assert value(fams, "zfsmon_l2arc_hits") == l2.metrics["hits"] == 573868618
+    # percentages as ratios 0..1 (the arcstat tool's hit%, still the newest hit_pct)
+    tool = _last(lambda r: r.entity.kind == Kind.ARC and "hit_pct" in r.metrics)
+    assert value(fams, "zfsmon_arc_hit_ratio") == pytest.approx(tool.metrics["hit_pct"] / 100)
+    # workload: tps per second, latency in seconds
+    prog = _last(lambda r: r.entity.kind == Kind.WORKLOAD and r.entity.name == "pgbench")
+    assert value(fams, "zfsmon_workload_transactions_per_second", workload="pgbench") == prog.metrics["tps"]
+    assert value(fams, "zfsmon_workload_latency_avg_seconds", workload="pgbench") == pytest.approx(
+        prog.metrics["latency_avg_ms"] / 1000)
+    zil = _last(lambda r: r.entity.kind == Kind.ZIL)
+    assert value(fams, "zfsmon_zil_commit") == zil.metrics["commit_count"] == 52922839
+    assert fams["zfsmon_zil_commit"][1] == prom_name(Kind.ZIL, "commit_count").help
+    # the exporter's own families
+    assert value(fams, "zfsmon_source_errors", source="zpool iostat") == 1
+    assert fams["zfsmon_build_info"][2][0][2] == 1
+
+
+def test_live_scrape_through_the_engine(served, fixtures):
+    """Collectors reading genuine captures, sampled by the real engine in its thread, scraped over HTTP."""
+    topo = parse_status((rd.FUSE / "zpool_status_ziocap.txt").read_text())
+    iostat_text = (rd.FUSE / "zpool_iostat_-T_u_-v_ziocap_1_4_writes.txt").read_text()
+    snaps = [(fixtures / "arcstats" / n).read_text() for n in rd.ARCSTATS[1:3]]  # 2.3 then 2.1: a reset
+
+    class Replay(PolledCollector):
+        def __init__(self, name, texts, parse):
+            super().__init__()
+            self.name, self.texts, self.parse_fn, self.n = name, texts, parse, 0
+
+        def read_text(self) -> str:
+            text = self.texts[min(self.n, len(self.texts) - 1)]
+            self.n += 1
+            return text
+
+        def parse(self, text, ts):
+            return self.parse_fn(text, ts)
+
+    iostat = Replay("zpool_iostat", [iostat_text],
+                    lambda t, ts: zpool_iostat.parse_text(t, interval=1.0, topology=topo))
+    arc = Replay("arcstats", snaps, arcstats.parse_linux)
+    latest = LatestValues(stale_after=60)
+    sampler = Sampler([iostat, arc], 0.05, sinks=[latest.add])
+    port = served(latest)
+    sampler.run_in_thread()
+    try:
+        deadline = time.monotonic() + 20
+        while arc.n < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        fams = scrape(port)
+    finally:
+        sampler.stop()
+    last_report = [r for r in zpool_iostat.parse_text(iostat_text, interval=1.0, topology=topo)
+                   if isinstance(r, Sample)][-9:]
+    for s in last_report:
+        if s.entity.kind == Kind.VDEV:
+            assert value(fams, "zfsmon_vdev_write_ops_per_second", vdev=s.entity.name,
+                         role=s.entity.role.value) == s.metrics["write_ops"]
+    assert {lab["role"] for _n, lab, _v in fams["zfsmon_vdev_read_ops_per_second"][2]} == {"data", "log", "cache"}
+    two_one = arcstats.parse_linux(snaps[1], 0.0)[0]
+    assert value(fams, "zfsmon_arc_hits") == two_one.metrics["hits"]
+    assert value(fams, "zfsmon_counter_resets", source="arcstats") >= 1  # 2.3 -> 2.1 went backwards
+    assert value(fams, "zfsmon_last_sample_timestamp_seconds", source="arcstats") > time.time() - 60
+
+
+def test_cli_serves_a_recording_and_stops_after_duration(recording, capsys):
+    port = free_loopback_port()
+    rc: List[int] = []
+    t = threading.Thread(target=lambda: rc.append(main(["exporter", "--from-recording", recording, "--listen",
+                                                        f"127.0.0.1:{port}", "--duration", "4"])))
+    t.start()
+    fams = None
+    deadline = time.monotonic() + 10
+    while fams is None and time.monotonic() < deadline:
+        try:
+            fams = scrape(port)
+        except OSError:
+            time.sleep(0.1)
+    t.join(15)
+    assert rc == [0] and fams is not None
+    assert value(fams, "zfsmon_vdev_write_ops_per_second", vdev="loop5", role="log") == _last(
+        lambda r: r.entity.kind == Kind.VDEV and r.entity.name == "loop5").metrics["write_ops"]
+    assert f"http://127.0.0.1:{port}/metrics" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--listen", "9134"], "expected ADDRESS:PORT"),
+    (["--listen", "127.0.0.1:99999"], "expected ADDRESS:PORT"),
+    (["--from-recording", "/nonexistent.zfsmon"], "no such recording"),
+])
+def test_cli_user_errors(argv, message, capsys):
+    assert main(["exporter", *argv, "--duration", "1"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_cli_port_in_use_is_a_clear_error(recording, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        assert main(["exporter", "--from-recording", recording, "--listen", f"127.0.0.1:{port}",
+                     "--duration", "1"]) == 2
+    assert "cannot listen on 127.0.0.1" in capsys.readouterr().err
+
+
+def test_listen_parsing_and_loopback():
+    assert cmd.parse_listen("127.0.0.1:9134") == ("127.0.0.1", 9134)
+    assert cmd.parse_listen("[::1]:0") == ("::1", 0)
+    assert cmd.parse_listen(":9134") == ("127.0.0.1", 9134)
+    assert cmd.is_loopback("::1") and cmd.is_loopback("localhost") and not cmd.is_loopback("0.0.0.0")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_any_listen_text_is_parsed_or_a_user_error(text):
+    try:
+        host, port = cmd.parse_listen(text)
+    except UserError:
+        return
+    assert 0 <= port <= 65535 and host
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(list(Kind)), st.text(min_size=1, max_size=30))
+def test_any_metric_name_becomes_a_valid_prometheus_name(kind, metric):
+    pn = prom_name(kind, metric)
+    assert NAME_RE.match(pn.name) and pn.name.startswith(f"zfsmon_{kind.value}_")
+
+
+def test_an_unlisted_name_cannot_shadow_a_counters_samples():
+    assert prom_name(Kind.ARC, "hits_total").name == "zfsmon_arc_hits_total_raw"

@@ -1,0 +1,149 @@
+"""Serve the latest zfsmon samples to Prometheus (text exposition format on /metrics).
+
+Samples every available source (or the SOURCES named, as `zfsmon doctor` lists them) every --interval
+seconds and answers each scrape with the newest values: `zfsmon_<kind>_<metric>` families in base units
+(`_bytes`, `_seconds`, ratios 0..1), counters with their raw cumulative values and `_total`, labels pool,
+vdev, role, parent, device, dataset. Prometheus does the rest: rates, many hosts, retention, alerts.
+With --from-recording it serves the last values of a recording instead (post-mortems, tests).
+Listens on 127.0.0.1 unless told otherwise. Names, labels, a scrape config and PromQL: docs/exporter.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import signal
+import sys
+import threading
+from typing import Tuple
+
+from zfsmon.commands._timearg import seconds
+from zfsmon.errors import UserError
+
+NAME = "exporter"
+HELP = "Prometheus exporter: the latest samples on http://127.0.0.1:9134/metrics"
+EPILOG = """\
+examples:
+  zfsmon exporter                                   every source, 5 s, on 127.0.0.1:9134
+  zfsmon exporter --interval 10 zpool arcstats      only these sources (names as `zfsmon doctor` shows them)
+  zfsmon exporter --listen 0.0.0.0:9134             reachable from a Prometheus on another host
+  zfsmon exporter --from-recording soak.zfsmon --listen 127.0.0.1:0    serve a recording's last values
+  curl -s http://127.0.0.1:9134/metrics | grep zfsmon_vdev_
+
+The default port 9134 is the one registered for ZFS exporters; port 0 picks a free port (printed).
+"""
+
+DEFAULT_LISTEN = "127.0.0.1:9134"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sources", nargs="*", metavar="SOURCES",
+                   help="sources to sample (zpool, arcstats, zil, objset, diskstats...; default: all available)")
+    p.add_argument("--listen", "-l", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
+                   help=f"address and port to serve /metrics on (default {DEFAULT_LISTEN}; [::1]:9134 for IPv6)")
+    p.add_argument("--interval", "-i", type=seconds, default=5.0, metavar="S",
+                   help="seconds between readings (default 5; scrape no faster than this)")
+    p.add_argument("--pool", action="append", metavar="POOL", help="only this pool (repeatable)")
+    p.add_argument("--from-recording", metavar="FILE", help="serve the last values of this recording; no sampling")
+    p.add_argument("--duration", "-d", type=seconds, metavar="D", help="stop after D (default: until SIGINT/SIGTERM)")
+
+
+def parse_listen(text: str) -> Tuple[str, int]:
+    """``127.0.0.1:9134``, ``[::1]:9134``, ``:9134`` (loopback), ``localhost:0``."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise UserError(f"--listen {text!r}: expected ADDRESS:PORT (like 127.0.0.1:9134)")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(latest, host: str, port: int):
+    """Start the HTTP server in a daemon thread; returns (server, bound port)."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from zfsmon.views.exporter import ZfsmonCollector
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ZfsmonCollector(latest))
+    try:
+        server, _thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return server, server.server_port
+
+
+def _skipped_text(skipped: object) -> str:
+    """The registry's skipped sources (a mapping name -> why, or a list) as one line."""
+    if isinstance(skipped, dict):
+        return "; ".join(f"{k}: {v}" for k, v in skipped.items())
+    if isinstance(skipped, (list, tuple)):
+        return "; ".join(" ".join(map(str, x)) if isinstance(x, (list, tuple)) else str(x) for x in skipped)
+    return ""
+
+
+def _live(args: argparse.Namespace):
+    """The sampler feeding a LatestValues (stale entities dropped after three missed intervals)."""
+    from zfsmon.engine import Sampler
+    from zfsmon.views.exporter import LatestValues
+
+    try:
+        from zfsmon.host import probe
+        from zfsmon.sources.registry import build_collectors
+    except ImportError as exc:
+        raise UserError(f"live sampling is not available in this build ({exc}); use --from-recording") from None
+    collectors, skipped = build_collectors(probe(), args.interval, pools=args.pool, names=args.sources or None)
+    if not collectors:
+        why = _skipped_text(skipped)
+        raise UserError("no source is available on this host" + (f" ({why})" if why else "") +
+                        " (see `zfsmon doctor`)")
+    latest = LatestValues(stale_after=3 * args.interval + 5)
+    sampler = Sampler(collectors, args.interval, sinks=[latest.add])
+    return latest, sampler, [c.name for c in collectors]
+
+
+def run(args: argparse.Namespace) -> int:
+    host, port = parse_listen(args.listen)
+    sampler = None
+    if args.from_recording:
+        if args.sources:
+            raise UserError("SOURCES and --from-recording do not go together")
+        from zfsmon.store import Recording
+        from zfsmon.views.exporter import latest_from_recording
+
+        with Recording.open(args.from_recording) as rec:
+            latest = latest_from_recording(rec)
+        what = f"the last values of {args.from_recording}"
+    else:
+        latest, sampler, names = _live(args)
+        what = f"{', '.join(names)} every {args.interval:g} s"
+    server, bound = serve(latest, host, port)
+    if not is_loopback(host):
+        print(f"zfsmon: note: listening on {host}, not loopback: anyone who can reach it can read the metrics",
+              file=sys.stderr)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"zfsmon: serving {what} on http://{shown}:{bound}/metrics", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    main = threading.current_thread() is threading.main_thread()  # signals can only be caught there
+    old = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    try:
+        if sampler is not None:
+            sampler.run_in_thread()
+        stop.wait(args.duration)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if sampler is not None:
+            sampler.stop()
+        server.shutdown()
+        server.server_close()
+    return 0
+

@@ -1,0 +1,459 @@
+"""The post-mortem report: a recording drawn as panels (PDF, PNG or HTML) with the findings in words.
+
+Two halves. :func:`build` turns a recording window into :class:`ReportData`
+(sections of panels of lines, events, findings): pure numbers, no plotting,
+so tests can check every value against what went in. :func:`render` draws
+that with matplotlib's Agg backend (no display needed). Every time panel
+shares the window's time axis (UTC) so a dip in TPS lines up with the vdev
+that was busy then; pgbench runs are shaded, marks, topology changes, counter
+resets and errors are vertical lines.
+
+Counters (ARC hits/misses, ZIL kstats) are turned into rates and ratios by
+:mod:`zfsmon.analysis` (the same code as ``zfsmon analyze``); the report only
+reads the recording through :class:`zfsmon.store.Recording`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from zfsmon.analysis.arc import ArcAnalyzer
+from zfsmon.metrics import is_counter
+from zfsmon.model import Event, EventKind, Kind, Role, Sample
+from zfsmon.store import Recording
+from zfsmon.views.export import iso
+from zfsmon.views.units import human_size
+
+#: at most this many points per line are drawn (bucket means beyond it): a 4 h soak at 1 s stays readable
+MAX_POINTS = 2000
+#: roles in the order their vdev panels appear
+ROLE_ORDER = (Role.DATA, Role.LOG, Role.CACHE, Role.SPECIAL, Role.DEDUP, Role.SPARE)
+FORMATS = (".pdf", ".png", ".html")
+FINDINGS_PLACEHOLDER = "Findings: not available in this build (zfsmon.analysis.findings is missing); none listed."
+
+
+@dataclass
+class Line:
+    label: str
+    ts: List[float]
+    values: List[float]
+    spans: Optional[List[float]] = None  # a value describing [ts - span, ts] (a run summary) is drawn as a bar
+
+
+@dataclass
+class Panel:
+    title: str
+    unit: str  # "ops/s", "%", "B", "B/s", "ms", "tps"
+    lines: List[Line] = field(default_factory=list)
+    empty_note: str = "no data in this window"
+
+    def line(self, label: str) -> Optional[Line]:
+        return next((ln for ln in self.lines if ln.label == label), None)
+
+
+@dataclass
+class Section:
+    title: str
+    panels: List[Panel]
+
+
+@dataclass
+class ReportData:
+    path: str
+    meta: Dict[str, str]
+    start: float
+    end: float
+    sections: List[Section]
+    events: List[Event]
+    findings: List[str]
+    findings_available: bool
+    entity_counts: Dict[str, int]
+
+    def panel(self, title: str) -> Optional[Panel]:
+        return next((p for s in self.sections for p in s.panels if p.title == title), None)
+
+    def summary_lines(self) -> List[str]:
+        """The header of the report: what was recorded where and when, and what happened."""
+        m = self.meta
+        out = [f"zfsmon post-mortem report: {os.path.basename(self.path)}",
+               f"host {m.get('host', '?')} ({m.get('platform', '?')}; ZFS {m.get('zfs_flavour', '?')} "
+               f"{m.get('zfs_version', '')}), recorded by {m.get('argv', '?')}".replace(" )", ")"),
+               f"window {iso(self.start)} .. {iso(self.end)} ({self.end - self.start:.0f} s)",
+               "entities: " + ", ".join(f"{n} {k}" for k, n in sorted(self.entity_counts.items())),
+               ]
+        counts: Dict[str, int] = {}
+        for e in self.events:
+            counts[e.kind.value] = counts.get(e.kind.value, 0) + 1
+        out.append("events: " + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"))
+        out.append(f"panels: green shading = {EventKind.RUN_START.value}..{EventKind.RUN_END.value} of a workload "
+                   "run; purple dashed = mark; orange dotted = topology change; grey dotted = counter reset; "
+                   "red = source error")
+        return out
+
+
+# ------------------------------------------------------------------------------------------- recording -> data
+
+def _append(lines: Dict[str, Line], label: str, ts: float, value: float) -> None:
+    ln = lines.get(label)
+    if ln is None:
+        ln = lines[label] = Line(label, [], [])
+    ln.ts.append(ts)
+    ln.values.append(float(value))
+
+
+def _vdev_section(samples: Sequence[Sample]) -> Section:
+    """Per top-level vdev read/write ops per second, one pair of panels per role present."""
+    by_role: Dict[Role, Tuple[Dict[str, Line], Dict[str, Line]]] = {}
+    for s in samples:
+        e = s.entity
+        if e.kind != Kind.VDEV or s.since_boot or e.role is None:
+            continue
+        reads, writes = by_role.setdefault(e.role, ({}, {}))
+        label = f"{e.pool}/{e.name}"
+        if "read_ops" in s.metrics:
+            _append(reads, label, s.ts, s.metrics["read_ops"])
+        if "write_ops" in s.metrics:
+            _append(writes, label, s.ts, s.metrics["write_ops"])
+    panels: List[Panel] = []
+    for role in ROLE_ORDER:
+        if role not in by_role:
+            continue
+        reads, writes = by_role[role]
+        panels.append(Panel(f"{role.value} vdevs: read ops/s", "ops/s", list(reads.values())))
+        panels.append(Panel(f"{role.value} vdevs: write ops/s", "ops/s", list(writes.values())))
+    if not panels:
+        panels = [Panel("vdevs: read ops/s", "ops/s", empty_note="no zpool iostat interval rows in this window")]
+    return Section("Per-vdev I/O by role (zpool iostat)", panels)
+
+
+def _derived(samples: Sequence[Sample]) -> Dict[Kind, List[Sample]]:
+    """ARC/L2ARC/ZIL counters turned into per-interval rates and ratios (resets give gaps, never spikes)."""
+    an = ArcAnalyzer()
+    out: Dict[Kind, List[Sample]] = {Kind.ARC: [], Kind.L2ARC: [], Kind.ZIL: []}
+    # only readings with counters: a tool's percentages in between (arcstat) must not break the chain
+    counted = (s for s in samples if s.entity.kind in out and any(is_counter(s.entity.kind, m) for m in s.metrics))
+    for s in sorted(counted, key=lambda s: s.ts):
+        d, _events = an.update(s)
+        if d is not None:
+            out[s.entity.kind].append(d)
+    return out
+
+
+def _gauge_lines(samples: Sequence[Sample], kind: Kind, metrics: Sequence[Tuple[str, str]]) -> List[Line]:
+    """(metric, label) series of one entity kind, as recorded (levels, or percentages a tool computed)."""
+    lines: Dict[str, Line] = {}
+    for s in samples:
+        if s.entity.kind != kind or s.since_boot:
+            continue
+        for m, label in metrics:
+            if m in s.metrics:
+                _append(lines, label, s.ts, s.metrics[m])
+    return [lines[label] for _, label in metrics if label in lines]
+
+
+def _hit_lines(raw: Sequence[Sample], derived: Sequence[Sample], kind: Kind, what: Sequence[Tuple[str, str]]
+               ) -> List[Line]:
+    """Hit % from counters where the recording has them, else as a tool (arcstat) recorded it."""
+    from_counters = _gauge_lines(derived, kind, what)
+    recorded = _gauge_lines(raw, kind, what)
+    if from_counters:
+        for ln in recorded:
+            ln.label += " (as a tool computed it)"
+    return from_counters + recorded
+
+
+def _arc_section(samples: Sequence[Sample], derived: Dict[Kind, List[Sample]]) -> Section:
+    hit = Panel("ARC hit %", "%", _hit_lines(samples, derived[Kind.ARC], Kind.ARC,
+                                             (("hit_pct", "all"), ("demand_data_hit_pct", "demand data"),
+                                              ("demand_metadata_hit_pct", "demand metadata"))))
+    size = Panel("ARC size vs target c", "B", _gauge_lines(samples, Kind.ARC, (("size", "size"), ("c", "c"),
+                                                                               ("c_max", "c_max"))))
+    return Section("ARC", [hit, size])
+
+
+def _l2arc_section(samples: Sequence[Sample], derived: Dict[Kind, List[Sample]]) -> Section:
+    size = Panel("L2ARC size", "B", _gauge_lines(samples, Kind.L2ARC, (("size", "size (logical)"),
+                                                                        ("asize", "asize (allocated)"))))
+    hit = Panel("L2ARC hit %", "%", _hit_lines(samples, derived[Kind.L2ARC], Kind.L2ARC, (("hit_pct", "hit %"),)))
+    return Section("L2ARC", [size, hit])
+
+
+def _zil_section(samples: Sequence[Sample], derived: Dict[Kind, List[Sample]]) -> Section:
+    has_kstat = any(s.entity.kind == Kind.ZIL for s in samples)
+    commits = Panel("ZIL commits and log writes/s (zil kstat)", "ops/s",
+                    _gauge_lines(derived[Kind.ZIL], Kind.ZIL,
+                                 (("commits_per_s", "commits"), ("slog_itx_per_s", "log blocks to SLOG"),
+                                  ("normal_itx_per_s", "log blocks to main pool"))),
+                    empty_note="ZIL kstat read, but no rate: fewer than two readings, or its counters reset"
+                    if has_kstat else "no ZIL kstat in this window (zfs-fuse has none): see the SLOG panel")
+    lines: Dict[str, Line] = {}
+    for s in samples:
+        e = s.entity
+        if e.kind == Kind.VDEV and e.role == Role.LOG and not s.since_boot and "write_bw" in s.metrics:
+            _append(lines, f"{e.pool}/{e.name}", s.ts, s.metrics["write_bw"])
+    slog = Panel("SLOG (log vdev) write bandwidth", "B/s", list(lines.values()),
+                 empty_note="no log vdev in this window")
+    return Section("ZIL / SLOG", [commits, slog])
+
+
+def _workload_section(samples: Sequence[Sample]) -> Section:
+    from zfsmon.analysis.findings import LATENCY, TPS, series_from_samples
+
+    series = series_from_samples(s for s in samples if s.entity.kind == Kind.WORKLOAD)
+    panels = []
+    for name, title, unit in ((TPS, "workload TPS", "tps"), (LATENCY, "workload latency (average)", "ms")):
+        pts = series.get(name, [])
+        spans = [float(p[2]) for p in pts] if pts and len(pts[0]) > 2 else None
+        lines = [Line("pgbench", [p[0] for p in pts], [p[1] for p in pts], spans)] if pts else []
+        panels.append(Panel(title, unit, lines, empty_note="no workload (pgbench) samples in this window"))
+    return Section("Workload (pgbench)", panels)
+
+
+def _findings(samples: Sequence[Sample], events: Sequence[Event], start: float, end: float
+              ) -> Tuple[List[str], bool]:
+    try:
+        from zfsmon.analysis.findings import analyze
+    except ImportError:
+        return [], False
+    report = analyze(samples, events, start=start, end=end)
+    return [f.text for f in report.findings], True
+
+
+def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = None) -> ReportData:
+    """Everything the report shows for [start, end] of a recording (default: all of it)."""
+    span = rec.time_range()
+    if span is None:
+        raise ValueError("the recording holds no samples")
+    lo = span[0] if start is None else max(start, span[0])
+    hi = span[1] if end is None else min(end, span[1])
+    if hi < lo:
+        raise ValueError(f"the window {iso(lo)} .. {iso(hi)} holds no samples (recording: {iso(span[0])} .. "
+                         f"{iso(span[1])})")
+    samples = list(rec.samples(start=lo, end=hi))
+    events = rec.events(lo, hi)
+    derived = _derived(samples)
+    sections = [_vdev_section(samples), _arc_section(samples, derived), _l2arc_section(samples, derived),
+                _zil_section(samples, derived), _workload_section(samples)]
+    findings, available = _findings(samples, events, lo, hi)
+    counts: Dict[str, int] = {}
+    for e in rec.topology(at=hi):
+        label = f"{e.role.value} {e.kind.value}" if e.role else e.kind.value
+        counts[label] = counts.get(label, 0) + 1
+    return ReportData(rec.path, dict(rec.meta), lo, hi, sections, events, findings, available, counts)
+
+
+# --------------------------------------------------------------------------------------------------- drawing
+
+def thin(ts: Sequence[float], values: Sequence[float], max_points: int = MAX_POINTS
+         ) -> Tuple[List[float], List[float]]:
+    """Bucket means, so a long recording draws as fast as a short one (peaks narrower than a bucket soften)."""
+    n = len(ts)
+    if n <= max_points:
+        return list(ts), list(values)
+    per = -(-n // max_points)
+    out_t, out_v = [], []
+    for i in range(0, n, per):
+        chunk_t, chunk_v = ts[i:i + per], values[i:i + per]
+        out_t.append(sum(chunk_t) / len(chunk_t))
+        out_v.append(sum(chunk_v) / len(chunk_v))
+    return out_t, out_v
+
+
+def _dt(ts: Sequence[float]) -> List[datetime]:
+    return [datetime.fromtimestamp(t, tz=timezone.utc) for t in ts]
+
+
+_EVENT_STYLE = {EventKind.MARK: ("tab:purple", "--"), EventKind.TOPOLOGY: ("tab:orange", ":"),
+                EventKind.RESET: ("tab:gray", ":"), EventKind.ERROR: ("tab:red", "-")}
+
+
+def run_spans(events: Sequence[Event], start: float, end: float) -> List[Tuple[float, float, str]]:
+    """(from, to, label) of each workload run; a run still open at the end of the window ends there."""
+    spans, open_at = [], {}
+    for e in events:
+        run = e.data.get("run", "") if isinstance(e.data, dict) else ""
+        if e.kind == EventKind.RUN_START:
+            open_at[run] = e.ts
+        elif e.kind == EventKind.RUN_END:
+            spans.append((open_at.pop(run, start), e.ts, f"run {run}" if run != "" else "run"))
+    spans += [(t, end, f"run {run}" if run != "" else "run") for run, t in open_at.items()]
+    return sorted(spans)
+
+
+def _draw_events(ax, data: ReportData, label_marks: bool) -> None:
+    for i, (a, b, label) in enumerate(run_spans(data.events, data.start, data.end)):
+        ax.axvspan(*_dt([a, b]), color="tab:green", alpha=0.08, lw=0)
+        if label_marks and i < 20:
+            ax.text(_dt([a])[0], 1.0, label, transform=ax.get_xaxis_transform(), fontsize=6, va="top",
+                    color="tab:green")
+    marks = 0
+    for e in data.events:
+        style = _EVENT_STYLE.get(e.kind)
+        if style is None:
+            continue
+        ax.axvline(_dt([e.ts])[0], color=style[0], ls=style[1], lw=0.8, alpha=0.8)
+        if label_marks and e.kind == EventKind.MARK and marks < 15:
+            marks += 1
+            ax.text(_dt([e.ts])[0], 0.02, " " + e.text[:40], transform=ax.get_xaxis_transform(), fontsize=6,
+                    rotation=90, va="bottom", color=style[0])
+
+
+def _format_y(ax, unit: str) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    if unit in ("B", "B/s"):
+        suffix = "/s" if unit == "B/s" else ""
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_size(v) + suffix))
+    ax.set_ylabel(unit, fontsize=7)
+
+
+def draw_panel(ax, panel: Panel, data: ReportData) -> None:
+    import matplotlib.dates as mdates
+
+    ax.set_title(panel.title, fontsize=9, loc="left")
+    ax.tick_params(labelsize=7)
+    for ln in panel.lines:
+        if ln.spans:
+            segs = [(_dt([t - sp])[0], _dt([t])[0], v) for t, v, sp in zip(ln.ts, ln.values, ln.spans)]
+            ax.hlines([v for *_, v in segs], [a for a, _, _ in segs], [b for _, b, _ in segs], lw=2,
+                      label=ln.label)
+        else:
+            t, v = thin(ln.ts, ln.values)
+            ax.plot(_dt(t), v, lw=1, marker="." if len(t) < 30 else None, ms=3, label=ln.label)
+    if not panel.lines:
+        ax.text(0.5, 0.5, panel.empty_note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
+                color="gray")
+    _draw_events(ax, data, label_marks=True)
+    ax.set_xlim(*_dt([data.start, data.end]) if data.end > data.start else _dt([data.start - 1, data.end + 1]))
+    if panel.unit == "%":
+        ax.set_ylim(0, 100.5)
+    elif panel.lines:
+        ax.set_ylim(bottom=0)
+    _format_y(ax, panel.unit)
+    loc = mdates.AutoDateLocator(tz=timezone.utc)
+    ax.xaxis.set_major_locator(loc)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc, tz=timezone.utc))
+    ax.grid(True, lw=0.3, alpha=0.5)
+    if panel.lines:
+        ax.legend(fontsize=6, loc="upper right", ncol=min(4, len(panel.lines)))
+
+
+def _draw_section(fig, section: Section, data: ReportData) -> None:
+    n = len(section.panels)
+    cols = 2 if n > 1 else 1
+    rows = -(-n // cols)
+    fig.suptitle(section.title, fontsize=11, x=0.01, ha="left")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for i, panel in enumerate(section.panels):
+        draw_panel(axes[i // cols][i % cols], panel, data)
+    for j in range(n, rows * cols):
+        axes[j // cols][j % cols].set_visible(False)
+
+
+def text_block(data: ReportData) -> str:
+    """The summary and the findings as plain text (the report's first page, the HTML's top)."""
+    out = data.summary_lines() + ["", "Findings (zfsmon analyze):"]
+    if not data.findings_available:
+        out.append(FINDINGS_PLACEHOLDER)
+    out += [f"- {f}" for f in data.findings] or (["- none"] if data.findings_available else [])
+    return "\n".join(out)
+
+
+def _wrap(text: str, width: int = 120) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, width, subsequent_indent="  ") if line else "" for line in
+                     text.splitlines())
+
+
+def _agg(fig):
+    """Draw with Agg explicitly: no display, no pyplot state shared with anything else in the process."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _section_rows(section: Section) -> int:
+    return -(-len(section.panels) // 2)
+
+
+def _text_figure(data: ReportData):
+    from matplotlib.figure import Figure
+
+    fig = _agg(Figure(figsize=(11.69, 8.27)))
+    fig.text(0.03, 0.97, _wrap(text_block(data)), va="top", ha="left", fontsize=8, family="monospace")
+    return fig
+
+
+def _section_figure(section: Section, data: ReportData):
+    from matplotlib.figure import Figure
+
+    fig = _agg(Figure(figsize=(11.69, max(3.2, 2.8 * _section_rows(section) + 0.6)), layout="constrained"))
+    _draw_section(fig, section, data)
+    return fig
+
+
+@dataclass
+class Rendered:
+    path: str
+    format: str
+    pages: int
+    panels: List[str]
+
+
+def render(data: ReportData, out: str) -> Rendered:
+    """Write the report to ``out``; the format follows the suffix (.pdf: one page per section, .png: one tall
+    image, .html: text plus one inline image per section)."""
+    ext = os.path.splitext(out)[1].lower()
+    if ext not in FORMATS:
+        raise ValueError(f"{out}: unknown report format (use {', '.join(FORMATS)})")
+    panels = [p.title for s in data.sections for p in s.panels]
+    if ext == ".pdf":
+        from matplotlib.backends.backend_pdf import PdfPages
+
+        with PdfPages(out, metadata={"Title": f"zfsmon report {os.path.basename(data.path)}",
+                                     "Creator": "zfsmon"}) as pdf:
+            for fig in [_text_figure(data)] + [_section_figure(s, data) for s in data.sections]:
+                pdf.savefig(fig)
+        return Rendered(out, "pdf", 1 + len(data.sections), panels)
+    if ext == ".png":
+        _tall_figure(data).savefig(out, dpi=100)
+        return Rendered(out, "png", 1, panels)
+    _write_html(data, out)
+    return Rendered(out, "html", 1, panels)
+
+
+def _tall_figure(data: ReportData):
+    from matplotlib.figure import Figure
+
+    text = _wrap(text_block(data))
+    text_h = 0.16 * (text.count("\n") + 2)
+    heights = [text_h] + [2.8 * _section_rows(s) + 0.6 for s in data.sections]
+    fig = _agg(Figure(figsize=(11.69, sum(heights)), layout="constrained"))
+    subs = fig.subfigures(len(heights), 1, height_ratios=heights)
+    subs[0].text(0.01, 0.98, text, va="top", ha="left", fontsize=8, family="monospace")
+    for sub, section in zip(subs[1:], data.sections):
+        _draw_section(sub, section, data)
+    return fig
+
+
+def _write_html(data: ReportData, out: str) -> None:
+    parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
+             f"<title>zfsmon report {html.escape(os.path.basename(data.path))}</title></head><body>",
+             f"<pre>{html.escape(text_block(data))}</pre>"]
+    for s in data.sections:
+        buf = io.BytesIO()
+        _section_figure(s, data).savefig(buf, format="png", dpi=90)
+        img = base64.b64encode(buf.getvalue()).decode("ascii")
+        parts.append(f"<h2>{html.escape(s.title)}</h2><img alt='{html.escape(s.title)}' "
+                     f"src='data:image/png;base64,{img}'>")
+    parts.append("</body></html>")
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(parts) + "\n")
