@@ -1,0 +1,161 @@
+"""Run one DTrace/bpftrace script and show latency distributions per vdev (with roles), not just averages.
+
+NAME is one of zfsmon's trace scripts (see --list): vdevlat (per-vdev I/O latency; on Linux the
+zfs-fuse syscall script when a zfs-fuse daemon runs, else the block-layer one), blklat, fusevdevlat,
+arc, zil, zfsslower, txg. Each prints the zfsmon trace protocol (docs/tracing.md); zfsmon parses it
+into per-interval rates and p50/p95/p99/max percentiles, maps devices to vdevs and roles with
+`zpool status`, and prints a table per interval and, at the end, a histogram per device and vdev.
+
+Tracing needs root and dtrace (illumos, FreeBSD) or bpftrace (Linux). Ctrl-C stops the tracer
+cleanly (SIGINT, then SIGTERM, then SIGKILL to its process group); no probe stays attached.
+--from FILE reads a saved output (`bpftrace blklat.bt 1 > FILE`) instead of tracing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import List
+
+from zfsmon.errors import UserError
+from zfsmon.model import Event, EventKind, ParseError, Record, Sample
+from zfsmon.trace import catalog
+from zfsmon.trace.collector import TraceCollector
+from zfsmon.trace.protocol import TraceParser
+from zfsmon.trace.report import Totals, csv_rows, table
+
+NAME = "trace"
+HELP = "run a DTrace/bpftrace script: per-vdev latency histograms, ARC, ZIL, txg"
+EPILOG = """\
+examples:
+  zfsmon trace vdevlat                  per-vdev latency every second until Ctrl-C
+  zfsmon trace vdevlat 5 --count 12     one minute, 5 s intervals, then the histograms
+  zfsmon trace blklat 1 --slow 20       block devices, printing each I/O slower than 20 ms
+  zfsmon trace vdevlat --csv > lat.csv  percentiles per interval as CSV
+  zfsmon trace --from saved.out         read a saved script output instead of tracing
+  zfsmon trace --list                   the scripts and where they run
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", metavar="NAME", help="trace script (see --list)")
+    p.add_argument("interval", nargs="?", type=int, default=1, metavar="INTERVAL",
+                   help="seconds per report (whole number, default 1)")
+    p.add_argument("--count", type=int, metavar="N", help="stop after N intervals")
+    p.add_argument("--slow", type=int, default=0, metavar="MS", help="also report each op slower than MS ms")
+    p.add_argument("--csv", action="store_true", help="CSV rows (one per entity and op per interval)")
+    p.add_argument("--pool", action="append", default=[], metavar="POOL", help="roles from this pool only")
+    p.add_argument("--no-histograms", action="store_true", help="skip the closing histograms")
+    p.add_argument("--from", dest="from_file", metavar="FILE", help="parse a saved script output")
+    p.add_argument("--list", action="store_true", help="list the trace scripts and exit")
+
+
+def _list() -> int:
+    fam = catalog.tracer_family()
+    for spec in catalog.SCRIPTS.values():
+        files = ", ".join(spec.files.values())
+        here = "" if fam in spec.files else "  (not on this platform)"
+        print(f"{spec.name:<12} {spec.help}\n{'':<12} {files}{here}")
+    return 0
+
+
+class _Printer:
+    """Groups samples of one interval (same ts) and prints them as a table or CSV."""
+
+    def __init__(self, use_csv: bool) -> None:
+        self.csv = use_csv
+        self.pending: List[Sample] = []
+        self.totals = Totals()
+        self.intervals = 0
+        self.header_done = False
+
+    def take(self, records: List[Record]) -> None:
+        for r in records:
+            if isinstance(r, Sample):
+                if self.pending and r.ts != self.pending[0].ts:
+                    self.flush()
+                self.pending.append(r)
+                self.totals.add(r)
+            elif isinstance(r, Event):
+                self.flush()
+                where = sys.stderr if r.kind == EventKind.ERROR or self.csv else sys.stdout
+                print(("zfsmon: " if r.kind == EventKind.ERROR else "") + r.text, file=where)
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        self.intervals += 1
+        if self.csv:
+            sys.stdout.write(csv_rows(self.pending, header=not self.header_done))
+            self.header_done = True
+        else:
+            stamp = time.strftime("%H:%M:%S", time.localtime(self.pending[0].ts))
+            print(f"{stamp}  ({self.pending[0].source})")
+            print("\n".join(table(self.pending)))
+            print()
+        sys.stdout.flush()
+        self.pending = []
+
+
+def _from_file(args: argparse.Namespace, out: _Printer) -> None:
+    try:
+        with open(args.from_file) as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        raise UserError(f"cannot read {args.from_file}: {exc.strerror}") from None
+    parser = TraceParser(f"trace:{args.from_file}")
+    for line in lines:
+        try:
+            out.take(parser.feed(line, time.time()))
+        except ParseError as exc:
+            print(f"zfsmon: {exc}", file=sys.stderr)
+    out.flush()
+
+
+def _live(args: argparse.Namespace, out: _Printer) -> None:
+    if args.interval < 1:
+        raise UserError("INTERVAL must be a whole number of seconds >= 1")
+    coll = TraceCollector(args.name, args.interval, slow_ms=args.slow, pools=tuple(args.pool))
+    problem = coll.preflight()
+    if problem:
+        raise UserError(problem)
+    coll.start()
+    try:
+        seen_data = False
+        while True:
+            done = args.count is not None and coll.intervals() >= args.count
+            if done:
+                time.sleep(0.2)  # the reader thread queues an interval's samples just after counting it
+            recs = coll.poll()
+            seen_data = seen_data or any(isinstance(r, Sample) for r in recs)
+            out.take(recs)
+            if coll.ended() and not seen_data:
+                errors = [r.text for r in recs if isinstance(r, Event) and r.kind == EventKind.ERROR]
+                raise UserError(errors[-1] if errors else f"{coll.argv[0]} ended before printing anything")
+            if done:
+                break
+            time.sleep(0.1)
+        out.flush()
+    finally:
+        coll.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list()
+    out = _Printer(args.csv)
+    if args.from_file:
+        _from_file(args, out)
+    elif not args.name:
+        raise UserError("which trace? give NAME (see `zfsmon trace --list`)")
+    else:
+        try:
+            _live(args, out)
+        except KeyboardInterrupt:
+            out.flush()
+    if not args.csv and not args.no_histograms:
+        lines = out.totals.render()
+        if lines:
+            print("latency histograms over the whole run:\n" + "\n".join(lines))
+    return 0
