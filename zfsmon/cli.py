@@ -36,7 +36,7 @@ Run `zfsmon SUBCOMMAND --help` for each subcommand's manual.
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line and exit 2 (argparse prints usage too, which is long)."""
 
-    def error(self, message: str) -> "None":  # type: ignore[override]
+    def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"zfsmon: {self.prog.split(' ', 1)[-1] if ' ' in self.prog else ''}"
                      f"{': ' if ' ' in self.prog else ''}{message} (see `{self.prog} --help`)\n")
 

@@ -1,4 +1,4 @@
-"""Argument types for times and durations shared by record/export/import (argparse ``type=`` callables)."""
+"""Argument types shared by the subcommands (argparse ``type=`` callables): counts, durations, times."""
 
 from __future__ import annotations
 
@@ -9,6 +9,17 @@ from typing import Optional, Tuple
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 _DUR = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(s|m|min|h|d|)\s*$")
+
+
+def positive_int(text: str) -> int:
+    """A count or size: a whole number above zero."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return v
 
 
 def seconds(text: str) -> float:

@@ -19,7 +19,7 @@ import time
 from typing import Dict, List, Mapping, Optional
 
 from zfsmon.analysis.arc import ArcAnalyzer
-from zfsmon.commands._timearg import seconds
+from zfsmon.commands._timearg import positive_int, seconds
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Kind, Sample
 from zfsmon.sources import arcstats, zil
@@ -37,19 +37,11 @@ examples:
 """
 
 
-def _count(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"count must be positive: {text!r}")
-    return v
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("interval", nargs="?", type=seconds, metavar="INTERVAL", help="time between lines (5, 5s, 1m)")
-    p.add_argument("count", nargs="?", type=_count, metavar="COUNT", help="stop after COUNT lines")
+    p.add_argument("count", nargs="?", type=positive_int, metavar="COUNT", help="stop after COUNT lines")
     p.add_argument("-f", "--fields", metavar="FIELDS", help="comma-separated columns (see -v)")
     p.add_argument("-v", "--list-fields", action="store_true", help="list every field and exit")
     p.add_argument("--csv", action="store_true", help="comma-separated exact values")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from zfsmon import lab
+from zfsmon.commands._timearg import positive_int
 from zfsmon.lab.config import DEFAULT_POOL, LabConfig
 
 NAME = "lab"
@@ -29,14 +30,6 @@ examples:
 """
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return v
 
 
 def _pool_name(text: str) -> str:
@@ -53,11 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     u.add_argument("--pool", type=_pool_name, default=DEFAULT_POOL, help="pool name (default %(default)s)")
     u.add_argument("--dir", dest="directory", help="where the sparse backing files go "
                    "(default /var/tmp/zfsmon-lab/POOL)")
-    u.add_argument("--data-mb", type=_positive, default=512, help="size of each of the 4 data vdevs (default 512)")
-    u.add_argument("--log-mb", type=_positive, default=256, help="SLOG size (default 256)")
-    u.add_argument("--cache-mb", type=_positive, default=1536, help="L2ARC size (default 1536)")
-    u.add_argument("--arc-mb", type=_positive, default=64, help="ARC cap when the lab starts zfs-fuse (default 64)")
-    u.add_argument("--slow-data", type=_positive, metavar="IOPS", help="throttle each data vdev to IOPS reads and "
+    u.add_argument("--data-mb", type=positive_int, default=512, help="size of each of the 4 data vdevs (default 512)")
+    u.add_argument("--log-mb", type=positive_int, default=256, help="SLOG size (default 256)")
+    u.add_argument("--cache-mb", type=positive_int, default=1536, help="L2ARC size (default 1536)")
+    u.add_argument("--arc-mb", type=positive_int, default=64, help="ARC cap when the lab starts zfs-fuse (default 64)")
+    u.add_argument("--slow-data", type=positive_int, metavar="IOPS", help="throttle each data vdev to IOPS reads and "
                    "writes per second (blkio cgroup)")
     d = sub.add_parser("down", help="remove what `up` created")
     d.add_argument("--pool", type=_pool_name, default=DEFAULT_POOL, help="pool name (default %(default)s)")

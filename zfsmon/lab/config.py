@@ -71,7 +71,7 @@ class LabState:
         os.replace(tmp, p)
 
     @classmethod
-    def load(cls, pool: str) -> Optional["LabState"]:
+    def load(cls, pool: str) -> Optional[LabState]:
         p = cls.path_for(pool)
         try:
             raw = json.loads(p.read_text())
