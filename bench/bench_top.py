@@ -1,0 +1,148 @@
+"""Dashboard benchmark: CPU per refresh with 64 leaves and every panel, and opening a 24-hour recording in replay.
+
+Refresh: the real Textual app (headless, ``App.run_test``) at 160x50 and at 80x24, fed every second's
+records of bench_store's synthetic pool (8 raidz2 vdevs x 8 leaves = 64 leaves, log, cache, ARC, L2ARC
+and ZIL kstats, pgbench) plus a block-device counter sample per leaf (so the goose-egg check runs), with
+a 5-minute window already full. One refresh = draining one interval's records into the model and
+redrawing every panel, as the 1 Hz timer does; CPU is process time (all threads).
+
+Replay: ``Recording.open`` + the cursor's first window (5 min) + the first full redraw, on a 24-hour
+recording written by bench/bench_store.py (or made here with --make-hours).
+
+    python3 bench/bench_top.py --recording /var/tmp/zfsmon-top-bench/day.zfsmon
+
+Prints a markdown section for docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from typing import List
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_store import T0, Synthetic  # noqa: E402
+
+from zfsmon.model import Entity, Kind, Record, Sample  # noqa: E402
+from zfsmon.store import Recorder, Recording  # noqa: E402
+from zfsmon.views.top import panels  # noqa: E402
+from zfsmon.views.top.app import LiveFeed, TopApp  # noqa: E402
+from zfsmon.views.top.replay import ReplayCursor  # noqa: E402
+from zfsmon.views.top_state import TopState  # noqa: E402
+
+
+class WithDevices(Synthetic):
+    """bench_store's pool plus /proc/diskstats-like counters for every leaf."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.leaves = [e.name for e, depth in self.rows if depth == 2]
+        self.dev = {n: [0, 0, 0, 0, 0, 0] for n in self.leaves}
+
+    def records(self, i: int) -> List[Record]:
+        out: List[Record] = list(self.tick(i)[0])
+        for n in self.leaves:
+            c = self.dev[n]
+            for j, step in enumerate((300, 200, 300 * 65536, 200 * 65536, 300 * 4_000_000, 200 * 3_000_000)):
+                c[j] += self.rnd.randrange(0, step)
+            out.append(Sample(T0 + i, Entity(Kind.DEVICE, n), {
+                "reads": c[0], "writes": c[1], "read_bytes": c[2], "write_bytes": c[3], "read_time_ns": c[4],
+                "write_time_ns": c[5]}, source="diskstats"))
+        return out
+
+
+async def _refresh_cpu(size, warm: int, n: int) -> dict:
+    syn = WithDevices()
+    feed = LiveFeed()
+    info = panels.HeaderInfo("bench", "Linux", "synthetic", "/var/tmp/x.zfsmon", "live", started=T0)
+    clock = [T0 + warm]
+    app = TopApp(TopState(300), info, 1.0, feed=feed, clock=lambda: clock[0])
+    per_tick = 0
+    async with app.run_test(size=size) as pilot:
+        for i in range(warm):  # a full window, as after five minutes of running
+            recs = syn.records(i)
+            per_tick = len(recs)
+            app.state.feed(recs)
+        app.redraw()
+        await pilot.pause()
+        batches = [syn.records(i) for i in range(warm, warm + n)]  # made before timing: not the dashboard's cost
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for i, batch in zip(range(warm, warm + n), batches):
+            clock[0] = T0 + i
+            feed.sink(batch)
+            app._pump()
+            app.redraw()
+            await pilot.pause()
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    return {"size": f"{size[0]}x{size[1]}", "records": per_tick, "cpu_ms": 1000 * cpu / n, "wall_ms": 1000 * wall / n,
+            "redraws": app.redraws}
+
+
+def make_recording(path: str, hours: float) -> None:
+    syn = Synthetic()
+    with Recorder(path, {"host": "bench", "interval": "1"}) as rec:
+        for i in range(int(hours * 3600)):
+            rec.write(syn.tick(i)[0])
+
+
+async def _open_replay(path: str) -> dict:
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    rec = Recording.open(path)
+    cur = ReplayCursor(rec, 300.0)
+    t_cursor = time.perf_counter() - t0
+    info = panels.HeaderInfo("bench", "", "", path, "replay")
+    app = TopApp(cur.state, info, cur.interval, replay=cur)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        t_first = time.perf_counter() - t0
+        s0 = time.perf_counter()
+        for _ in range(10):
+            await pilot.press("left")
+        await pilot.pause()
+        t_step = (time.perf_counter() - s0) / 10
+        s0 = time.perf_counter()
+        await pilot.press("home")
+        await pilot.pause()
+        t_home = time.perf_counter() - s0
+    cpu = time.process_time() - c0
+    lo, hi = cur.start, cur.end
+    rec.close()
+    return {"hours": (hi - lo) / 3600, "bytes": os.path.getsize(path), "cursor_s": t_cursor, "first_paint_s": t_first,
+            "step_s": t_step, "home_s": t_home, "cpu_s": cpu, "samples_in_window": len(cur.state.samples)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--recording", help="a 24-hour recording (bench/bench_store.py --keep makes one)")
+    ap.add_argument("--make-hours", type=float, default=24.0, help="hours to generate when --recording is missing")
+    ap.add_argument("--dir", default="/var/tmp/zfsmon-top-bench")
+    ap.add_argument("--refreshes", type=int, default=60)
+    args = ap.parse_args()
+    results = [asyncio.run(_refresh_cpu(size, 300, args.refreshes)) for size in ((160, 50), (80, 24))]
+    path = args.recording or os.path.join(args.dir, "day.zfsmon")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        make_recording(path, args.make_hours)
+    rp = asyncio.run(_open_replay(path))
+    print("## Dashboard\n")
+    print(f"Command: `python3 bench/bench_top.py --recording {path}`\n")
+    print("| screen | records per interval | CPU per refresh | wall per refresh | share of one core at 1 Hz |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['size']} | {r['records']} | {r['cpu_ms']:.1f} ms | {r['wall_ms']:.1f} ms | "
+              f"{r['cpu_ms'] / 10:.1f}% |")
+    print(f"\nReplay of a {rp['hours']:.0f}-hour recording ({rp['bytes'] / 2 ** 20:.0f} MiB, 64 leaves at 1 s): "
+          f"open + first 5-minute window {rp['cursor_s']:.2f} s, first paint {rp['first_paint_s']:.2f} s; "
+          f"a step {rp['step_s'] * 1000:.0f} ms; jump to the start {rp['home_s']:.2f} s "
+          f"({rp['samples_in_window']} samples in the window).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""`zfsmon top` as a person runs it: in tmux, against the lab, while a workload runs; the screen read back."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.conftest import REPO, need
+from tests.lab.helpers import drop_host_caches, random_reads, write_file
+from zfsmon.model import EventKind, Kind, Role
+from zfsmon.store import Recording
+from zfsmon.views.top.replay import ReplayCursor
+
+pytestmark = [pytest.mark.lab]
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=30).stdout
+
+
+def _screen(session: str) -> str:
+    return _tmux("capture-pane", "-p", "-t", session)
+
+
+def _row(screen: str, name: str):
+    """The numbers of a tree row: r/s w/s rB/s wB/s as printed (humanized)."""
+    for line in screen.splitlines():
+        parts = line.split()
+        if parts and parts[0] == name and len(parts) >= 5:
+            return parts[1:5]
+    return None
+
+
+def _nonzero(cells) -> bool:
+    return bool(cells) and any(re.match(r"^\d", c) and float(re.match(r"[\d.]+", c).group()) > 0 for c in cells)
+
+
+def _wait(session: str, pred, timeout: float) -> str:
+    end = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < end:
+        screen = _screen(session)
+        if pred(screen):
+            return screen
+        time.sleep(0.5)
+    return screen
+
+
+def test_top_in_tmux_against_the_lab(lab, tmp_path):
+    need(shutil.which("tmux") is not None, "tmux not installed")
+    session = f"zfsmon-top-{os.getpid()}"
+    rec_path = str(tmp_path / "top.zfsmon")
+    rc_file = tmp_path / "rc"
+    # COLUMNS/LINES inherited from pytest would pin Textual to 80x24 whatever the pane's size
+    cmd = (f"unset COLUMNS LINES; cd {REPO} && {sys.executable} -m zfsmon top --pool {lab.pool} -i 1 --record {rec_path}; "
+           f"echo $? > {rc_file}")
+    _tmux("new-session", "-d", "-s", session, "-x", "130", "-y", "45", cmd)
+    _tmux("set-option", "-t", session, "window-size", "manual")
+    _tmux("resize-window", "-t", session, "-x", "130", "-y", "45")
+    stop = threading.Event()
+    path = os.path.join(lab.mountpoint, "top-workload.bin")
+
+    def workload() -> None:
+        while not stop.is_set():
+            write_file(path, 16)  # fsync'ed writes: data vdevs and the SLOG
+            drop_host_caches()
+            random_reads(path, 200)  # reads: ARC misses go to the L2ARC / data disks
+    leaves = [os.path.basename(p) for p in lab.devices["data"]]
+    log_dev = os.path.basename(lab.devices["log"][0])
+    cache_dev = os.path.basename(lab.devices["cache"][0])
+    worker = threading.Thread(target=workload, daemon=True)
+    try:
+        screen = _wait(session, lambda s: lab.pool in s and "mirror-0" in s, 30)
+        assert lab.pool in screen and "LIVE" in screen, screen
+        worker.start()
+        screen = _wait(session, lambda s: any(_nonzero(_row(s, leaf)) for leaf in leaves), 60)
+        assert any(_nonzero(_row(screen, leaf)) for leaf in leaves), screen
+        for name in ("data", "logs", "cache", "mirror-0", "mirror-1", log_dev, cache_dev, *leaves):
+            assert name in screen, (name, screen)
+        lines = screen.splitlines()
+        at = {n: next(i for i, ln in enumerate(lines) if ln.split()[:1] == [n]) for n in ("logs", log_dev, "cache",
+                                                                                           cache_dev)}
+        assert at["logs"] < at[log_dev] < at["cache"] < at[cache_dev], screen
+        # the device-level view next to ZFS's: /proc/diskstats ops of each data leaf's loop device
+        # (zfs-fuse writes through the host page cache, so a device can say 0 while ZFS writes: GOOSE / G!)
+        dev_at = 8 if "dev ops" in screen else 6
+        for leaf in leaves:
+            c = next(ln.split() for ln in lines if ln.split()[:1] == [leaf])
+            assert len(c) > dev_at and re.match(r"^[\d.]+[KMG]?$", c[dev_at]), screen
+            zfs_ops = sum(float(re.match(r"[\d.]+", x).group()) for x in c[1:3])
+            if zfs_ops >= 1 and c[dev_at] == "0":
+                assert c[-1] in ("GOOSE", "G!"), (leaf, screen)
+        # L2ARC and SLOG panels show numbers, not dashes
+        screen = _wait(session, lambda s: re.search(r"L2 hit \d", s) and re.search(r"SLOG w \d", s), 30)
+        assert re.search(r"L2 hit [\d.]+%", screen), screen
+        assert re.search(r"L2 feed [\d.]+[KMG]?/s read [\d.]+[KMG]?/s", screen), screen
+        assert re.search(r"SLOG w [\d.]+[KMG]?/s", screen), screen
+        assert re.search(r"hit\s+[\d.]+%", screen), screen  # ARC hit %
+        # a mark, with a note, from the keyboard
+        _tmux("send-keys", "-t", session, "m")
+        time.sleep(1)
+        _tmux("send-keys", "-t", session, "-l", "tmux mark")
+        _tmux("send-keys", "-t", session, "Enter")
+        time.sleep(1.5)
+    finally:
+        stop.set()
+        worker.join(timeout=60)
+        _tmux("send-keys", "-t", session, "q")
+        end = time.monotonic() + 30
+        while not rc_file.exists() and time.monotonic() < end:
+            time.sleep(0.3)
+        _tmux("kill-session", "-t", session)
+        if os.path.exists(path):
+            os.unlink(path)
+    assert rc_file.read_text().strip() == "0"
+    with Recording.open(rec_path) as r:
+        ents = {e.key: e for e in r.entities()}
+        assert ents[f"vdev:{lab.pool}/{log_dev}"].role == Role.LOG
+        assert ents[f"vdev:{lab.pool}/{cache_dev}"].role == Role.CACHE
+        assert any(e.kind == Kind.ARC for e in ents.values())
+        assert [e.text for e in r.events(kinds=[EventKind.MARK])] == ["tmux mark"]
+        ops = [s.metrics.get("write_ops", 0) for s in r.samples(kinds=[Kind.LEAF]) if not s.since_boot]
+        assert max(ops) > 0
+    # ... and replay opens it, with the same tree
+    with Recording.open(rec_path) as r:
+        rows = {row.name: row for row in ReplayCursor(r, 300.0).state.tree(lab.pool)}
+    assert rows[log_dev].role == Role.LOG and rows[cache_dev].role == Role.CACHE
+    assert {leaf for leaf in leaves} <= {n for n, row in rows.items() if row.kind == "leaf"}
+
+
+def test_bare_zfsmon_on_a_terminal_is_top_and_records_by_default(lab, tmp_path):
+    """`zfsmon` with no subcommand on a terminal runs the dashboard, recording into ./zfsmon-HOST-TIME.zfsmon."""
+    need(shutil.which("tmux") is not None, "tmux not installed")
+    session = f"zfsmon-bare-{os.getpid()}"
+    rc_file = tmp_path / "rc"
+    cmd = (f"unset COLUMNS LINES; cd {tmp_path} && PYTHONPATH={REPO} {sys.executable} -m zfsmon; "
+           f"echo $? > {rc_file}")
+    _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
+    try:
+        screen = _wait(session, lambda s: "LIVE" in s and lab.pool in s, 30)
+        assert "LIVE" in screen and lab.pool in screen and "zfsmon-" in screen, screen
+        _tmux("send-keys", "-t", session, "q")
+        end = time.monotonic() + 30
+        while not rc_file.exists() and time.monotonic() < end:
+            time.sleep(0.3)
+    finally:
+        _tmux("kill-session", "-t", session)
+    assert rc_file.read_text().strip() == "0"
+    made = sorted(tmp_path.glob("zfsmon-*.zfsmon"))
+    assert len(made) == 1
+    with Recording.open(str(made[0])) as r:
+        assert any(e.kind == Kind.POOL and e.name == lab.pool for e in r.entities())

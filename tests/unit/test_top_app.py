@@ -1,0 +1,380 @@
+"""Textual pilot tests of the dashboard on a recording built from genuine captures (tests/unit/top_data.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.unit import top_data
+from zfsmon.model import EventKind
+from zfsmon.store import Recorder, Recording
+from zfsmon.views.top import panels
+from zfsmon.views.top.app import KEYS, LiveFeed, TopApp, help_text
+from zfsmon.views.top.replay import ReplayCursor
+from zfsmon.views.top_state import TopState
+
+HEADINGS = ["Vdevs", "ARC / L2ARC", "ZIL / SLOG", "Workload", "Read path", "Findings"]
+
+
+def screen_text(app) -> str:
+    update = app.screen._compositor.render_update(full=True)
+    return "\n".join("".join(seg.text for seg in strip) for strip in update.strips)
+
+
+@pytest.fixture
+def recording(tmp_path, fixtures) -> str:
+    return top_data.write_recording(str(tmp_path / "fx.zfsmon"))
+
+
+def replay_app(path: str, window: float = 300.0) -> TopApp:
+    rec = Recording.open(path)
+    cur = ReplayCursor(rec, window)
+    info = panels.HeaderInfo("fixture-host", "Linux fixtures", "captures", path, "replay")
+    return TopApp(cur.state, info, cur.interval, replay=cur, export_dir=os.path.dirname(path))
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def _settle(pilot):
+    await pilot.pause()
+    await pilot.pause()
+
+
+def test_80x24_has_every_heading_whole(recording):
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            text = screen_text(app)
+            lines = text.splitlines()
+            assert len(lines) == 24 and all(len(line) <= 80 for line in lines)
+            for h in HEADINGS:
+                assert f" {h} " in text, h
+            assert "REPLAY" in lines[0] and "fixture-host" in lines[0]
+            assert "pools" in lines[1] and "ziocap" in lines[1]
+    run(go())
+
+
+def test_tree_shows_roles_and_tab_switches_pool(recording):
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await _settle(pilot)
+            assert app.opts.pool == "testpool"
+            assert "raidz1-0" in screen_text(app)
+            await pilot.press("tab")
+            await _settle(pilot)
+            text = screen_text(app)
+            assert app.opts.pool == "ziocap" and "[ziocap]" in text
+            for name in ("data", "logs", "cache", "mirror-0", "loop1", "loop5", "loop6"):
+                assert name in text, name
+            lines = text.splitlines()
+            at = {n: next(i for i, line in enumerate(lines) if f" {n} " in f" {line} ") for n in
+                  ("logs", "loop5", "cache", "loop6")}
+            assert at["logs"] < at["loop5"] < at["cache"] < at["loop6"]
+    run(go())
+
+
+def test_help_lists_every_key_and_keys_do_it(recording):
+    text = help_text("replay").plain
+    for k in KEYS:
+        if "replay" in k.modes:
+            assert k.shown in text and k.help in text
+
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await _settle(pilot)
+            await pilot.press("question_mark")
+            await _settle(pilot)
+            assert "zfsmon top: keys" in screen_text(app)
+            await pilot.press("escape")
+            await _settle(pilot)
+            await pilot.press("tab")
+            await pilot.press("r")
+            await _settle(pilot)
+            assert app.opts.totals and "totals" in screen_text(app)
+            await pilot.press("s")
+            await _settle(pilot)
+            assert app.opts.sort == "ops" and "sort:ops" in screen_text(app)
+            await pilot.press("c")
+            await _settle(pilot)
+            assert "loop1" not in screen_text(app) and "mirror-0" in screen_text(app)
+            await pilot.press("c")
+            await pilot.press("plus")
+            await _settle(pilot)
+            assert app.state.window_s == 900 and "window 15m" in screen_text(app)
+            await pilot.press("minus")
+            await pilot.press("minus")
+            await _settle(pilot)
+            assert app.state.window_s == 60
+            await pilot.press("x")
+            await _settle(pilot)
+            assert app.opts.raw
+            await pilot.press("down")
+            await _settle(pilot)
+            assert app.query_one("#treebox").scroll_y >= 0
+            await pilot.press("slash")
+            await _settle(pilot)
+            await pilot.press(*"loop5", "enter")
+            await _settle(pilot)
+            text = screen_text(app)
+            assert app.opts.filter == "loop5" and "loop5" in text and "mirror-0" not in text
+    run(go())
+
+
+def test_replay_cursor_keys(recording):
+    async def go():
+        app = replay_app(recording)
+        cur = app.replay
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _settle(pilot)
+            end = cur.cursor
+            await pilot.press("left")
+            await _settle(pilot)
+            assert cur.cursor == end - cur.interval
+            await pilot.press("right")
+            await _settle(pilot)
+            assert cur.cursor == end
+            await pilot.press("left_square_bracket")  # back to the fixture's mark
+            await _settle(pilot)
+            assert cur.cursor == top_data.T_END - 2.0
+            assert any(e.text == top_data.MARK_TEXT for e in app.state.window_events((EventKind.MARK,)))
+            await pilot.press("home")
+            await _settle(pilot)
+            assert cur.cursor == cur.start
+            await pilot.press("end")
+            await pilot.press("greater_than_sign")
+            await _settle(pilot)
+            assert cur.cursor == cur.end and cur.speed == 2.0
+            await pilot.press("left", "left")  # back to the fsync report: writes on the data leaves
+            await pilot.press("tab")
+            await _settle(pilot)
+            text = screen_text(app)
+            assert "384" in text and "11.4M" in text  # loop1's write ops and bandwidth in that report
+    run(go())
+
+
+def _live_app(tmp_path, on_mark=None):
+    feed = LiveFeed()
+    info = panels.HeaderInfo("fixture-host", "Linux", "captures", str(tmp_path / "live.zfsmon"), "live")
+    app = TopApp(TopState(300), info, 1.0, feed=feed, on_mark=on_mark, export_dir=str(tmp_path),
+                 clock=lambda: top_data.T_END)
+    return app, feed
+
+
+def test_pause_stops_updates(tmp_path, fixtures):
+    batches = top_data.batches()
+    first = [r for ts, b in batches if ts <= 1795332271.0 for r in b]
+    later = [r for ts, b in batches if ts > 1795332271.0 for r in b]
+
+    async def go():
+        app, feed = _live_app(tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            feed.sink(first)
+            await pilot.pause(0.4)
+            app.redraw()
+            await _settle(pilot)
+            await pilot.press("p")
+            await _settle(pilot)
+            before = screen_text(app)
+            assert "PAUSED" in before
+            n = app.state.fed
+            feed.sink(later)
+            await pilot.pause(0.6)
+            app.redraw()
+            await _settle(pilot)
+            assert app.state.fed == n and screen_text(app) == before
+            await pilot.press("p")
+            await _settle(pilot)
+            assert app.state.fed > n and "LIVE" in screen_text(app) and screen_text(app) != before
+    run(go())
+
+
+def test_mark_lands_in_the_recording(tmp_path, fixtures):
+    path = str(tmp_path / "live.zfsmon")
+    rec = Recorder(path, {"host": "fixture-host"})
+
+    async def go():
+        app, feed = _live_app(tmp_path, on_mark=rec.mark)
+        async with app.run_test(size=(100, 30)) as pilot:
+            feed.sink(top_data.records())
+            await pilot.pause(0.4)
+            await pilot.press("m")
+            await _settle(pilot)
+            await pilot.press(*"checkpoint", "space", *"now", "enter")
+            await pilot.pause(0.5)  # the mark is written from a worker thread
+            await pilot.press("space")
+            await _settle(pilot)
+            await pilot.press("escape")  # cancelled: nothing written
+            await _settle(pilot)
+        assert app.marks == ["checkpoint now"]
+    run(go())
+    rec.close()
+    with Recording.open(path) as r:
+        marks = r.events(kinds=[EventKind.MARK])
+    assert [m.text for m in marks] == ["checkpoint now"] and marks[0].source == "user"
+
+
+def test_export_writes_the_window(recording, tmp_path):
+    async def go():
+        app = replay_app(recording, window=60)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _settle(pilot)
+            await pilot.press("e")
+            await _settle(pilot)
+        return app.exports
+    paths = run(go())
+    assert len(paths) == 1 and os.path.dirname(paths[0]) == os.path.dirname(recording)
+    with open(paths[0], newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    lo = top_data.T_END - 60
+    assert rows and all(lo <= float(r["epoch"]) <= top_data.T_END for r in rows)
+    loop1 = [r for r in rows if r["name"] == "loop1" and r["metric"] == "write_ops"]
+    assert [float(r["value"]) for r in loop1] == [384.0, 0.0, 0.0]  # the capture's three interval reports
+    assert {r["role"] for r in rows if r["name"] == "loop5"} == {"log"}
+    with open(paths[0][:-4] + ".events.csv") as fh:
+        assert top_data.MARK_TEXT in fh.read()
+
+
+def test_terminal_too_small_says_so(recording):
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(40, 12)) as pilot:
+            await _settle(pilot)
+            text = screen_text(app)
+            assert "too small" in text and "40x12" in text
+    run(go())
+
+
+def test_resize_relayouts(recording):
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            assert app.query_one("#body").has_class("narrow")
+            await pilot.resize_terminal(160, 45)
+            await pilot.pause(0.5)
+            await _settle(pilot)
+            assert not app.query_one("#body").has_class("narrow")
+            text = screen_text(app)
+            assert all(f" {h} " in text for h in HEADINGS)
+    run(go())
+
+
+def test_no_sources_each_panel_says_so(tmp_path):
+    async def go():
+        app, _feed = _live_app(tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            text = screen_text(app)
+            assert text.count("no data from this source") == 3  # vdevs, ARC, workload
+            assert "no ZIL kstat here" in text and "nothing to say yet" in text
+            assert all(f" {h} " in text for h in HEADINGS)
+    run(go())
+
+
+def _cli(*argv: str):
+    return subprocess.run([sys.executable, "-m", "zfsmon", *argv], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a recording at all\n", b"SQLite format 3\x00" + b"\x00" * 200])
+def test_replay_of_a_corrupt_file_is_one_line(tmp_path, content):
+    bad = tmp_path / "bad.zfsmon"
+    bad.write_bytes(content)
+    res = _cli("replay", str(bad))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.startswith("zfsmon: ") and str(bad) in res.stderr and len(res.stderr.splitlines()) == 1
+
+
+def test_replay_of_a_truncated_recording(recording, tmp_path):
+    data = open(recording, "rb").read()
+    cut = tmp_path / "cut.zfsmon"
+    cut.write_bytes(data[: len(data) // 2])
+    res = _cli("replay", str(cut))
+    assert res.returncode == 2 and "Traceback" not in res.stderr and res.stderr.startswith("zfsmon: ")
+
+
+def test_top_without_a_terminal_says_so():
+    res = _cli("top", "--no-record")
+    assert res.returncode == 2 and "needs a terminal" in res.stderr and "Traceback" not in res.stderr
+
+
+def _sampler_app(tmp_path, collectors, interval=0.2):
+    from zfsmon.engine import Sampler
+
+    feed = LiveFeed()
+    info = panels.HeaderInfo("fixture-host", "Linux", "captures", "", "live")
+    app = TopApp(TopState(300), info, interval, feed=feed, export_dir=str(tmp_path))
+    return app, Sampler(collectors, interval, sinks=[feed.sink])
+
+
+def test_a_hung_source_shows_stale_and_the_screen_goes_on(tmp_path, fixtures):
+    """A real child that printed a capture and then hangs: its panel turns stale; drawing never stops."""
+    from zfsmon.sources.child import StreamCollector
+    from zfsmon.sources.zpool_iostat import ZpoolIostatParser
+
+    hung = StreamCollector(["sh", "-c", f"cat {top_data.ZIOCAP_IOSTAT}; exec sleep 60"],
+                           ZpoolIostatParser(interval=1.0), "zpool_iostat")
+
+    async def go():
+        app, sampler = _sampler_app(tmp_path, [hung])
+        sampler.run_in_thread()
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await pilot.pause(2.5)
+                text = screen_text(app)
+                assert "ziocap" in text and "loop5" in text  # what it printed before hanging is shown
+                assert "stale: last data" in text  # ... as stale, with its age
+                n = app.redraws
+                await pilot.pause(1.5)
+                assert app.redraws > n  # the hung child never froze the screen
+        finally:
+            sampler.stop()
+    run(go())
+
+
+def test_a_failing_source_shows_its_error_and_the_others_go_on(tmp_path, fixtures):
+    from zfsmon.sources.child import StreamCollector
+    from zfsmon.sources.pgbench import PgbenchTextParser
+    from zfsmon.sources.zpool_iostat import ZpoolIostatParser
+
+    broken = StreamCollector([str(tmp_path / "no-such-zpool"), "iostat", "-v", "1"], ZpoolIostatParser(),
+                             "zpool_iostat")
+    pgb = StreamCollector(["sh", "-c", f"cat {top_data.PGBENCH}; exec sleep 60"], PgbenchTextParser(), "pgbench")
+
+    async def go():
+        app, sampler = _sampler_app(tmp_path, [broken, pgb])
+        sampler.run_in_thread()
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await pilot.pause(2.5)
+                text = screen_text(app)
+                vdevs = text[text.index(" Vdevs "):]
+                assert "error: zpool_iostat: cannot run" in vdevs.splitlines()[1]
+                assert "TPS" in text and "310" in text  # pgbench's last progress line, read through a real child
+        finally:
+            sampler.stop()
+    run(go())
+
+
+def test_findings_panel_shows_the_analysis(recording):
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await pilot.pause(2.0)
+            await _settle(pilot)
+            assert app.report is not None
+            shown = [f for f in app.report.findings if f.topic not in ("data", "correlation")]
+            assert shown, app.report.findings
+            panel = app.query_one("#findings").render()
+            assert shown[0].text[:30] in str(panel)
+    run(go())

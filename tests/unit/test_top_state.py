@@ -1,0 +1,110 @@
+"""The dashboard's model on records parsed from genuine captures: roles, values, ARC ratios, workload, pause/window."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit import top_data
+from zfsmon.model import Kind, Role
+from zfsmon.sources import arcstats
+from zfsmon.views import thresholds
+from zfsmon.views.top_state import TopState, area_of_source
+
+
+@pytest.fixture
+def state(fixtures) -> TopState:
+    st = TopState(window_s=300)
+    st.feed(top_data.records())
+    return st
+
+
+def _at(ts: float) -> TopState:
+    st = TopState(window_s=300)
+    st.feed([r for r in top_data.records() if r.ts <= ts])
+    return st
+
+
+def test_pools_and_role_groups(state):
+    assert state.pools() == ["testpool", "ziocap"]
+    rows = state.tree("ziocap")
+    headings = [r.name for r in rows if r.kind == "role"]
+    assert headings == ["data", "logs", "cache"]  # zpool status order, from `zpool status ziocap`
+    by_name = {r.name: r for r in rows}
+    assert by_name["loop5"].role == Role.LOG and by_name["loop5"].kind == "vdev"
+    assert by_name["loop6"].role == Role.CACHE
+    assert [r.name for r in rows if r.kind == "leaf"] == ["loop1", "loop2", "loop3", "loop4"]
+    # leaves sit under their mirror, in that order
+    names = [r.name for r in rows]
+    assert names.index("mirror-0") < names.index("loop1") < names.index("mirror-1") < names.index("loop3")
+
+
+def test_interval_values_come_from_the_capture(fixtures):
+    st = _at(1795332272.0)  # the report written while 20 MiB were fsync'ed
+    loop1 = next(r for r in st.tree("ziocap") if r.name == "loop1")
+    assert loop1.metrics["write_ops"] == 384 and loop1.metrics["write_bw"] == pytest.approx(11.4 * 1024 ** 2)
+    assert not loop1.since_boot
+    first = _at(1795332271.0)
+    assert next(r for r in first.tree("ziocap") if r.name == "loop1").since_boot  # only the since-import report
+
+
+def test_sort_collapse_filter(fixtures):
+    st = _at(1795332272.0)
+    data = [r.name for r in st.tree("ziocap", sort="ops") if r.kind == "leaf"]
+    assert data == ["loop1", "loop2", "loop3", "loop4"]  # 384, 374 | 322, 321 write ops: busiest first per vdev
+    assert not [r for r in st.tree("ziocap", collapsed=True) if r.kind == "leaf"]
+    only = [r.name for r in st.tree("ziocap", filter_text="loop3") if r.kind in ("vdev", "leaf")]
+    assert only == ["mirror-1", "loop3"]
+
+
+def test_totals_sum_rates_over_the_window(fixtures):
+    st = _at(1795332274.0)
+    tot = st.totals("leaf:ziocap/loop1")
+    # interval reports 2..4 of the capture: 384 + 0 + 0 write ops in 1-second intervals
+    assert tot["write_ops"] == pytest.approx(384.0)
+
+
+def test_arc_since_boot_ratio_is_the_files(state, fixtures):
+    raw = {s.entity.kind: s.metrics for s in arcstats.parse_linux(top_data.ARC23.read_text(), 0.0)}
+    a = state.arc()
+    arc = raw[Kind.ARC]
+    assert a["since_boot"] == 1.0
+    assert a["hit_pct"] == pytest.approx(100 * arc["hits"] / (arc["hits"] + arc["misses"]))
+    assert a["size"] == arc["size"] and a["c_max"] == arc["c_max"]
+    assert a["l2_size"] == raw[Kind.L2ARC].get("asize", raw[Kind.L2ARC].get("size"))
+
+
+def test_workload_and_run_boundaries(state):
+    w = state.workload()
+    assert w["tps"] == 310.5 and w["latency_avg_ms"] == 25.832  # the last -P 6 progress line of the capture
+    assert w["run_tps"] == pytest.approx(578.90841)
+    assert w["runs"] == 1.0
+
+
+def test_slog_panel_reads_the_log_vdev(fixtures):
+    z = _at(1795332271.0).zil()  # since-import report: loop5 wrote 1 op/s, 109K/s
+    assert z["slog_write_ops"] == 1.0 and z["slog_write_bw"] == pytest.approx(109 * 1024)
+
+
+def test_latency_from_zpool_iostat_l(state):
+    rows = {r.name: r for r in state.tree("testpool")}
+    # last report of the -vl capture: sda1 total_wait read 25ms write 7ms ("25ms", "7ms" columns)
+    assert rows["sda1"].metrics["total_wait_read"] == 25e6
+    assert thresholds.level("latency", rows["sda1"].metrics["total_wait_read"]) == "warn"
+
+
+def test_window_bounds_samples(state):
+    state.window_s = 60
+    lo, hi = state.window()
+    assert hi == top_data.T_END and all(lo <= s.ts <= hi for s in state.window_samples())
+
+
+def test_error_area_mapping():
+    assert area_of_source("zpool_iostat") == "vdevs" and area_of_source("arcstats") == "arc"
+    assert area_of_source("pgbench") == "workload" and area_of_source("zil") == "zil"
+
+
+def test_threshold_table_is_documented():
+    from tests.conftest import REPO
+
+    doc = (REPO / "docs" / "dashboard.md").read_text()
+    assert thresholds.render_markdown() in doc

@@ -1,0 +1,228 @@
+"""The live dashboard: everything the sources (and a workload) collect, on one screen, recorded as it runs.
+
+Panels: a header (host, platform, ZFS version, pools, elapsed time, interval,
+recording, live/paused), the vdev tree of the selected pool grouped by role
+(data, special, dedup, logs, cache, spares) with ops, bandwidth, latency and
+queues next to the block-device view (GOOSE marks a device that says ~0 while
+ZFS moves data), ARC/L2ARC hit ratios and sizes, ZIL/SLOG activity, the
+workload's TPS and latency, where reads are answered (PostgreSQL buffers, ARC,
+L2ARC, disks), and the findings (warming up / warm / decaying, correlations).
+
+Everything shown is also written to a recording (default
+zfsmon-HOST-TIME.zfsmon in the current directory; --record FILE, or
+--no-record); `zfsmon replay FILE` shows it again. A source that hangs shows as
+stale with its age; a source that fails shows its error in its panel.
+Press ? for the keys. This is also what `zfsmon` runs with no subcommand on a
+terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from typing import Callable, List, Tuple
+
+from zfsmon.commands._timearg import seconds
+from zfsmon.errors import UserError
+from zfsmon.model import Event, EventKind, Record
+from zfsmon.sources.base import Collector
+
+NAME = "top"
+HELP = "live dashboard of all sources (vdevs by role, ARC/L2ARC, ZIL, workload), recorded as it runs"
+EPILOG = """\
+examples:
+  zfsmon top                                  every source, 1 s, recording into ./zfsmon-HOST-TIME.zfsmon
+  zfsmon top --pool tank -i 5 --no-record     one pool, every 5 s, nothing written
+  zfsmon top --soak --lab -- -c 4 -j 2 -N     run a pgbench soak on the lab and watch the caches warm up
+  zfsmon top --attach soak.log                follow a soak someone else runs (its tee'd pgbench output)
+  zfsmon replay zfsmon-db1-20260101T000000Z.zfsmon
+keys: q quit, p pause, space/m mark, tab next pool, +/- window, r rates/totals, x raw values,
+      s sort, c collapse, e export CSV, / filter, ? help
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--interval", "-i", type=seconds, default=1.0, metavar="S", help="seconds between readings "
+                   "(default 1)")
+    p.add_argument("--pool", action="append", default=[], metavar="POOL", help="only this pool (repeatable)")
+    p.add_argument("--sources", metavar="A,B", help="only these sources (names as `zfsmon doctor` shows them)")
+    rec = p.add_mutually_exclusive_group()
+    rec.add_argument("--record", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon here)")
+    rec.add_argument("--no-record", action="store_true", help="do not record")
+    p.add_argument("--window", "-w", type=seconds, default=300.0, metavar="D",
+                   help="time window of sparklines, totals and findings (default 5m; +/- change it)")
+    p.add_argument("--attach", action="append", default=[], metavar="LOG",
+                   help="follow a running soak's pgbench output or --log files (repeatable)")
+    p.add_argument("--soak", action="store_true", help="run a pgbench soak (loop mode) in this process")
+    p.add_argument("--lab", nargs="?", const="zlab", metavar="POOL",
+                   help="--soak: on a PostgreSQL cluster of zfsmon's own on the lab pool (default zlab)")
+    p.add_argument("--conn", metavar="CONNINFO", help="--soak/--attach: PostgreSQL conninfo (also for "
+                   "pg_stat_database); default: libpq environment")
+    p.add_argument("--dbname", metavar="DB", help="--soak: database name")
+    p.add_argument("--run-seconds", "-T", type=int, default=58, metavar="N", help="--soak: -T of each run "
+                   "(default 58)")
+    p.add_argument("--pause", type=float, default=2.0, metavar="S", help="--soak: seconds between runs (default 2)")
+    p.add_argument("--progress", "-P", type=int, metavar="N", help="--soak: pgbench -P N (TPS every N s)")
+    p.add_argument("--init-scale", type=int, metavar="S", help="--soak: first run pgbench -i -s S")
+    p.add_argument("pgbench_args", nargs=argparse.REMAINDER, metavar="-- PGBENCH_OPTIONS",
+                   help="--soak: options passed to pgbench (after --)")
+
+
+def need_terminal(what: str) -> None:
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise UserError(f"{what} needs a terminal (for a headless recording use `zfsmon record`; "
+                        "`zfsmon export`/`zfsmon info` read recordings without one)")
+
+
+def _soak(args: argparse.Namespace) -> Tuple[List[Collector], Callable[[], None], dict]:
+    """The soak runner and pg_stat_database collector, and how to clean up (a lab cluster is stopped)."""
+    from zfsmon.commands import soak as soakcmd
+    from zfsmon.workload.soak import LOOP, SoakCollector, SoakPlan
+
+    pgb_args = soakcmd._pgbench_args(args.pgbench_args or [])
+    env = dict(os.environ)
+    dbname, conninfo, pgbench = args.dbname, args.conn or "", "pgbench"
+    cluster = None
+    meta: dict = {"kind": "soak"}
+    if args.lab:
+        info, cluster = soakcmd._lab_cluster(args.lab, soakcmd.LAB_PORT)
+        dbname = dbname or soakcmd.LAB_DB
+        pgbench = cluster.pgbench()
+        if not cluster.is_initialized():
+            cluster.init()
+        if not cluster.is_running():
+            cluster.start()
+        cluster.createdb(dbname)
+        env.update(cluster.env(dbname))
+        conninfo = cluster.conninfo(dbname)
+        meta["lab_pool"] = info.pool
+    elif args.conn and dbname is None:
+        dbname = args.conn
+
+    def cleanup() -> None:
+        if cluster is not None:
+            try:
+                cluster.stop()
+            except UserError as exc:
+                print(f"zfsmon: warning: {exc}", file=sys.stderr)
+
+    try:
+        log = os.path.abspath(f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
+        if args.init_scale:
+            soakcmd._initialise(pgbench, args.init_scale, dbname, env, log, False)
+        elif not soakcmd._has_pgbench_tables(env, dbname, pgbench):
+            raise UserError(f"database {dbname or '(from PGDATABASE)'} has no pgbench tables: add --init-scale S")
+    except BaseException:
+        cleanup()
+        raise
+    plan = SoakPlan(mode=LOOP, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
+                    pgbench_args=pgb_args, dbname=dbname, tee=log, pgbench=pgbench, env=env)
+    from zfsmon.sources.pgstat import PgStatCollector
+
+    meta["pgbench_log"] = log
+    return [SoakCollector(plan), PgStatCollector(conninfo)], cleanup, meta
+
+
+def _attach(args: argparse.Namespace) -> List[Collector]:
+    from zfsmon.workload.attach import AttachCollector
+
+    for path in args.attach:
+        if not os.path.exists(path):
+            raise UserError(f"{path}: no such file to attach to")
+    out: List[Collector] = [AttachCollector(args.attach)]
+    if args.conn:
+        from zfsmon.sources.pgstat import PgStatCollector
+
+        out.append(PgStatCollector(args.conn))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from zfsmon.commands.record import default_out, host_meta
+    from zfsmon.engine import Sampler
+    from zfsmon.host import probe
+    from zfsmon.sources.registry import build_collectors
+    from zfsmon.store import Recorder, RecordingError
+    from zfsmon.views.top import panels
+    from zfsmon.views.top.app import TopApp
+    from zfsmon.views.top_state import TopState
+
+    need_terminal("zfsmon top")
+    if args.soak and args.attach:
+        raise UserError("--soak and --attach are two ways to get a workload: choose one")
+    host = probe()
+    names = [n.strip() for n in args.sources.split(",") if n.strip()] if args.sources else None
+    collectors, skipped = build_collectors(host, args.interval, args.pool or None, names)
+    cleanup: Callable[[], None] = lambda: None  # noqa: E731
+    extra_meta: dict = {}
+    if args.attach:
+        collectors += _attach(args)
+    if args.soak:
+        more, cleanup, extra_meta = _soak(args)
+        collectors += more
+    if not collectors:
+        raise UserError("no source is available on this host: " + "; ".join(skipped) + " (see `zfsmon doctor`)")
+    path = None if args.no_record else (args.record or default_out(time.time()))
+    rec = None
+    lock = threading.Lock()
+    if path is not None:
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            cleanup()
+            raise UserError(f"{path}: directory {parent} does not exist")
+        try:
+            rec = Recorder(path, {**host_meta(args.interval), **extra_meta})
+        except RecordingError:
+            cleanup()
+            raise
+    from zfsmon.views.top.app import LiveFeed
+
+    feed = LiveFeed()
+    failed: List[str] = []
+
+    def record(records: List[Record]) -> None:
+        if rec is None or failed:
+            return
+        try:
+            with lock:
+                rec.write(records)
+        except RecordingError as exc:
+            failed.append(str(exc))
+            feed.sink([Event(time.time(), EventKind.ERROR, f"recording stopped: {exc}", source="record")])
+
+    record.__name__ = "recorder"
+
+    def mark(text: str) -> None:
+        if rec is None or failed:
+            raise RuntimeError("not recording")
+        with lock:
+            rec.mark(text)
+
+    info = panels.HeaderInfo(host=host.hostname, platform=f"{host.system} {host.release}",
+                             zfs=f"{host.flavour} {host.zfs_version}".strip(),
+                             recording=os.path.abspath(path) if path else "", mode="live", started=time.time())
+    state = TopState(args.window)
+    if skipped:
+        state.feed([Event(time.time(), EventKind.INFO, f"skipped {s}", source="top") for s in skipped])
+    app = TopApp(state, info, args.interval, feed=feed, on_mark=mark if rec is not None else None,
+                 export_dir=os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
+    sampler = Sampler(collectors, args.interval, sinks=[record, feed.sink])
+    sampler.run_in_thread()
+    try:
+        app.run()
+    finally:
+        sampler.stop()
+        if rec is not None:
+            with lock:
+                rec.close()
+        cleanup()
+    if rec is not None:
+        print(f"zfsmon: {path}: {rec.samples_written} samples, {rec.events_written} events "
+              f"(replay: zfsmon replay {path})", file=sys.stderr)
+    if failed:
+        raise UserError(failed[0], exit_code=1)
+    return 0
+

@@ -1,0 +1,509 @@
+"""The dashboard application: lays out the panels, handles keys, and pulls records without ever waiting for them.
+
+Live mode: the sampler (another thread) hands record batches to
+:meth:`LiveFeed.sink`; a timer here drains them, so a slow or hung source
+only makes its panel stale. Replay mode: a :class:`ReplayCursor` reads the
+window at the cursor from the recording. Marks go to an ``on_mark`` callable
+(the recorder, in ``zfsmon top``): this module writes no recording itself.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+from zfsmon.model import Event, EventKind, Record
+from zfsmon.views.top import panels
+from zfsmon.views.top.replay import ReplayCursor
+from zfsmon.views.top_state import SORTS, WINDOWS, TopState
+
+#: below this the screen says so instead of drawing a garbled dashboard
+MIN_SIZE = (60, 18)
+#: below this width the side panels go under the tree in a compact grid
+NARROW = 120
+#: live batches held back while paused (they are recorded anyway)
+MAX_HELD = 10_000
+FINDINGS_EVERY_S = 30.0
+
+
+@dataclass(frozen=True)
+class Key:
+    keys: str  # Textual key names, comma separated
+    shown: str  # as the help screen shows it
+    action: str
+    help: str
+    modes: str = "live,replay"
+
+
+KEYS: List[Key] = [
+    Key("q", "q", "quit", "quit (the recording is closed cleanly)"),
+    Key("p", "p", "pause", "pause/resume the display (live: recording goes on; replay: play/stop)"),
+    Key("space,m", "space / m", "mark", "mark an event, with a note, into the recording", "live"),
+    Key("tab", "tab", "next_pool", "next pool"),
+    Key("plus,equals_sign", "+", "window(1)", "longer time window"),
+    Key("minus", "-", "window(-1)", "shorter time window"),
+    Key("r", "r", "totals", "vdev tree: rates (per second) vs totals over the window"),
+    Key("x", "x", "raw", "raw values vs humanized (K/M/G, µs/ms)"),
+    Key("s", "s", "sort", "sort vdevs: name, ops, bandwidth, latency"),
+    Key("c", "c", "collapse", "collapse/expand leaves under their vdevs"),
+    Key("up", "up/down", "scroll_tree(-1)", "scroll the vdev tree (pgup/pgdn: a page)"),
+    Key("down", "down", "scroll_tree(1)", "scroll the vdev tree down"),
+    Key("pageup", "pgup", "scroll_tree(-10)", "scroll the vdev tree a page up"),
+    Key("pagedown", "pgdn", "scroll_tree(10)", "scroll the vdev tree a page down"),
+    Key("e", "e", "export", "export the visible window to CSV"),
+    Key("slash", "/", "filter", "filter vdevs by name (empty: all)"),
+    Key("question_mark", "?", "help", "this help"),
+    Key("left", "left", "step(-1)", "step back one interval", "replay"),
+    Key("right", "right", "step(1)", "step forward one interval", "replay"),
+    Key("left_square_bracket", "[", "jump(-1)", "previous event (mark, run, error)", "replay"),
+    Key("right_square_bracket", "]", "jump(1)", "next event", "replay"),
+    Key("home", "home", "home", "start of the recording", "replay"),
+    Key("end", "end", "end", "end of the recording", "replay"),
+    Key("greater_than_sign", ">", "speed(1)", "play faster", "replay"),
+    Key("less_than_sign", "<", "speed(-1)", "play slower", "replay"),
+]
+
+
+#: tab is Textual's focus key unless the binding has priority
+BINDINGS = [Binding(key, k.action, k.help, show=False, priority=key == "tab") for k in KEYS for key in k.keys.split(",")]
+
+
+def help_text(mode: str) -> Text:
+    t = Text("zfsmon top: keys\n\n", style="bold")
+    for k in KEYS:
+        if mode in k.modes.split(","):
+            t.append(f"  {k.shown:<10}", style="bold cyan")
+            t.append(f"{k.help}\n")
+    t.append("\nColours: green ok, yellow warn, red crit (docs/dashboard.md). GOOSE: the device says ~0 while ZFS "
+             "moves data.\n* after a name: since-import averages (no interval report yet).\nPress any key to close.",
+             style="dim")
+    return t
+
+
+class LiveFeed:
+    """The hand-over point between the sampler thread and the app: a queue, drained by a timer."""
+
+    def __init__(self) -> None:
+        self.q: queue.SimpleQueue = queue.SimpleQueue()
+
+    def sink(self, records: List[Record]) -> None:
+        self.q.put(list(records))
+
+    def drain(self) -> List[Record]:
+        out: List[Record] = []
+        while True:
+            try:
+                out.extend(self.q.get_nowait())
+            except queue.Empty:
+                return out
+
+
+class HelpScreen(ModalScreen):
+    DEFAULT_CSS = "HelpScreen { align: center middle; } #help { width: 76; height: auto; max-height: 90%; " \
+                  "border: round $accent; background: $panel; padding: 0 1; }"
+
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        self.mode = mode
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(Static(help_text(self.mode), id="help-text"), id="help")
+
+    def on_key(self, event) -> None:
+        event.stop()
+        self.dismiss(None)
+
+
+class AskScreen(ModalScreen):
+    """One line of input (a mark's note, a filter)."""
+
+    DEFAULT_CSS = "AskScreen { align: center middle; } #ask { width: 60; height: 5; border: round $accent; " \
+                  "background: $panel; }"
+
+    def __init__(self, prompt: str, value: str = "") -> None:
+        super().__init__()
+        self.prompt, self.value = prompt, value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ask"):
+            yield Static(self.prompt)
+            yield Input(value=self.value, id="ask-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def on_key(self, event) -> None:
+        if event.key == "escape":
+            event.stop()
+            self.dismiss(None)
+
+
+class TopApp(App):
+    BINDINGS = BINDINGS
+    CSS = """
+    Screen { layout: vertical; }
+    #header { height: 2; }
+    #body { height: 1fr; layout: horizontal; }
+    #treebox { width: 3fr; height: 100%; scrollbar-size-vertical: 1; }
+    #side { width: 2fr; height: 100%; }
+    .panel { height: auto; margin: 0 0 1 0; }
+    #body.narrow { layout: vertical; }
+    #body.narrow #treebox { width: 100%; height: 1fr; }
+    #body.narrow #side { width: 100%; height: 12; layout: grid; grid-size: 3 2; grid-gutter: 0 1; }
+    #body.narrow .panel { height: 6; margin: 0; }
+    #body.narrow #findings { column-span: 2; }
+    #keys { height: 1; background: $boost; }
+    #toosmall { height: 1fr; content-align: center middle; display: none; }
+    """
+
+    def __init__(self, state: TopState, info: panels.HeaderInfo, interval: float,
+                 feed: Optional[LiveFeed] = None, replay: Optional[ReplayCursor] = None,
+                 on_mark: Optional[Callable[[str], None]] = None, export_dir: str = ".",
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.state = replay.state if replay is not None else state
+        self.info = info
+        self.feed = feed
+        self.replay = replay
+        self.on_mark = on_mark
+        self.export_dir = export_dir
+        self.clock = clock
+        self.opts = panels.ViewOptions(interval=interval)
+        self.paused = False
+        self.held: List[Record] = []
+        self.report = None
+        self._report_at = 0.0
+        self.exports: List[str] = []
+        self.marks: List[str] = []
+        self.redraws = 0
+        self._laid_out = None
+        self._settle_until = 0.0
+        self._findings_busy = False
+        self._report_ts: Optional[float] = None
+        self._shown: dict = {}
+
+    # ---------------------------------------------------------------------------------------------- setup
+    def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
+        """Keys of the other mode do nothing (mark in replay, cursor keys live)."""
+        mode = "replay" if self.replay is not None else "live"
+        for k in KEYS:
+            if k.action.split("(")[0] == action:
+                return mode in k.modes.split(",")
+        return True
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        yield Static(id="toosmall")
+        with Horizontal(id="body"):
+            with VerticalScroll(id="treebox"):
+                yield Static(id="tree")
+            with VerticalScroll(id="side"):
+                for name in ("arc", "zil", "workload", "readpath", "findings"):
+                    yield Static(id=name, classes="panel")
+        yield Static(id="keys")
+
+    def on_mount(self) -> None:
+        self._layout()
+        self.set_interval(0.25, self._pump)
+        self.set_interval(1.0, self.redraw)
+        self.redraw()
+
+    def on_resize(self, _event) -> None:
+        self._layout()
+        self.redraw()
+
+    def _layout(self) -> None:
+        self._laid_out = self.size
+        self._shown = {}
+        w, h = self.size
+        small = w < MIN_SIZE[0] or h < MIN_SIZE[1]
+        self.query_one("#body").set_class(w < NARROW, "narrow")
+        self.query_one("#body").display = not small
+        self.query_one("#toosmall").display = small
+        if small:
+            self.query_one("#toosmall", Static).update(Text(
+                f"terminal too small ({w}x{h}): zfsmon top needs at least {MIN_SIZE[0]}x{MIN_SIZE[1]}; "
+                "enlarge the window (q quits)", style="bold yellow", justify="center"))
+
+    # ---------------------------------------------------------------------------------------------- data
+    def _pump(self) -> None:
+        if self.size != self._laid_out:  # a resize: lay out again (the app gets no Resize of its own)
+            self._layout()
+            self.redraw()
+        if self.feed is not None:
+            recs = self.feed.drain()
+            if recs:
+                if self.paused:
+                    self.held.extend(recs)
+                    del self.held[:-MAX_HELD]
+                else:
+                    self.state.feed(recs)
+                    self._choose_pool()
+        elif self.replay is not None and self.replay.playing:
+            before = self.replay.cursor
+            self.state = self.replay.move_to(before + 0.25 * self.replay.speed)
+            if self.replay.cursor >= self.replay.end:
+                self.replay.playing = False
+            self._settle_until = time.monotonic() + 0.4
+            self.redraw()
+
+    def _choose_pool(self) -> None:
+        pools = self.state.pools()
+        if pools and self.opts.pool not in pools:
+            self.opts.pool = pools[0]
+
+    def _findings(self):
+        """The last findings report; a new one is computed in a worker thread when due (it can take a second)."""
+        now = self.clock()
+        if self.paused and self.report is not None:
+            return self.report
+        if self.replay is not None and time.monotonic() < self._settle_until:
+            return self.report  # the cursor is moving: keep the last findings until it rests
+        due = self.replay is not None and self._report_ts != self.state.now
+        if self.report is None or due or now - self._report_at >= FINDINGS_EVERY_S:
+            self._start_findings(now)
+        return self.report
+
+    def _start_findings(self, now: float) -> None:
+        if self._findings_busy:
+            return
+        self._findings_busy = True
+        self._report_at = now
+        st = self.state
+        samples, events, (lo, hi), at = st.window_samples(), st.window_events(), st.window(), st.now
+
+        def work() -> None:
+            from zfsmon.analysis import findings
+
+            try:
+                report, err = findings.analyze(samples, events, start=lo, end=hi), None
+            except Exception as exc:  # analysis is another module: a bug there must not end the dashboard
+                report, err = None, exc
+            self.call_from_thread(self._findings_done, report, at, err)
+
+        self.run_worker(work, thread=True, group="findings")
+
+    def _findings_done(self, report, at: Optional[float], err: Optional[Exception]) -> None:
+        self._findings_busy = False
+        if err is not None:
+            self.notify(f"findings unavailable: {type(err).__name__}: {err}", severity="warning")
+            return
+        self.report, self._report_ts = report, at
+        if not self.paused and self.size.width >= MIN_SIZE[0] and self.size.height >= MIN_SIZE[1]:
+            narrow = self.size.width < NARROW
+            side_w = self._width("#arc", 30)
+            self._put("findings", panels.findings(report, self.state, self.opts, side_w * 2 if narrow else side_w,
+                                                  narrow))
+
+    # ---------------------------------------------------------------------------------------------- drawing
+    def redraw(self) -> None:
+        if self.paused and self.redraws and self.replay is None:
+            self._draw_header()
+            return
+        self.redraws += 1
+        self._choose_pool()
+        w, h = self.size
+        if w < MIN_SIZE[0] or h < MIN_SIZE[1]:
+            return
+        narrow = w < NARROW
+        self.opts.now = None if self.replay is not None else self.clock()
+        self._draw_header()
+        # the widgets' real widths once laid out (minus a scrollbar), else what the CSS will give them
+        tree_w = self._width("#treebox", w if narrow else max(40, w * 3 // 5 - 2))
+        side_w = self._width("#arc", max(20, (w - 2) // 3) if narrow else max(30, w * 2 // 5 - 2))
+        st, o = self.state, self.opts
+        self._put("tree", panels.tree(st, o, tree_w))
+        self._put("arc", panels.arc(st, o, side_w, narrow))
+        self._put("zil", panels.zil(st, o, side_w, narrow))
+        self._put("workload", panels.workload(st, o, side_w, narrow))
+        self._put("readpath", panels.read_path(st, o, side_w, narrow))
+        self._put("findings", panels.findings(self._findings(), st, o, side_w * 2 if narrow else side_w, narrow))
+        keys = "q quit  p pause  m mark  tab pool  +/- window  r rates/totals  e export  / filter  ? help"
+        if self.replay is not None:
+            keys = "q quit  p play  ←/→ step  [/] events  home/end  </> speed  +/- window  e export  ? help"
+        self._put("keys", Text(keys, no_wrap=True, overflow="ellipsis"))
+
+    def _width(self, selector: str, guess: int) -> int:
+        got = self.query_one(selector).size.width
+        return max(10, got - 1) if got > 0 else guess
+
+    def _put(self, name: str, text: Text) -> None:
+        """Update a panel only if it changed; re-lay the screen out only if its height changed (that is costly)."""
+        old = self._shown.get(name)
+        if old is not None and old == text:
+            return
+        lines = text.plain.count("\n")
+        self.query_one(f"#{name}", Static).update(text, layout=old is None or old.plain.count("\n") != lines)
+        self._shown[name] = text
+
+    def _draw_header(self) -> None:
+        note = ""
+        if self.replay is not None:
+            r = self.replay
+            note = (f"at {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(r.cursor))}Z "
+                    f"({panels.fmt.clock(r.cursor - r.start)}/{panels.fmt.clock(r.end - r.start)}) "
+                    f"{'▶' if r.playing else '❚❚'} x{r.speed:g}  ")
+        t = panels.header(self.state, self.info, self.opts, self.size.width, self.paused, note)
+        t.no_wrap, t.overflow = True, "ellipsis"
+        self._put("header", t)
+
+    # ---------------------------------------------------------------------------------------------- actions
+    def action_pause(self) -> None:
+        if self.replay is not None:
+            self.replay.playing = not self.replay.playing
+            self.redraw()
+            return
+        self.paused = not self.paused
+        if not self.paused and self.held:
+            self.state.feed(self.held)
+            self.held = []
+        self.redraws = 0 if not self.paused else self.redraws
+        self.redraw()
+
+    def action_mark(self) -> None:
+        self.push_screen(AskScreen("Mark: a note for this moment (enter to save, esc to cancel)"), self._marked)
+
+    def _marked(self, text: Optional[str]) -> None:
+        if text is None:
+            return
+        text = text.strip() or "mark"
+        ts = self.clock()
+        self.marks.append(text)
+        self.state.feed([Event(ts, EventKind.MARK, text, source="user")])
+        if self.on_mark is None:
+            self.notify("not recording: the mark is shown but not saved", severity="warning")
+            return
+        on_mark = self.on_mark
+
+        def write() -> None:  # in a thread: a slow disk must not freeze the screen
+            try:
+                on_mark(text)
+            except Exception as exc:  # a full disk must not kill the dashboard
+                self.call_from_thread(self.notify, f"mark not saved: {exc}", severity="error")
+            else:
+                self.call_from_thread(self.notify, f"marked: {text}")
+
+        self.run_worker(write, thread=True, exclusive=False, group="marks")
+
+    def action_next_pool(self) -> None:
+        pools = self.state.pools()
+        if pools:
+            i = pools.index(self.opts.pool) if self.opts.pool in pools else -1
+            self.opts.pool = pools[(i + 1) % len(pools)]
+        self.redraw()
+
+    def action_window(self, direction: int) -> None:
+        cur = self.state.window_s
+        if direction > 0:
+            new = next((w for w in WINDOWS if w > cur), WINDOWS[-1])
+        else:
+            new = next((w for w in reversed(WINDOWS) if w < cur), WINDOWS[0])
+        if self.replay is not None:
+            self.state = self.replay.set_window(new)
+        else:
+            self.state.window_s = new
+            self.state.keep_s = max(self.state.keep_s, new)
+        self.report = None
+        self.redraw()
+
+    def action_scroll_tree(self, lines: int) -> None:
+        box = self.query_one("#treebox", VerticalScroll)
+        box.scroll_relative(y=lines, animate=False)
+
+    def action_totals(self) -> None:
+        self.opts.totals = not self.opts.totals
+        self.redraw()
+
+    def action_raw(self) -> None:
+        self.opts.raw = not self.opts.raw
+        self.redraw()
+
+    def action_sort(self) -> None:
+        self.opts.sort = SORTS[(SORTS.index(self.opts.sort) + 1) % len(SORTS)]
+        self.redraw()
+
+    def action_collapse(self) -> None:
+        self.opts.collapsed = not self.opts.collapsed
+        self.redraw()
+
+    def action_filter(self) -> None:
+        def done(text: Optional[str]) -> None:
+            if text is not None:
+                self.opts.filter = text.strip()
+                self.redraw()
+        self.push_screen(AskScreen("Filter vdevs by name (empty: show all)", self.opts.filter), done)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen("replay" if self.replay is not None else "live"))
+
+    def action_export(self) -> None:
+        try:
+            path = export_window(self.state, self.export_dir, self.clock())
+        except OSError as exc:
+            self.notify(f"export failed: {exc.strerror or exc}", severity="error")
+            return
+        self.exports.append(path)
+        self.notify(f"exported {path}")
+
+    # replay ------------------------------------------------------------------------------------------
+    def _moved(self) -> None:
+        assert self.replay is not None
+        self.state = self.replay.state
+        self._settle_until = time.monotonic() + 0.4  # findings follow once the cursor rests (1 s timer)
+        self.redraw()
+
+    def action_step(self, n: int) -> None:
+        if self.replay is not None:
+            self.replay.step(n)
+            self._moved()
+
+    def action_jump(self, direction: int) -> None:
+        if self.replay is not None:
+            ev = self.replay.jump(direction)
+            if ev is None:
+                self.notify("no more events that way")
+            else:
+                self.notify(f"{ev.kind.value}: {ev.text}")
+            self._moved()
+
+    def action_home(self) -> None:
+        if self.replay is not None:
+            self.replay.move_to(self.replay.start)
+            self._moved()
+
+    def action_end(self) -> None:
+        if self.replay is not None:
+            self.replay.move_to(self.replay.end)
+            self._moved()
+
+    def action_speed(self, direction: int) -> None:
+        if self.replay is not None:
+            self.replay.faster(direction > 0)
+            self.redraw()
+
+
+def export_window(state: TopState, directory: str, now: float) -> str:
+    """The window's samples as a long CSV (``zfsmon export`` columns), events beside it; returns the path."""
+    from zfsmon.views import export
+
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    base = os.path.join(directory, f"zfsmon-top-{stamp}")
+    path, n = base + ".csv", 1
+    while os.path.exists(path):
+        n += 1
+        path = f"{base}-{n}.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        export.write_long(fh, export.rows(state.window_samples()))
+    with open(path[:-4] + ".events.csv", "w", newline="", encoding="utf-8") as fh:
+        export.write_events(fh, state.window_events())
+    return path

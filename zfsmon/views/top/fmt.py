@@ -1,0 +1,93 @@
+"""Numbers and sparklines for the dashboard's panels: humanized by default, exact with the raw toggle.
+
+Formatting of sizes/counts/times is :mod:`zfsmon.views.units` (the shapes ZFS
+tools print); this only adds the dashboard's choices on top: ``µs`` for
+microseconds, a raw mode, percentages, and block-character sparklines.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple
+
+from rich.text import Text
+
+from zfsmon.views import thresholds, units
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def num(value: Optional[float], unit: str, raw: bool = False) -> str:
+    """``unit``: ``B`` (bytes, B/s), ``ops`` (counts, ops/s), ``ns`` (times), ``%``, ``ms``, ``x`` (plain)."""
+    if value is None:
+        return units.MISSING
+    if raw:
+        return f"{value:.0f}" if float(value).is_integer() or abs(value) >= 1000 else f"{value:.3f}"
+    if unit == "B":
+        return units.human_size(value)
+    if unit == "ops":
+        return units.human_count(value)
+    if unit == "ns":
+        return units.human_ns(value).replace("us", "µs")
+    if unit == "ms":
+        return units.human_ns(value * 1e6).replace("us", "µs")
+    if unit == "%":
+        return f"{value:.1f}%"
+    return f"{value:.1f}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def colored(value: Optional[float], unit: str, threshold: Optional[str], raw: bool = False) -> Text:
+    text = num(value, unit, raw)
+    return Text(text, style=thresholds.style(threshold, value) if threshold else "")
+
+
+def sparkline(points: Sequence[Tuple[float, float]], width: int, start: float, end: float,
+              marks: Sequence[float] = (), lo: Optional[float] = None, hi: Optional[float] = None) -> Text:
+    """Points over [start, end] averaged into ``width`` cells; cells holding a mark (run boundary) are highlighted."""
+    width = max(1, width)
+    span = max(end - start, 1e-9)
+    sums = [0.0] * width
+    counts = [0] * width
+    for ts, v in points:
+        i = int((ts - start) / span * width)
+        if i == width:
+            i -= 1
+        if 0 <= i < width:
+            sums[i] += v
+            counts[i] += 1
+    cells = [sums[i] / counts[i] if counts[i] else None for i in range(width)]
+    present = [c for c in cells if c is not None]
+    out = Text()
+    if not present:
+        return Text(" " * width)
+    lo = min(present) if lo is None else lo
+    hi = max(present) if hi is None else hi
+    marked = set()
+    for ts in marks:
+        i = int((ts - start) / span * width)
+        if 0 <= i <= width:
+            marked.add(min(i, width - 1))
+    for i, c in enumerate(cells):
+        ch = " " if c is None else BLOCKS[0] if hi <= lo else BLOCKS[max(0, min(7, int((c - lo) / (hi - lo) * 7.999)))]
+        out.append("|" if (c is None and i in marked) else ch, style="bold magenta" if i in marked else "cyan")
+    return out
+
+
+def age(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "never"
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    return f"{s // 3600}h"
+
+
+def clock(seconds: float) -> str:
+    s = int(max(0, seconds))
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def window(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}h" if s >= 3600 and s % 3600 == 0 else f"{s // 60}m" if s >= 60 else f"{s}s"

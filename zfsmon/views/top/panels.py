@@ -1,0 +1,374 @@
+"""Each panel of the dashboard as a rich renderable built from :class:`~zfsmon.views.top_state.TopState`.
+
+Pure functions of (state, options, size): the widgets in :mod:`zfsmon.views.top.app`
+only place them. Every panel starts with its heading line, so a panel that
+has nothing (a source missing or failing) still says what it is and why.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import List, Optional
+
+from rich.text import Text
+
+from zfsmon.analysis import goose
+from zfsmon.analysis.findings import DRIVERS
+from zfsmon.model import EventKind
+from zfsmon.views import thresholds
+from zfsmon.views.top import fmt
+from zfsmon.views.top_state import TopState, TreeRow
+
+HEADING = "bold reverse"
+DRIVER_WORDS = dict(DRIVERS)
+TITLES = {"vdevs": "Vdevs", "arc": "ARC / L2ARC", "zil": "ZIL / SLOG", "workload": "Workload",
+          "readpath": "Read path", "findings": "Findings"}
+
+
+@dataclass
+class ViewOptions:
+    raw: bool = False
+    totals: bool = False
+    sort: str = "name"
+    collapsed: bool = False
+    filter: str = ""
+    pool: str = ""
+    interval: float = 1.0
+    now: Optional[float] = None  # wall clock for staleness (live); None = the state's own time (replay)
+
+
+def heading(area: str, width: int, extra: str = "") -> Text:
+    t = Text(f" {TITLES[area]} ", style=HEADING)
+    if extra and len(TITLES[area]) + len(extra) + 3 <= width:
+        t.append(" " + extra, style="dim")
+    return t
+
+
+def status_line(state: TopState, area: str, opts: ViewOptions) -> Optional[Text]:
+    """A source's error, or how stale its data is: the panel says so instead of freezing."""
+    st = state.staleness(area)
+    now = opts.now if opts.now is not None else state.now
+    if st.error is not None:
+        return Text(f"error: {st.error.text}", style="bold red")
+    if st.last is None:
+        return Text("no data from this source", style="dim")
+    every = max(opts.interval, st.cadence)
+    if now is not None and every > 0:
+        lag = now - st.last
+        if thresholds.level("stale", lag / every) != "ok":
+            return Text(f"stale: last data {fmt.age(lag)} ago", style=thresholds.style("stale", lag / every))
+    return None
+
+
+def _lines(parts: List[Text], width: int) -> Text:
+    """One Text per panel, lines cut at the panel's width (cheap for Textual to measure and draw)."""
+    for p in parts:
+        p.no_wrap, p.overflow = True, "ellipsis"
+        if p.cell_len > width:
+            p.truncate(width, overflow="ellipsis")
+    out = Text("\n").join(parts)
+    out.no_wrap, out.overflow = True, "ellipsis"
+    return out
+
+
+def _columns(cells: List[Text], first: int, widths: List[int], style: str = "") -> Text:
+    """A table row as one line: the first cell left-aligned in ``first`` columns, the others right-aligned."""
+    out = Text(style=style)
+    head = cells[0].copy()
+    head.truncate(first, overflow="ellipsis", pad=True)
+    out.append_text(head)
+    for cell, w in zip(cells[1:], widths):
+        c = cell.copy()
+        if c.cell_len > w:
+            c.truncate(w, overflow="ellipsis")
+        out.append(" ")
+        out.append(" " * (w - c.cell_len))
+        out.append_text(c)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ vdev tree
+def tree(state: TopState, opts: ViewOptions, width: int) -> Text:
+    pool = opts.pool
+    mode = "totals" if opts.totals else "rates"
+    extra = f"{pool}  sort:{opts.sort}  {mode}" + (f"  filter:{opts.filter}" if opts.filter else "") + \
+        ("  collapsed" if opts.collapsed else "")
+    parts: List[Text] = [heading("vdevs", width, extra)]
+    status = status_line(state, "vdevs", opts)
+    if status is not None:
+        parts.append(status)
+    rows = state.tree(pool, opts.sort, opts.collapsed, opts.filter, opts.totals) if pool else []
+    if not rows:
+        if status is None:
+            parts.append(Text("no pool seen yet", style="dim"))
+        return _lines(parts, width)
+    wide = width >= 110
+    heads = ["ops" if opts.totals else "r/s", "w" if opts.totals else "w/s", "rB" if opts.totals else "rB/s",
+             "wB" if opts.totals else "wB/s"]
+    heads += ["rlat", "wlat", "queue", "dev ops", "dev lat", ""] if wide else ["lat", "dev", ""]
+    widths = [6, 6, 6, 6] + ([6, 6, 5, 7, 7, 5] if wide else [5, 5, 5])
+    name_w = max(10, width - sum(widths) - len(widths))
+    parts.append(_columns([Text("vdev")] + [Text(h) for h in heads], name_w, widths, "bold"))
+    for r in rows:
+        parts.append(_columns(_tree_cells(r, opts, wide), name_w, widths))
+    eggs = [r for r in rows if r.verdict == goose.GOOSE_EGG]
+    if eggs and wide:
+        parts.append(Text(f"GOOSE: {eggs[0].why}", style="yellow", overflow="ellipsis", no_wrap=True))
+    return _lines(parts, width)
+
+
+def _tree_cells(r: TreeRow, opts: ViewOptions, wide: bool) -> List[Text]:
+    indent = "  " * r.depth
+    if r.kind == "role":
+        name = Text(f"{'  ' * (r.depth - 1)}{r.name}", style="bold underline")
+        n = 9 if wide else 7
+        return [name] + [Text("")] * n
+    style = "bold" if r.kind in ("pool", "vdev") else ""
+    name = Text(indent[:-2] + r.name if r.depth else r.name, style=style)
+    if r.since_boot:
+        name.append("*", style="dim")
+    m = r.metrics
+    raw = opts.raw
+    cells = [Text(fmt.num(m.get("read_ops"), "ops", raw)), Text(fmt.num(m.get("write_ops"), "ops", raw)),
+             Text(fmt.num(m.get("read_bw"), "B", raw)), Text(fmt.num(m.get("write_bw"), "B", raw))]
+    rl, wl = m.get("total_wait_read"), m.get("total_wait_write")
+    if wide:
+        cells += [fmt.colored(rl, "ns", "latency", raw), fmt.colored(wl, "ns", "latency", raw)]
+        pend = [v for k, v in m.items() if k.endswith("_pend")]
+        cells.append(fmt.colored(sum(pend), "ops", "queue", raw) if pend else Text("-"))
+        cells += [Text(fmt.num(r.device_ops, "ops", raw)) if r.device else Text(""),
+                  fmt.colored(r.device_lat_ns, "ns", "latency", raw) if r.device else Text("")]
+    else:
+        lat = max((x for x in (rl, wl) if x is not None), default=None)
+        cells.append(fmt.colored(lat, "ns", "latency", raw))
+        cells.append(Text(fmt.num(r.device_ops, "ops", raw)) if r.device else Text(""))
+    if r.verdict == goose.GOOSE_EGG:
+        cells.append(Text("GOOSE" if wide else "G!", style=thresholds.GOOSE_STYLE))
+    elif wide and r.device:
+        cells.append(Text(r.device, style="dim"))
+    else:
+        cells.append(Text(""))
+    return [name] + cells
+
+
+# ------------------------------------------------------------------------------------------------ ARC / L2ARC
+def arc(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
+    a = state.arc()
+    parts: List[Text] = [heading("arc", width, "since boot" if a.get("since_boot") else "")]
+    status = status_line(state, "arc", opts)
+    if status is not None:
+        parts.append(status)
+    if a.get("size") is None and a.get("hit_pct") is None and "l2_size" not in a:
+        return _lines(parts, width)
+    raw = opts.raw
+    lo, hi = state.window()
+    spark_w = max(4, width - 16)
+    labels = (("hit_pct", "hit"), ("demand_data_hit_pct", "dd"), ("demand_metadata_hit_pct", "dm"),
+              ("prefetch_hit_pct", "pf"))
+    if compact:
+        line = Text("hit ")
+        line.append_text(fmt.colored(a.get("hit_pct"), "%", "arc_hit_pct", raw))
+        line.append(" ")
+        line.append_text(fmt.sparkline(state.spark("arc", "hit_pct"), max(3, width - len(line) - 1), lo, hi, lo=0,
+                                       hi=100))
+        parts.append(line)
+        t = Text()
+        for key, lab in labels[1:]:
+            t.append(f"{lab} ")
+            t.append_text(fmt.colored(a.get(key), "%", "arc_hit_pct", raw))
+            t.append(" ")
+        t.no_wrap, t.overflow = True, "ellipsis"
+        parts.append(t)
+    else:
+        for key, lab in labels:
+            line = Text(f"{lab:<4}")
+            val = fmt.colored(a.get(key), "%", "arc_hit_pct", raw)
+            val.align("right", 7)
+            line.append_text(val)
+            line.append(" ")
+            line.append_text(fmt.sparkline(state.spark("arc", key), spark_w, lo, hi, lo=0, hi=100))
+            parts.append(line)
+    parts.append(Text(f"size {fmt.num(a.get('size'), 'B', raw)} / c {fmt.num(a.get('c'), 'B', raw)} / "
+                      f"max {fmt.num(a.get('c_max'), 'B', raw)}", overflow="ellipsis", no_wrap=True))
+    if "l2_size" in a:
+        l2 = Text("L2 hit ")
+        l2.append_text(fmt.colored(a.get("l2_hit_pct"), "%", "l2arc_hit_pct", raw))
+        l2.append(f" size {fmt.num(a.get('l2_size'), 'B', raw)} ")
+        if not compact:
+            l2.append_text(fmt.sparkline(state.spark("l2arc", "size"), max(3, width - len(l2) - 1), lo, hi))
+        parts.append(l2)
+        parts.append(Text(f"L2 feed {fmt.num(a.get('l2_write_bps'), 'B', raw)}/s read "
+                          f"{fmt.num(a.get('l2_read_bps'), 'B', raw)}/s", no_wrap=True, overflow="ellipsis"))
+    else:
+        parts.append(Text("no L2ARC", style="dim"))
+    return _lines(parts, width)
+
+
+# ------------------------------------------------------------------------------------------------ ZIL / SLOG
+def zil(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
+    z = state.zil()
+    parts: List[Text] = [heading("zil", width)]
+    status = status_line(state, "zil", opts)
+    raw = opts.raw
+    if "commits_per_s" in z or "itx_per_s" in z:
+        parts.append(Text(f"commits {fmt.num(z.get('commits_per_s'), 'x', raw)}/s", no_wrap=True))
+        parts.append(Text(f"sync wr {fmt.num(z.get('itx_per_s'), 'x', raw)}/s", no_wrap=True))
+        if not compact:
+            lo, hi = state.window()
+            parts.append(fmt.sparkline(state.spark("zil", "commits_per_s"), max(4, width - 2), lo, hi))
+    elif status is not None and state.staleness("zil").error is not None:
+        parts.append(status)
+    else:
+        parts.append(Text("no ZIL kstat here", style="dim"))
+    if "slog_write_ops" in z:
+        parts.append(Text(f"SLOG w {fmt.num(z.get('slog_write_ops'), 'ops', raw)}/s "
+                          f"{fmt.num(z.get('slog_write_bw'), 'B', raw)}/s", no_wrap=True, overflow="ellipsis"))
+        lat = Text("SLOG lat ")
+        lat.append_text(fmt.colored(z.get("slog_lat_ns"), "ns", "slog_latency", raw))
+        parts.append(lat)
+    else:
+        parts.append(Text("no SLOG (log vdev)", style="dim"))
+    return _lines(parts, width)
+
+
+# ------------------------------------------------------------------------------------------------ workload
+def workload(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
+    w = state.workload()
+    parts: List[Text] = [heading("workload", width)]
+    status = status_line(state, "workload", opts)
+    if w.get("tps") is None and w.get("run_tps") is None and w.get("pg_hit_pct") is None:
+        parts.append(status if status is not None else Text("no workload (--soak/--attach)", style="dim"))
+        return _lines(parts, width)
+    if status is not None:
+        parts.append(status)
+    raw = opts.raw
+    lo, hi = state.window()
+    marks = [e.ts for e in state.window_events((EventKind.RUN_START, EventKind.RUN_END))]
+    tps_key = "tps" if w.get("tps") is not None else "run_tps"
+    line = Text(f"{'TPS' if tps_key == 'tps' else 'run'} {fmt.num(w.get(tps_key), 'x', raw):>6} ")
+    line.append_text(fmt.sparkline(state.spark("workload", tps_key), max(3, width - len(line) - 1), lo, hi, marks))
+    parts.append(line)
+    lat_key = "latency_avg_ms" if tps_key == "tps" else "run_latency_ms"
+    line = Text(f"lat {fmt.num(w.get(lat_key), 'ms', raw):>6} ")
+    line.append_text(fmt.sparkline(state.spark("workload", lat_key), max(3, width - len(line) - 1), lo, hi, marks))
+    parts.append(line)
+    pg = Text("PG buf hit ")
+    pg.append_text(fmt.colored(w.get("pg_hit_pct"), "%", "pg_hit_pct", raw))
+    if not compact:
+        pg.append(" ")
+        pg.append_text(fmt.sparkline(state.spark("workload", "pg_hit_pct"), max(3, width - len(pg) - 1), lo, hi))
+    parts.append(pg)
+    parts.append(Text(f"runs ended in window: {int(w.get('runs') or 0)}", style="dim", no_wrap=True))
+    return _lines(parts, width)
+
+
+# ------------------------------------------------------------------------------------------------ read path
+def read_path(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
+    now, win = state.read_path()
+    parts: List[Text] = [heading("readpath", width)]
+    if now is None and win is None:
+        parts.append(Text("no ARC/PostgreSQL read counters yet", style="dim"))
+        return _lines(parts, width)
+    widths = [7, 7]
+    parts.append(_columns([Text(""), Text("now"), Text(fmt.window(state.window_s))], 7, widths, "bold"))
+    for label, attr in (("PG buf", "pg_buffers"), ("ARC", "arc"), ("L2ARC", "l2arc"), ("disks", "disks")):
+        a = getattr(now, attr) if now else None
+        b = getattr(win, attr) if win else None
+        if a is None and b is None:
+            continue
+        th = "disk_share_pct" if attr == "disks" else None
+        parts.append(_columns([Text(label), fmt.colored(a, "%", th), fmt.colored(b, "%", th)], 7, widths))
+    return _lines(parts, width)
+
+
+# ------------------------------------------------------------------------------------------------ findings
+def findings(report, state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
+    """``report``: a :class:`zfsmon.analysis.findings.Report` (computed by the app every few seconds) or None."""
+    verdict = cache_verdict(report, state)
+    parts: List[Text] = [heading("findings", width, verdict)]
+    eggs = state.goose_eggs()
+    if eggs:
+        parts.append(Text(f"goose eggs: {', '.join(sorted(v.leaf for v in eggs))}", style=thresholds.GOOSE_STYLE,
+                          no_wrap=True, overflow="ellipsis"))
+    if report is None:
+        parts.append(Text("collecting...", style="dim"))
+        return _lines(parts, width)
+    for f in report.findings:
+        if f.topic == "data":
+            continue
+        if f.topic == "correlation":
+            n = f.numbers
+            r, lag = n.get("spearman"), n.get("best_lag_s")
+            words = DRIVER_WORDS.get(str(n.get("with")), str(n.get("with")))
+            text = f"TPS~{words}: r {r:+.2f}" if isinstance(r, float) else f"TPS~{words}: {n.get('note', '-')}"
+            if isinstance(lag, (int, float)) and lag:
+                text += f" lag {lag:g}s"
+            parts.append(Text(text, no_wrap=True, overflow="ellipsis"))
+        else:
+            parts.append(Text(f.text, no_wrap=compact, overflow="ellipsis"))
+    if len(parts) == 1 + bool(eggs):
+        parts.append(Text("nothing to say yet", style="dim"))
+    return _lines(parts, width)
+
+
+def cache_verdict(report, state: TopState) -> str:
+    """decaying (the findings say TPS fell), warming up (TPS still climbing at the end), warm (a warm-up that
+    reached its plateau), steady (TPS without a warm-up); "" without a workload."""
+    if report is None:
+        return ""
+    if report.topic("decay"):
+        return "decaying"
+    tps = [v for _, v in state.spark("workload", "tps")] or [v for _, v in state.spark("workload", "run_tps")]
+    k = max(2, len(tps) // 10)
+    if len(tps) >= 2 * k + 2:
+        late, before = sorted(tps[-k:])[k // 2], sorted(tps[-2 * k:-k])[k // 2]
+        if before > 0 and late > before * 1.05:
+            return "warming up"
+    warm = report.topic("warmup")
+    if warm and "tps_plateau" in warm[0].numbers:
+        return "warm"
+    if tps:
+        return "steady"
+    return ""
+
+
+# ------------------------------------------------------------------------------------------------ header
+@dataclass
+class HeaderInfo:
+    host: str = ""
+    platform: str = ""
+    zfs: str = ""
+    recording: str = ""  # path, or "" for --no-record
+    mode: str = "live"  # live | replay
+    started: float = 0.0
+
+
+def header(state: TopState, info: HeaderInfo, opts: ViewOptions, width: int, paused: bool,
+           replay_note: str = "") -> Text:
+    if info.mode == "replay":
+        badge, bstyle = "REPLAY", "bold white on blue"
+    elif paused:
+        badge, bstyle = "PAUSED", "bold black on yellow"
+    else:
+        badge, bstyle = "LIVE", "bold white on green"
+    t = Text()
+    t.append(f" {badge} ", style=bstyle)
+    t.append(f" {info.host}", style="bold")
+    t.append(f"  {info.platform}  {info.zfs}", style="")
+    t.append("\n")
+    pools = state.pools()
+    shown = " ".join(f"[{p}]" if p == opts.pool else p for p in pools) or "-"
+    t.append(f"pools {shown}  ")
+    if info.mode == "replay":
+        t.append(replay_note)
+    else:
+        elapsed = (opts.now or time.time()) - info.started if info.started else 0.0
+        t.append(f"up {fmt.clock(elapsed)}  ")
+    t.append(f"every {opts.interval:g}s  window {fmt.window(state.window_s)}  ")
+    rec = info.recording or "not recording"
+    room = max(10, width - len(t.plain.split("\n")[-1]) - 5)
+    if len(rec) > room:
+        rec = "…" + rec[-(room - 1):]
+    t.append(f"rec {rec}", style="dim" if not info.recording else "")
+    return t

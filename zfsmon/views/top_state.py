@@ -1,0 +1,481 @@
+"""What the dashboard shows, as plain data: a rolling window of records folded into per-entity values.
+
+The dashboard's widgets only draw what this model holds, so everything that
+matters (which roles a pool has, what the ARC hit rate was, which leaf is a
+goose egg, what a pause keeps back) is testable without a terminal, and the
+same model serves live mode (records arrive from the sampler) and replay (the
+window around the time cursor is read from a recording and fed in).
+
+Pure: records in, values out; no I/O, no clocks (the caller says what "now" is).
+Rates come from :mod:`zfsmon.analysis.rates` / :mod:`zfsmon.analysis.arc`,
+goose eggs from :mod:`zfsmon.analysis.goose`, read shares from
+:mod:`zfsmon.analysis.readpath`, findings from :mod:`zfsmon.analysis.findings`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from zfsmon.analysis import goose, readpath
+from zfsmon.analysis.arc import ArcAnalyzer
+from zfsmon.analysis.rates import RateDeriver
+from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
+
+#: order of role groups in the vdev tree, and their headings (as ``zpool status`` names its sections)
+ROLE_ORDER: Tuple[Role, ...] = (Role.DATA, Role.SPECIAL, Role.DEDUP, Role.LOG, Role.CACHE, Role.SPARE)
+ROLE_HEADING: Dict[Role, str] = {Role.DATA: "data", Role.SPECIAL: "special", Role.DEDUP: "dedup",
+                                 Role.LOG: "logs", Role.CACHE: "cache", Role.SPARE: "spares"}
+#: sort keys of the tree (cycled with `s`)
+SORTS: Tuple[str, ...] = ("name", "ops", "bandwidth", "latency")
+#: panels, and which record sources feed them (for staleness and errors)
+AREAS: Tuple[str, ...] = ("vdevs", "arc", "zil", "workload", "devices")
+#: windows offered by +/- (seconds)
+WINDOWS: Tuple[float, ...] = (60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
+
+_KIND_AREA = {Kind.POOL: "vdevs", Kind.VDEV: "vdevs", Kind.LEAF: "vdevs", Kind.ARC: "arc", Kind.L2ARC: "arc",
+              Kind.ZIL: "zil", Kind.WORKLOAD: "workload", Kind.DEVICE: "devices"}
+#: series kept for sparklines: (entity key or alias, metric)
+ARC_SERIES = ("hit_pct", "demand_data_hit_pct", "demand_metadata_hit_pct", "prefetch_hit_pct")
+Point = Tuple[float, float]
+#: whole samples held at most (64 leaves at 1 Hz for an hour is ~300k: bounded memory beats a longer window)
+MAX_SAMPLES = 200_000
+
+
+def area_of_source(source: str) -> str:
+    """Which panel a source's errors belong to (collector names and sample sources differ: be lenient)."""
+    s = source.lower()
+    if "zpool" in s or "vdev" in s:
+        return "vdevs"
+    if "arc" in s:
+        return "arc"
+    if "zil" in s:
+        return "zil"
+    if "pg" in s or "soak" in s or "attach" in s or "workload" in s:
+        return "workload"
+    if "disk" in s or "iostat" in s:
+        return "devices"
+    return "other"
+
+
+@dataclass
+class TreeRow:
+    """One line of the vdev tree: a pool, a role heading, a top-level vdev or a leaf."""
+
+    kind: str  # "pool" | "role" | "vdev" | "leaf"
+    name: str
+    depth: int
+    role: Optional[Role] = None
+    metrics: Dict[str, float] = field(default_factory=dict)
+    since_boot: bool = False
+    device: Optional[str] = None  # the block device a leaf maps to
+    device_ops: Optional[float] = None
+    device_lat_ns: Optional[float] = None
+    verdict: Optional[str] = None  # goose.* constant
+    why: str = ""
+
+
+@dataclass
+class Staleness:
+    last: Optional[float]  # ts of the newest record of the area
+    error: Optional[Event]  # an error newer than the newest sample
+    cadence: float = 0.0  # how often the area's source reports, if its samples say
+
+
+class TopState:
+    """Feed record batches in time order; ask for panels' values. ``window_s`` bounds memory and the views."""
+
+    def __init__(self, window_s: float = 300.0, keep_s: Optional[float] = None) -> None:
+        self.window_s = float(window_s)
+        #: how long sparkline series are held (the largest window +/- can show in live mode); whole samples
+        #: (for totals, export and findings) are held for the current window only, at most MAX_SAMPLES
+        self.keep_s = float(keep_s) if keep_s is not None else max(self.window_s, 3600.0)
+        self.samples: Deque[Sample] = deque()
+        self.events: Deque[Event] = deque()
+        self.latest: Dict[str, Sample] = {}
+        self.boot: Dict[str, Sample] = {}  # since-import first reports, shown until an interval arrives
+        self.entities: Dict[str, Entity] = {}
+        self.derived: Dict[str, Dict[str, float]] = {}
+        self.series: Dict[Tuple[str, str], Deque[Point]] = {}
+        self.last_seen: Dict[str, float] = {}
+        self.errors: Dict[str, Event] = {}
+        self.cadence: Dict[str, float] = {}  # area -> longest interval its samples describe (pgbench -P 10...)
+        self.verdicts: Dict[Tuple[str, str], goose.Verdict] = {}  # (pool, leaf) -> latest verdict
+        self.now: Optional[float] = None
+        self.first: Optional[float] = None
+        self._arc = ArcAnalyzer()
+        self._rates = RateDeriver()
+        # per-interval read counts for the read path: (ts, {pg_blks_hit, pg_blks_read, arc_hits, arc_misses, l2_hits})
+        self._reads: Deque[Tuple[float, Dict[str, float]]] = deque()
+        self._read_now: Dict[str, float] = {}
+        self.fed = 0
+
+    # ----------------------------------------------------------------------------------------------- feeding
+    def feed(self, records: Iterable[Record]) -> None:
+        batch = sorted(records, key=lambda r: r.ts)
+        if not batch:
+            return
+        touched_leaves = False
+        for r in batch:
+            self.fed += 1
+            if self.first is None or r.ts < self.first:
+                self.first = r.ts
+            if self.now is None or r.ts > self.now:
+                self.now = r.ts
+            if isinstance(r, Event):
+                self._event(r)
+            else:
+                touched_leaves |= self._sample(r)
+        if touched_leaves:
+            self._judge_goose()
+        self._trim()
+
+    def _event(self, ev: Event) -> None:
+        self.events.append(ev)
+        if ev.kind == EventKind.ERROR:
+            self.errors[area_of_source(ev.source or ev.text)] = ev
+
+    def _sample(self, s: Sample) -> bool:
+        e = s.entity
+        key = e.key
+        self.entities[key] = e
+        area = _KIND_AREA.get(e.kind, "other")
+        self.last_seen[area] = max(self.last_seen.get(area, s.ts), s.ts)
+        if s.interval:
+            self.cadence[area] = max(self.cadence.get(area, 0.0), float(s.interval))
+        if s.since_boot:
+            self.boot[key] = s
+            return False
+        self.samples.append(s)
+        self.latest[key] = s
+        if e.kind in (Kind.ARC, Kind.L2ARC, Kind.ZIL):
+            d, _ = self._arc.update(s)
+            if d is not None:
+                self.derived[key] = dict(d.metrics)
+                self._arc_series(e, s.ts, d.metrics, d.interval or 0.0)
+            self._level_series(e, s)
+        elif e.kind == Kind.DEVICE:
+            d, _ = self._rates.update(s)
+            if d is not None:
+                self.derived[key] = _device_rates(d.rates, d.deltas)
+        elif e.kind == Kind.WORKLOAD:
+            self._workload(s)
+        return e.kind in (Kind.LEAF, Kind.DEVICE)
+
+    def _push(self, key: str, metric: str, ts: float, value: float) -> None:
+        q = self.series.get((key, metric))
+        if q is None:
+            q = self.series[(key, metric)] = deque()
+        q.append((ts, float(value)))
+
+    def _arc_series(self, e: Entity, ts: float, m: Dict[str, float], elapsed: float) -> None:
+        if e.kind == Kind.ARC:
+            for name in ARC_SERIES:
+                if name in m:
+                    self._push("arc", name, ts, m[name])
+            if "hits_per_s" in m and "misses_per_s" in m and elapsed > 0:
+                self._read_now["arc_hits"] = m["hits_per_s"] * elapsed
+                self._read_now["arc_misses"] = m["misses_per_s"] * elapsed
+                self._reads.append((ts, {"arc_hits": m["hits_per_s"] * elapsed,
+                                         "arc_misses": m["misses_per_s"] * elapsed}))
+        elif e.kind == Kind.L2ARC:
+            for name in ("hit_pct", "write_bytes_per_s", "read_bytes_per_s"):
+                if name in m:
+                    self._push("l2arc", name, ts, m[name])
+            if "hits_per_s" in m and elapsed > 0:
+                self._read_now["l2_hits"] = m["hits_per_s"] * elapsed
+                self._reads.append((ts, {"l2_hits": m["hits_per_s"] * elapsed}))
+        elif e.kind == Kind.ZIL:
+            for name in ("commits_per_s", "itx_per_s"):
+                if name in m:
+                    self._push("zil", name, ts, m[name])
+
+    def _level_series(self, e: Entity, s: Sample) -> None:
+        if e.kind == Kind.ARC and "size" in s.metrics:
+            self._push("arc", "size", s.ts, s.metrics["size"])
+        elif e.kind == Kind.L2ARC:
+            size = s.metrics.get("asize", s.metrics.get("size"))
+            if size is not None:
+                self._push("l2arc", "size", s.ts, size)
+
+    def _workload(self, s: Sample) -> None:
+        name = s.entity.name
+        if name == "pgbench":
+            for m in ("tps", "latency_avg_ms"):
+                if m in s.metrics:
+                    self._push("workload", m, s.ts, s.metrics[m])
+        elif name == "pgbench-run":  # a run's summary: the only numbers of a loop soak without -P
+            for m, series in (("tps", "run_tps"), ("latency_avg_ms", "run_latency_ms")):
+                if m in s.metrics:
+                    self._push("workload", series, s.ts, s.metrics[m])
+        elif name.startswith("pgstat"):
+            d, _ = self._rates.update(s)
+            if d is None:
+                return
+            hit, read = d.deltas.get("blks_hit"), d.deltas.get("blks_read")
+            if hit is None or read is None:
+                return
+            self.derived[s.entity.key] = {"blks_hit_per_s": d.rates["blks_hit"], "blks_read_per_s": d.rates["blks_read"]}
+            if hit + read > 0:
+                pct = 100.0 * hit / (hit + read)
+                self.derived[s.entity.key]["hit_pct"] = pct
+                self._push("workload", "pg_hit_pct", s.ts, pct)
+            self._read_now.update(pg_blks_hit=hit, pg_blks_read=read)
+            self._reads.append((s.ts, {"pg_blks_hit": hit, "pg_blks_read": read}))
+
+    def _trim(self) -> None:
+        if self.now is None:
+            return
+        lo = self.now - self.keep_s
+        while self.events and self.events[0].ts < lo:
+            self.events.popleft()
+        slo = self.now - self.window_s
+        while self.samples and (self.samples[0].ts < slo or len(self.samples) > MAX_SAMPLES):
+            self.samples.popleft()
+        while self._reads and self._reads[0][0] < lo:
+            self._reads.popleft()
+        for q in self.series.values():
+            while q and q[0][0] < lo:
+                q.popleft()
+
+    # ----------------------------------------------------------------------------------------------- goose eggs
+    def _judge_goose(self) -> None:
+        devices = {e.name: k for k, e in self.entities.items() if e.kind == Kind.DEVICE and k in self.derived}
+        if not devices:
+            return
+        dev_ops = {n: self.derived[k].get("ops_per_s", 0.0) for n, k in devices.items()}
+        by_pool: Dict[str, List[Sample]] = {}
+        for s in self.latest.values():
+            if s.entity.kind == Kind.LEAF:
+                by_pool.setdefault(s.entity.pool, []).append(s)
+        for pool, leaves in by_pool.items():
+            zfs_ops = goose.leaf_ops(leaves)
+            cands = {leaf: goose.guess_devices(leaf, dev_ops) for leaf in zfs_ops}
+            for v in goose.judge(zfs_ops, dev_ops, cands):
+                self.verdicts[(pool, v.leaf)] = v
+
+    # ----------------------------------------------------------------------------------------------- questions
+    def window(self) -> Tuple[float, float]:
+        end = self.now if self.now is not None else 0.0
+        return end - self.window_s, end
+
+    def window_samples(self) -> List[Sample]:
+        lo, hi = self.window()
+        return [s for s in self.samples if lo <= s.ts <= hi]
+
+    def window_events(self, kinds: Optional[Sequence[EventKind]] = None) -> List[Event]:
+        lo, hi = self.window()
+        return [e for e in self.events if lo <= e.ts <= hi and (kinds is None or e.kind in kinds)]
+
+    def pools(self) -> List[str]:
+        return sorted({e.pool for e in self.entities.values() if e.kind == Kind.POOL})
+
+    def staleness(self, area: str) -> Staleness:
+        last = self.last_seen.get(area)
+        err = self.errors.get(area)
+        if err is not None and last is not None and last > err.ts:
+            err = None
+        return Staleness(last, err, self.cadence.get(area, 0.0))
+
+    def values(self, key: str) -> Tuple[Dict[str, float], bool]:
+        """Latest interval values of an entity, else its since-import report (flagged True)."""
+        s = self.latest.get(key)
+        if s is not None:
+            return dict(s.metrics), False
+        b = self.boot.get(key)
+        return (dict(b.metrics), True) if b is not None else ({}, False)
+
+    def totals(self, key: str) -> Dict[str, float]:
+        """Per-interval rates summed over the window into amounts (ops, bytes): the `r` toggle."""
+        lo, hi = self.window()
+        out: Dict[str, float] = {}
+        for s in self.samples:
+            if s.entity.key != key or not lo <= s.ts <= hi or not s.interval:
+                continue
+            for m in ("read_ops", "write_ops", "read_bw", "write_bw"):
+                if m in s.metrics:
+                    out[m] = out.get(m, 0.0) + s.metrics[m] * s.interval
+        return out
+
+    def tree(self, pool: str, sort: str = "name", collapsed: bool = False, filter_text: str = "",
+             totals: bool = False) -> List[TreeRow]:
+        """The pool, then one group per role present (data, special, dedup, logs, cache, spares)."""
+        ents = [e for e in self.entities.values() if e.pool == pool]
+        pool_ent = next((e for e in ents if e.kind == Kind.POOL), None)
+        rows: List[TreeRow] = []
+        if pool_ent is not None:
+            rows.append(self._row("pool", pool_ent, 0, totals))
+        vdevs = [e for e in ents if e.kind == Kind.VDEV]
+        leaves: Dict[str, List[Entity]] = {}
+        for e in ents:
+            if e.kind == Kind.LEAF:
+                leaves.setdefault(e.parent, []).append(e)
+        # a leaf whose parent is the pool (a single-disk top-level vdev reported as a leaf) is a vdev too
+        vdevs += leaves.pop(pool, [])
+        flt = filter_text.lower()
+        for role in ROLE_ORDER:
+            group = [v for v in vdevs if (v.role or Role.DATA) == role]
+            if not group:
+                continue
+            rows.append(TreeRow("role", ROLE_HEADING[role], 1, role))
+            vrows = []
+            for v in group:
+                vrow = self._row("vdev", v, 2, totals)
+                lrows = [self._row("leaf", leaf, 3, totals) for leaf in leaves.get(v.name, [])]
+                if flt and flt not in v.name.lower():
+                    lrows = [r for r in lrows if flt in r.name.lower()]
+                    if not lrows:
+                        continue
+                vrows.append((vrow, sorted(lrows, key=_sort_key(sort))))
+            vrows.sort(key=lambda p: _sort_key(sort)(p[0]))
+            for vrow, lrows in vrows:
+                rows.append(vrow)
+                if not collapsed:
+                    rows.extend(lrows)
+        return rows
+
+    def _row(self, kind: str, e: Entity, depth: int, totals: bool) -> TreeRow:
+        vals, boot = self.values(e.key)
+        if totals:
+            t = self.totals(e.key)
+            vals = {**{k: v for k, v in vals.items() if k not in ("read_ops", "write_ops", "read_bw", "write_bw")}, **t}
+            boot = False
+        row = TreeRow(kind, e.name, depth, e.role, vals, boot)
+        if e.kind == Kind.LEAF or (e.kind == Kind.VDEV and not any(
+                x.kind == Kind.LEAF and x.parent == e.name and x.pool == e.pool for x in self.entities.values())):
+            v = self.verdicts.get((e.pool, e.name))
+            if v is not None:
+                row.verdict, row.why, row.device = v.verdict, v.why, v.device
+                dev = self.derived.get(f"device:{v.device}") if v.device else None
+                if dev is not None:
+                    row.device_ops = dev.get("ops_per_s")
+                    row.device_lat_ns = dev.get("lat_ns")
+        return row
+
+    def arc(self) -> Dict[str, Optional[float]]:
+        """ARC/L2ARC numbers: interval hit % if two readings exist, else since-boot % from the counters."""
+        out: Dict[str, Optional[float]] = {}
+        raw = self.latest.get("arc:arc")
+        d = self.derived.get("arc:arc", {})
+        if raw is not None:
+            for k in ("size", "c", "c_max"):
+                out[k] = raw.metrics.get(k)
+        for k in ARC_SERIES:
+            out[k] = d.get(k)
+        out["since_boot"] = 0.0
+        if not d and raw is not None:
+            out["since_boot"] = 1.0
+            m = raw.metrics
+            out["hit_pct"] = _pct(m.get("hits"), m.get("misses"))
+            for pre in ("demand_data_", "demand_metadata_"):
+                out[f"{pre}hit_pct"] = _pct(m.get(f"{pre}hits"), m.get(f"{pre}misses"))
+            ph = _sum(m, ("prefetch_data_hits", "prefetch_metadata_hits"))
+            pm = _sum(m, ("prefetch_data_misses", "prefetch_metadata_misses"))
+            out["prefetch_hit_pct"] = _pct(ph, pm)
+        l2 = self.latest.get("l2arc:l2arc")
+        ld = self.derived.get("l2arc:l2arc", {})
+        if l2 is not None:
+            out["l2_size"] = l2.metrics.get("asize", l2.metrics.get("size"))
+            out["l2_hit_pct"] = ld.get("hit_pct") if ld else _pct(l2.metrics.get("hits"), l2.metrics.get("misses"))
+            out["l2_write_bps"] = ld.get("write_bytes_per_s")
+            out["l2_read_bps"] = ld.get("read_bytes_per_s")
+        return out
+
+    def zil(self) -> Dict[str, Optional[float]]:
+        """ZIL kstat rates, and what the SLOG (log-role vdevs) did in the last interval."""
+        out: Dict[str, Optional[float]] = dict(self.derived.get("zil:zil", {}))
+        logs = [e for e in self.entities.values() if e.role == Role.LOG and e.kind == Kind.VDEV]
+        if logs:
+            w = lat = 0.0
+            bw = 0.0
+            have_lat = False
+            n = 0
+            for e in logs:
+                vals, _ = self.values(e.key)
+                if not vals:
+                    continue
+                n += 1
+                w += vals.get("write_ops", 0.0)
+                bw += vals.get("write_bw", 0.0)
+                v = vals.get("total_wait_write", vals.get("disk_wait_write"))
+                if v is not None:
+                    lat, have_lat = max(lat, v), True
+            if n:
+                out["slog_write_ops"] = w
+                out["slog_write_bw"] = bw
+                out["slog_lat_ns"] = lat if have_lat else None
+                out["slog_devices"] = float(n)
+        return out
+
+    def workload(self) -> Dict[str, Optional[float]]:
+        out: Dict[str, Optional[float]] = {}
+        for m in ("tps", "latency_avg_ms", "pg_hit_pct", "run_tps", "run_latency_ms"):
+            q = self.series.get(("workload", m))
+            out[m] = q[-1][1] if q else None
+        out["runs"] = float(len(self.window_events((EventKind.RUN_END,))))
+        return out
+
+    def spark(self, key: str, metric: str) -> List[Point]:
+        lo, hi = self.window()
+        q = self.series.get((key, metric))
+        if not q:
+            return []
+        pts = list(q)
+        i = bisect.bisect_left([p[0] for p in pts], lo)
+        return pts[i:]
+
+    def read_path(self) -> Tuple[Optional[readpath.ReadPath], Optional[readpath.ReadPath]]:
+        """(last interval, window) shares of reads answered by PostgreSQL buffers, ARC, L2ARC, disks."""
+        def of(d: Dict[str, float]) -> Optional[readpath.ReadPath]:
+            return readpath.shares(d.get("pg_blks_hit"), d.get("pg_blks_read"), d.get("arc_hits"),
+                                   d.get("arc_misses"), d.get("l2_hits"))
+
+        lo, _ = self.window()
+        sums: Dict[str, float] = {}
+        for ts, d in self._reads:
+            if ts >= lo:
+                for k, v in d.items():
+                    sums[k] = sums.get(k, 0.0) + v
+        return of(self._read_now), of(sums)
+
+    def goose_eggs(self) -> List[goose.Verdict]:
+        return [v for v in self.verdicts.values() if v.verdict == goose.GOOSE_EGG]
+
+
+def _sort_key(sort: str):
+    def key(r: TreeRow):
+        m = r.metrics
+        if sort == "ops":
+            return -(m.get("read_ops", 0.0) + m.get("write_ops", 0.0))
+        if sort == "bandwidth":
+            return -(m.get("read_bw", 0.0) + m.get("write_bw", 0.0))
+        if sort == "latency":
+            return -max(m.get("total_wait_read", 0.0), m.get("total_wait_write", 0.0))
+        return r.name
+    return key
+
+
+def _pct(hits: Optional[float], misses: Optional[float]) -> Optional[float]:
+    if hits is None or misses is None or hits + misses <= 0:
+        return None
+    return 100.0 * hits / (hits + misses)
+
+
+def _sum(m: Dict[str, float], names: Sequence[str]) -> Optional[float]:
+    vals = [m.get(n) for n in names]
+    return None if any(v is None for v in vals) else float(sum(v for v in vals if v is not None))
+
+
+def _device_rates(rates: Dict[str, float], deltas: Dict[str, float]) -> Dict[str, float]:
+    """Ops/s, bytes/s and average latency of a block device from its counter rates."""
+    out = {k: v for k, v in rates.items() if k in ("reads", "writes", "read_bytes", "write_bytes")}
+    ops = goose.device_ops_per_s(rates)
+    if ops is not None:
+        out["ops_per_s"] = ops
+    n = deltas.get("reads", 0.0) + deltas.get("writes", 0.0)
+    t = deltas.get("read_time_ns", 0.0) + deltas.get("write_time_ns", 0.0)
+    if n > 0 and t > 0:
+        out["lat_ns"] = t / n
+    return out
