@@ -1,0 +1,455 @@
+"""What a soak recording says, in plain words with numbers: warm-up, cache fill, correlation, decay, goose eggs.
+
+Pure: samples and events in, a :class:`Report` out (``zfsmon analyze``, the
+dashboard and reports all use this one module). The two stories it must tell:
+
+* cache warm-up: TPS climbs to a plateau while the L2ARC fills and data-disk
+  reads fall (how long until 90% of the plateau, how fast the L2ARC filled,
+  when disk reads halved, how closely TPS followed the caches);
+* decay: TPS falls from its early level (a provider's write-back cache filling up).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from zfsmon.analysis import readpath
+from zfsmon.analysis.correlate import (
+    Cells,
+    Correlation,
+    Point,
+    align_all,
+    correlate,
+    counter_rates,
+    median,
+    smooth,
+)
+from zfsmon.model import Event, EventKind, Kind, Role, Sample
+
+# canonical series names ------------------------------------------------------------------------------------------
+TPS = "tps"
+LATENCY = "latency_ms"
+ARC_HIT = "arc_hit_pct"
+L2_HIT = "l2arc_hit_pct"
+L2_SIZE = "l2arc_size"
+DATA_READS = "data_reads_per_disk"
+CACHE_READS = "cache_reads_per_device"
+PG_HIT = "pg_hit_pct"
+#: per-second rates for the read path
+RATE_SERIES = ("pg_blks_hit", "pg_blks_read", "arc_hits", "arc_misses", "l2_hits")
+
+#: what TPS is correlated with, and how each is called in words
+DRIVERS: Tuple[Tuple[str, str], ...] = (
+    (L2_HIT, "L2ARC hit %"),
+    (L2_SIZE, "L2ARC size"),
+    (ARC_HIT, "ARC hit %"),
+    (DATA_READS, "data-disk reads/s per disk"),
+    (CACHE_READS, "cache-device reads/s per device"),
+    (PG_HIT, "PostgreSQL buffer hit %"),
+)
+
+
+# ------------------------------------------------------------------------------------------- samples -> series
+
+def _pct_series(hits: List[Tuple[float, float]], misses: List[Tuple[float, float]]) -> List[Point]:
+    """Hit % per interval from two cumulative counters read at the same moments."""
+    h = {t: (v, s) for t, v, s in counter_rates(hits)}
+    out: List[Point] = []
+    for t, m, s in counter_rates(misses):
+        if t in h and h[t][0] + m > 0:
+            out.append((t, 100.0 * h[t][0] / (h[t][0] + m), s))
+    return out
+
+
+def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
+    """The series findings need, from any mix of recorded samples. Missing sources just leave series out."""
+    by: Dict[Tuple[str, str], List[Tuple[float, float]]] = {}
+    spans: Dict[Tuple[str, str], List[Optional[float]]] = {}
+    disk_reads: Dict[Tuple[Role, str], Dict[float, List[float]]] = {}
+    for s in samples:
+        if s.since_boot:
+            continue
+        e = s.entity
+        if e.kind == Kind.WORKLOAD:
+            group = "run" if e.name == "pgbench-run" else "pgbench" if e.name == "pgbench" else \
+                "pgstat" if e.name.startswith("pgstat:") else ""
+            if not group:
+                continue
+            for m in ("tps", "latency_avg_ms", "blks_hit", "blks_read"):
+                if m in s.metrics:
+                    by.setdefault((group, m), []).append((s.ts, float(s.metrics[m])))
+                    spans.setdefault((group, m), []).append(s.interval)
+        elif e.kind in (Kind.ARC, Kind.L2ARC):
+            fam = "arc" if e.kind == Kind.ARC else "l2"
+            for m in ("hits", "misses", "hit_pct", "size", "asize"):
+                if m in s.metrics:
+                    by.setdefault((fam, m), []).append((s.ts, float(s.metrics[m])))
+        elif e.kind in (Kind.VDEV, Kind.LEAF) and e.role in (Role.DATA, Role.CACHE) and "read_ops" in s.metrics:
+            disk_reads.setdefault((e.role, e.kind.value), {}).setdefault(s.ts, []).append(float(s.metrics["read_ops"]))
+    out: Dict[str, List[Point]] = {}
+    for group in ("pgbench", "run"):
+        if (group, "tps") in by:
+            out[TPS] = [(t, v, sp or 0.0) if group == "run" else (t, v) for (t, v), sp in
+                        zip(by[(group, "tps")], spans[(group, "tps")])]
+            if (group, "latency_avg_ms") in by:
+                out[LATENCY] = [(t, v, sp or 0.0) if group == "run" else (t, v) for (t, v), sp in
+                                zip(by[(group, "latency_avg_ms")], spans[(group, "latency_avg_ms")])]
+            break
+    for fam, hit_name in (("arc", ARC_HIT), ("l2", L2_HIT)):
+        if (fam, "hits") in by and (fam, "misses") in by:
+            out[hit_name] = _pct_series(sorted(by[(fam, "hits")]), sorted(by[(fam, "misses")]))
+            out["arc_hits" if fam == "arc" else "l2_hits"] = list(counter_rates(sorted(by[(fam, "hits")])))
+            if fam == "arc":
+                out["arc_misses"] = list(counter_rates(sorted(by[(fam, "misses")])))
+        elif (fam, "hit_pct") in by:
+            out[hit_name] = list(by[(fam, "hit_pct")])
+    size = by.get(("l2", "size")) or by.get(("l2", "asize"))
+    if size:
+        out[L2_SIZE] = list(size)
+    if ("pgstat", "blks_hit") in by and ("pgstat", "blks_read") in by:
+        hits, reads = sorted(by[("pgstat", "blks_hit")]), sorted(by[("pgstat", "blks_read")])
+        out[PG_HIT] = _pct_series(hits, reads)
+        out["pg_blks_hit"] = list(counter_rates(hits))
+        out["pg_blks_read"] = list(counter_rates(reads))
+    for role, name in ((Role.DATA, DATA_READS), (Role.CACHE, CACHE_READS)):
+        per_ts = disk_reads.get((role, "leaf")) or disk_reads.get((role, "vdev"))
+        if per_ts:
+            out[name] = [(t, sum(v) / len(v)) for t, v in sorted(per_ts.items())]
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- the report
+
+@dataclass
+class Finding:
+    topic: str  # warmup | l2arc_fill | disk_reads | correlation | decay | read_path | goose_eggs | data
+    text: str
+    numbers: Dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    start: Optional[float]
+    end: Optional[float]
+    step: float
+    series: Dict[str, int]  # name -> points present
+    findings: List[Finding]
+    runs: int = 0
+
+    def as_dict(self) -> Dict[str, object]:
+        return {"start": self.start, "end": self.end, "step_s": self.step, "series": self.series, "runs": self.runs,
+                "findings": [{"topic": f.topic, "text": f.text, **({"numbers": f.numbers} if f.numbers else {})}
+                             for f in self.findings]}
+
+    def render(self) -> str:
+        lines = []
+        if self.start is not None and self.end is not None:
+            lines.append(f"Window: {duration(self.end - self.start)} on a {duration(self.step)} grid"
+                         f"{f', {self.runs} pgbench run' + ('s' if self.runs != 1 else '') if self.runs else ''}.")
+        for f in self.findings:
+            lines.append(f"- {f.text}")
+        return "\n".join(lines) + "\n"
+
+    def topic(self, name: str) -> List[Finding]:
+        return [f for f in self.findings if f.topic == name]
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``2 h 35 min``: how people say soak times."""
+    s = int(round(seconds))
+    if s < 120:
+        return f"{seconds:.0f} s" if seconds >= 10 or seconds == int(seconds) else f"{seconds:.1f} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s" if s % 60 and s < 600 else f"{round(s / 60)} min"
+    h, m = divmod(round(s / 60), 60)
+    return f"{h} h {m} min" if m else f"{h} h"
+
+
+def _num(v: float) -> str:
+    a = abs(v)
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def _bytes(v: float) -> str:
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(v) >= div:
+            return f"{v / div:.1f} {unit}"
+    return f"{v:.0f} B"
+
+
+def _present(cells: Cells) -> List[int]:
+    return [i for i, v in enumerate(cells) if v is not None]
+
+
+def _level(cells: Cells, idx: Sequence[int]) -> Optional[float]:
+    vals = [cells[i] for i in idx if cells[i] is not None]
+    return median(vals) if vals else None  # type: ignore[arg-type]
+
+
+def _edge(n: int, frac: float, least: int = 3) -> int:
+    return max(least, int(round(n * frac)))
+
+
+def _warmup(grid: List[float], tps: Cells) -> List[Finding]:
+    idx = _present(tps)
+    if len(idx) < 6:
+        return [Finding("warmup", f"Too few TPS points ({len(idx)}) to judge a warm-up.", {"points": len(idx)})]
+    sm = smooth(tps)
+    k = _edge(len(idx), 0.1)
+    start = _level(tps, idx[:k])
+    plateau = _level(tps, idx[-_edge(len(idx), 0.2):])
+    assert start is not None and plateau is not None
+    t0 = grid[idx[0]]
+    if plateau <= 0 or plateau < start * 1.1:
+        return []
+    hit = next((i for i in idx if sm[i] is not None and sm[i] >= 0.9 * plateau), None)  # type: ignore[operator]
+    nums: Dict[str, object] = {"tps_start": start, "tps_plateau": plateau, "factor": plateau / start if start else None}
+    text = f"TPS warmed up from {_num(start)} to a plateau of {_num(plateau)}"
+    if start > 0:
+        text += f" (x{plateau / start:.1f})"
+    if hit is not None:
+        nums["time_to_90pct_s"] = grid[hit] - t0
+        text += f"; it reached 90% of the plateau after {duration(grid[hit] - t0)}."
+    else:
+        text += "."
+    return [Finding("warmup", text, nums)]
+
+
+def _l2_fill(grid: List[float], size: Cells) -> List[Finding]:
+    idx = _present(size)
+    if len(idx) < 3:
+        return []
+    s0 = size[idx[0]]
+    smax = max(size[i] for i in idx)  # type: ignore[type-var]
+    assert s0 is not None and smax is not None
+    if smax - s0 < 1 << 20:
+        return [Finding("l2arc_fill", f"The L2ARC did not grow ({_bytes(s0)} throughout).", {"size_b": s0})]
+    t0 = grid[idx[0]]
+    i90 = next(i for i in idx if size[i] is not None and size[i] >= s0 + 0.9 * (smax - s0))  # type: ignore[operator]
+    t90 = grid[i90] - t0
+    rate = (size[i90] - s0) / t90 if t90 > 0 else None  # type: ignore[operator]
+    last = size[idx[-1]]
+    tail = size[idx[-_edge(len(idx), 0.1, 2)]]
+    growing = last is not None and tail is not None and last > tail * 1.02
+    nums = {"size_start_b": s0, "size_max_b": smax, "time_to_90pct_s": t90, "fill_rate_b_per_s": rate,
+            "still_growing": growing}
+    text = f"The L2ARC grew from {_bytes(s0)} to {_bytes(smax)}; it reached 90% of that after {duration(t90)}"
+    if rate:
+        text += f" (filling at {_bytes(rate)}/s)"
+    text += "; still growing at the end." if growing else "."
+    return [Finding("l2arc_fill", text, nums)]
+
+
+def _disk_reads(grid: List[float], reads: Cells, cache: Optional[Cells]) -> List[Finding]:
+    idx = _present(reads)
+    if len(idx) < 6:
+        return []
+    k = _edge(len(idx), 0.1)
+    early = _level(reads, idx[:k])
+    late = _level(reads, idx[-k:])
+    assert early is not None and late is not None
+    nums: Dict[str, object] = {"early_per_disk": early, "late_per_disk": late}
+    text = f"Data-disk reads went from {_num(early)}/s to {_num(late)}/s per disk"
+    sm = smooth(reads)
+    if early > 0:
+        half = next((i for i in idx[k:] if sm[i] is not None and sm[i] <= early / 2), None)  # type: ignore[operator]
+        if half is not None:
+            nums["time_to_half_s"] = grid[half] - grid[idx[0]]
+            text += f"; they fell by half after {duration(grid[half] - grid[idx[0]])}"
+    if cache is not None and _present(cache):
+        vals = [cache[i] for i in _present(cache)]
+        lo, hi = min(vals), max(vals)  # type: ignore[type-var]
+        nums.update(cache_min_per_device=lo, cache_max_per_device=hi)
+        text += f", while each cache device served {_num(lo)}-{_num(hi)} reads/s"  # type: ignore[arg-type]
+    return [Finding("disk_reads", text + ".", nums)]
+
+
+def _decay(grid: List[float], tps: Cells, threshold: float) -> List[Finding]:
+    idx = _present(tps)
+    if len(idx) < 6:
+        return []
+    k = _edge(len(idx), 0.1)
+    early = _level(tps, idx[:k])
+    late = _level(tps, idx[-k:])
+    sm = smooth(tps)
+    assert early is not None and late is not None
+    peak = max(sm[i] for i in idx if sm[i] is not None)  # type: ignore[type-var]
+    out: List[Finding] = []
+    if early > 0 and late < early * (1 - threshold):
+        below = next((i for i in idx[k:] if sm[i] is not None and sm[i] < early * (1 - threshold)), None)
+        nums: Dict[str, object] = {"tps_early": early, "tps_late": late, "drop_pct": 100 * (1 - late / early),
+                                   "threshold_pct": 100 * threshold}
+        text = f"TPS decayed {100 * (1 - late / early):.0f}% from its early level of {_num(early)} to {_num(late)}"
+        if below is not None:
+            nums["below_threshold_after_s"] = grid[below] - grid[idx[0]]
+            text += (f"; it stayed below {100 * (1 - threshold):.0f}% of the early level from "
+                     f"{duration(grid[below] - grid[idx[0]])} on")
+        out.append(Finding("decay", text + ".", nums))
+    elif peak is not None and peak > early * 1.1 and late < peak * (1 - threshold):
+        out.append(Finding("decay", f"TPS fell {100 * (1 - late / peak):.0f}% from its peak of {_num(peak)} to "
+                           f"{_num(late)}.", {"tps_peak": peak, "tps_late": late,
+                                              "drop_pct": 100 * (1 - late / peak)}))
+    return out
+
+
+def _correlations(cells: Dict[str, Cells], step: float, max_lag: int) -> List[Finding]:
+    tps = cells.get(TPS)
+    if tps is None:
+        return []
+    out: List[Finding] = []
+    for name, words in DRIVERS:
+        other = cells.get(name)
+        if other is None or len(_present(other)) < 3:
+            continue
+        c: Correlation = correlate(tps, other, step, max_lag)
+        if c.n < 3:
+            continue
+        text = f"TPS vs {words}: "
+        if c.spearman is None:
+            text += c.note + "."
+        else:
+            pear = f"{c.pearson:+.2f}" if c.pearson is not None else "n/a"
+            text += f"Spearman {c.spearman:+.2f}, Pearson {pear} over {c.n} points: {c.note}"
+            if c.best_lag and c.r_at_best_lag is not None and abs(c.r_at_best_lag) > abs(c.spearman) + 0.05:
+                lead = "moves first" if c.best_lag > 0 else "follows TPS"
+                text += (f"; strongest at a lag of {duration(abs(c.best_lag_s))} ({words} {lead}), "
+                         f"Spearman {c.r_at_best_lag:+.2f}")
+            text += "."
+        out.append(Finding("correlation", text, {"with": name, **c.as_dict()}))
+    return out
+
+
+def _read_path(cells: Dict[str, Cells]) -> List[Finding]:
+    if not any(n in cells for n in RATE_SERIES):
+        return []
+    n = max(len(v) for v in cells.values())
+    whole = readpath.window_shares(cells, 0, n)
+    if whole is None:
+        return []
+    k = max(1, n // 10)
+    early, late = readpath.window_shares(cells, 0, k), readpath.window_shares(cells, n - k, n)
+    basis = "PostgreSQL block reads" if whole.basis == "postgres" else "ZFS reads (no pg_stat_database)"
+    text = f"Read path ({basis}): {whole.text()}"
+    if early is not None and late is not None and n >= 10:
+        text += f"; first tenth: {early.text()}; last tenth: {late.text()}"
+    return [Finding("read_path", text + ".", {"whole": whole.as_dict(),
+                                                 "early": early.as_dict() if early else None,
+                                                 "late": late.as_dict() if late else None})]
+
+
+def _goose(samples: Sequence[Sample], step: float, start: Optional[float], end: Optional[float]) -> List[Finding]:
+    """Goose eggs (a device reading ~zero while ZFS keeps its leaf busy): per grid cell, goose.judge decides."""
+    from zfsmon.analysis import goose
+
+    leaf_pts: Dict[str, List[Point]] = {}
+    dev_gauge: Dict[str, List[Point]] = {}
+    dev_count: Dict[str, Dict[str, List[Tuple[float, float]]]] = {}
+    for smp in samples:
+        if smp.since_boot:
+            continue
+        if smp.entity.kind == Kind.LEAF:
+            ops = goose.device_ops_per_s(smp.metrics)
+            if ops is not None:
+                leaf_pts.setdefault(smp.entity.name, []).append((smp.ts, ops))
+        elif smp.entity.kind == Kind.DEVICE:
+            if "read_ops" in smp.metrics or "write_ops" in smp.metrics:
+                dev_gauge.setdefault(smp.entity.name, []).append((smp.ts, goose.device_ops_per_s(smp.metrics) or 0.0))
+            for m in ("reads", "writes"):
+                if m in smp.metrics:
+                    dev_count.setdefault(smp.entity.name, {}).setdefault(m, []).append((smp.ts, smp.metrics[m]))
+    for dev, counters in dev_count.items():
+        if dev in dev_gauge:
+            continue
+        per_ts: Dict[float, float] = {}
+        for pts in counters.values():
+            for t, rate, _span in counter_rates(sorted(pts)):
+                per_ts[t] = per_ts.get(t, 0.0) + rate
+        dev_gauge[dev] = sorted(per_ts.items())
+    if not leaf_pts or not dev_gauge:
+        return []
+    grid, leaf_cells = align_all(leaf_pts, step, start, end)
+    dev_cells = {d: align_all({d: pts}, step, grid[0], grid[-1])[1][d] for d, pts in dev_gauge.items()} \
+        if grid else {}
+    mapping = {leaf: goose.guess_devices(leaf, dev_cells.keys()) for leaf in leaf_cells}
+    tally: Dict[str, Dict[str, int]] = {}
+    worst: Dict[str, goose.Verdict] = {}
+    for i in range(len(grid)):
+        zfs = {leaf: cells[i] for leaf, cells in leaf_cells.items() if cells[i] is not None}
+        dev = {d: cells[i] for d, cells in dev_cells.items() if i < len(cells) and cells[i] is not None}
+        for v in goose.judge(zfs, dev, mapping):  # type: ignore[arg-type]
+            tally.setdefault(v.leaf, {}).setdefault(v.verdict, 0)
+            tally[v.leaf][v.verdict] += 1
+            if v.verdict == goose.GOOSE_EGG and (v.leaf not in worst or v.zfs_ops > worst[v.leaf].zfs_ops):
+                worst[v.leaf] = v
+    eggs = {leaf: t.get(goose.GOOSE_EGG, 0) for leaf, t in tally.items()}
+    judged = {leaf: t.get(goose.GOOSE_EGG, 0) + t.get(goose.NOT_GOOSE_EGG, 0) for leaf, t in tally.items()}
+    nums: Dict[str, object] = {"per_leaf": tally}
+    hit = sorted(leaf for leaf, n in eggs.items() if n)
+    if hit:
+        parts = [f"{leaf} in {eggs[leaf]} of {judged[leaf]} busy intervals (e.g. ZFS {worst[leaf].zfs_ops:.0f} "
+                 f"ops/s, device {worst[leaf].device_ops or 0:.0f} ops/s)" for leaf in hit]
+        return [Finding("goose_eggs", "Goose eggs: the device layer showed (almost) nothing while ZFS was busy on "
+                        + "; ".join(parts) + ". Trust ZFS's numbers for these devices.", nums)]
+    busy = sum(judged.values())
+    if busy == 0:
+        return [Finding("goose_eggs", "Goose eggs: nothing to judge (no leaf busy enough, or no device numbers "
+                        "for the leaves).", nums)]
+    return [Finding("goose_eggs", f"No goose eggs: the device layer agreed with ZFS in all {busy} busy "
+                    f"leaf-intervals.", nums)]
+
+
+def choose_step(series: Dict[str, List[Point]]) -> float:
+    """The coarsest typical reporting interval among the series (a finer grid would be mostly empty)."""
+    steps = []
+    for pts in series.values():
+        ts = sorted({p[0] for p in pts})
+        gaps = [b - a for a, b in zip(ts, ts[1:]) if b > a]
+        if len(gaps) >= 2:
+            steps.append(median(gaps))
+    tps = series.get(TPS)
+    if tps and len(tps[0]) > 2:  # run summaries: a cell per run would hide everything else
+        steps = [s for s in steps if s <= max(p[2] for p in tps)] or steps
+    return max(1.0, round(max(steps), 3)) if steps else 10.0
+
+
+def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optional[float] = None,
+            start: Optional[float] = None, end: Optional[float] = None, decay_threshold: float = 0.2,
+            max_lag: Optional[int] = None) -> Report:
+    """Everything findings can say about the samples in [start, end]."""
+    window = [s for s in samples if (start is None or s.ts >= start) and (end is None or s.ts <= end)]
+    series = series_from_samples(window)
+    counts = {k: len(v) for k, v in series.items()}
+    runs = len({e.data.get("run") for e in events if e.kind == EventKind.RUN_END
+                and (start is None or e.ts >= start) and (end is None or e.ts <= end)})
+    if not series:
+        return Report(start, end, step or 0.0, counts, [Finding("data", "No workload or ZFS samples in this window.")],
+                      runs)
+    step = step or choose_step(series)
+    grid, cells = align_all(series, step, start, end)
+    findings: List[Finding] = []
+    missing = [w for n, w in ((TPS, "TPS (pgbench)"), (L2_SIZE, "L2ARC"), (ARC_HIT, "ARC"),
+                              (DATA_READS, "data-disk reads (zpool iostat)"), (PG_HIT, "pg_stat_database"))
+               if n not in series]
+    if missing:
+        findings.append(Finding("data", "Not in this window: " + ", ".join(missing) + ".", {"missing": missing}))
+    lag = max_lag if max_lag is not None else max(0, min(10, len(grid) // 4))
+    if TPS in cells:
+        findings += _warmup(grid, cells[TPS])
+    if L2_SIZE in cells:
+        findings += _l2_fill(grid, cells[L2_SIZE])
+    if DATA_READS in cells:
+        findings += _disk_reads(grid, cells[DATA_READS], cells.get(CACHE_READS))
+    findings += _correlations(cells, step, lag)
+    if TPS in cells:
+        findings += _decay(grid, cells[TPS], decay_threshold)
+    findings += _read_path(cells)
+    findings += _goose(window, step, grid[0] if grid else start, grid[-1] if grid else end)
+    t_lo = grid[0] if grid else start
+    t_hi = (grid[-1] + step) if grid else end
+    return Report(t_lo, t_hi, step, counts, findings, runs)
+

@@ -1,0 +1,63 @@
+"""Say what a recording shows about a soak, in plain words with numbers.
+
+Aligns the workload (pgbench TPS, latency, pg_stat_database) and the ZFS
+series (ARC and L2ARC hit rates, L2ARC size, per-disk reads by vdev role) on
+one time grid and reports: the warm-up (time until TPS reached 90% of its
+plateau, how fast the L2ARC filled, when data-disk reads fell by half), how
+TPS correlates with each cache measure (Pearson and Spearman, the best lag,
+and whether it is significant once the series' autocorrelation is accounted
+for), decay (TPS falling more than --decay-threshold from its early level),
+the read path (shares of reads answered by PostgreSQL's buffers, the ARC, the
+L2ARC and the disks) and goose eggs (devices reading zero while ZFS moves data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from zfsmon.commands._timearg import When, seconds
+from zfsmon.errors import UserError
+
+NAME = "analyze"
+HELP = "findings of a soak recording: warm-up, cache fill, TPS correlations, decay, read path"
+EPILOG = """\
+examples:
+  zfsmon analyze soak.zfsmon
+  zfsmon analyze soak.zfsmon --start +30m --end -10m     leave out the first 30 and the last 10 minutes
+  zfsmon analyze soak.zfsmon --json | jq '.findings[] | select(.topic == "correlation")'
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="a recording (zfsmon soak / attach / record)")
+    p.add_argument("--json", action="store_true", help="machine-readable findings")
+    p.add_argument("--start", type=When, metavar="T", help="window start: ISO time, epoch, +D from the start")
+    p.add_argument("--end", type=When, metavar="T", help="window end: ISO time, epoch, -D before the end")
+    p.add_argument("--step", type=seconds, metavar="S", help="grid step (default: the coarsest reporting interval)")
+    p.add_argument("--decay-threshold", type=float, default=20.0, metavar="PCT",
+                   help="report decay when TPS falls more than PCT%% below its early level (default 20)")
+    p.add_argument("--max-lag", type=int, metavar="CELLS", help="largest lag tried, in grid steps (default: up "
+                   "to 10)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from zfsmon.analysis.findings import analyze
+    from zfsmon.store import Recording
+
+    if not 0 < args.decay_threshold < 100:
+        raise UserError("--decay-threshold is a percentage between 0 and 100")
+    with Recording.open(args.file) as rec:
+        span = rec.time_range()
+        start = args.start.resolve(span) if args.start else None
+        end = args.end.resolve(span) if args.end else None
+        samples = list(rec.samples(start=start, end=end))
+        events = rec.events(start=start, end=end)
+    report = analyze(samples, events, step=args.step, start=start, end=end,
+                     decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
+    if args.json:
+        print(json.dumps({"file": args.file, **report.as_dict()}, indent=2, default=str))
+    else:
+        print(f"{args.file}:")
+        print(report.render(), end="")
+    return 0

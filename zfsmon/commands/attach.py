@@ -1,0 +1,89 @@
+"""Follow a pgbench soak someone else started, and record its TPS and latency alongside the ZFS sources.
+
+LOG is what the soak writes: its tee'd output (`pgbench ... | tee soak.log`,
+progress lines and run summaries of any pgbench version) or pgbench's own
+`--log` files (per-transaction or `--aggregate-interval`; give every thread's
+file, they are merged). Files are followed like `tail -F`: a file that does not
+exist yet is waited for, truncation and rotation are noticed and followed.
+With --from-start, what a file already holds is imported too (printed output
+without timestamps is laid out run after run, ending at the file's
+modification time; an event in the recording says so).
+
+With --conn (or --pgstat and libpq's environment), pg_stat_database is sampled
+as well. Stops on Ctrl-C or after --duration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+
+from zfsmon.commands._timearg import seconds
+from zfsmon.errors import UserError
+from zfsmon.workload import session
+from zfsmon.workload.attach import LOG, TEXT, AttachCollector
+
+NAME = "attach"
+HELP = "follow a running pgbench soak's log (tail -F) and record it with the ZFS sources"
+EPILOG = """\
+examples:
+  zfsmon attach soak.log                         follow the tee'd output of a running soak
+  zfsmon attach --from-start soak.log --conn postgresql://bench@localhost/bench
+  zfsmon attach pgbench_log.4711 pgbench_log.4711.1 --aggregate-interval 10
+  zfsmon analyze attach-*.zfsmon
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logs", nargs="+", metavar="LOG", help="tee'd pgbench output or pgbench --log file(s)")
+    p.add_argument("--from-start", action="store_true", help="also import what the file(s) already hold")
+    p.add_argument("--format", choices=("auto", TEXT, LOG), default="auto",
+                   help="text: pgbench's printed output; log: --log files (default: recognised from the first line)")
+    p.add_argument("--aggregate-interval", type=float, metavar="S",
+                   help="the soak's --aggregate-interval (default: taken from the log; per-transaction logs: 1 s)")
+    p.add_argument("--retries-column", action="store_true",
+                   help="per-transaction logs: the 7th column is retries (--max-tries without --rate), not lag")
+    p.add_argument("--pause", type=float, default=2.0, metavar="S",
+                   help="--from-start: the pause between runs of the soak, for estimating times (default 2)")
+    p.add_argument("--conn", metavar="CONNINFO", help="sample pg_stat_database of this database too")
+    p.add_argument("--pgstat", action="store_true", help="sample pg_stat_database using libpq's environment")
+    p.add_argument("--no-zfs", action="store_true", help="record only the workload")
+    p.add_argument("--interval", "-i", type=seconds, default=5.0, metavar="S",
+                   help="seconds between readings (default 5)")
+    p.add_argument("--duration", "-d", type=seconds, metavar="D", help="stop after D; default: until Ctrl-C")
+    p.add_argument("--out", "-o", metavar="FILE", help="recording file (default attach-TIME.zfsmon)")
+
+
+def run(args: argparse.Namespace) -> int:
+    session.require_engine()
+    out = args.out or f"attach-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.zfsmon"
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise UserError(f"{out}: directory {parent} does not exist")
+    for path in args.logs:
+        if os.path.isdir(path):
+            raise UserError(f"{path} is a directory; give the log file(s)")
+    tx_extra = ("retries",) if args.retries_column else None
+    follower = AttachCollector(args.logs, from_start=args.from_start,
+                               fmt=None if args.format == "auto" else args.format, pause=args.pause,
+                               aggregate_interval=args.aggregate_interval, tx_extra=tx_extra)
+    collectors = [follower]
+    if args.conn or args.pgstat:
+        from zfsmon.sources.pgstat import PgStatCollector
+        collectors.append(PgStatCollector(args.conn or ""))
+    if not args.no_zfs:
+        zfs = session.zfs_collectors_or_warn(args.interval)
+        collectors += zfs
+    meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "attach",
+            "pgbench_log": ", ".join(os.path.abspath(p) for p in args.logs)}
+    print(f"zfsmon: following {', '.join(args.logs)}; recording into {out}", file=sys.stderr)
+    outcome = session.record(out, collectors, args.interval, meta, duration=args.duration,
+                             progress=session.tty_progress(out))
+    print(f"\nzfsmon: {out}: {outcome.intervals} intervals, {outcome.samples} samples, {outcome.events} events, "
+          f"{follower.lines} log lines", file=sys.stderr)
+    if outcome.failure:
+        raise UserError(outcome.failure, exit_code=1)
+    return 0

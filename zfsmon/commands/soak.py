@@ -1,0 +1,198 @@
+"""Run a pgbench soak against PostgreSQL and record it together with the ZFS sources in one recording.
+
+Two modes. `loop` runs `pgbench -T SECONDS ...` again and again with a pause
+between runs (the classic `while :; do pgbench -T 58 -c 30 -j 10 -N db; sleep 2;
+done | tee soak.log`): each run's summary becomes a TPS point and the runs are
+marked in the recording. `continuous` runs one long pgbench with
+`-P INTERVAL --progress-timestamp` (optionally `--log --aggregate-interval`),
+giving a TPS point every interval. Everything pgbench prints is also appended
+to a plain log file, as tee would.
+
+Options after `--` go to pgbench untouched. The connection comes from libpq's
+environment (PGHOST, PGPORT, PGUSER, PGDATABASE, ...) or --conn (a conninfo
+string or postgresql:// URI). With --lab, zfsmon starts a PostgreSQL cluster of
+its own on the lab pool's dataset (initdb as user postgres, port 55432, a
+private socket directory, shared_buffers=16MB so that reads reach ZFS) and
+stops it afterwards; its data directory is kept for the next soak.
+
+pg_stat_database of the soak's database is sampled too (needs psycopg), so the
+whole read path can be followed: PostgreSQL buffers -> ARC -> L2ARC -> disks.
+Afterwards, `zfsmon analyze FILE` tells what happened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from typing import List, Optional
+
+from zfsmon.commands._timearg import seconds
+from zfsmon.errors import UserError
+from zfsmon.workload import session, target
+from zfsmon.workload.pgcluster import DEFAULT_PORT
+from zfsmon.workload.soak import CONTINUOUS, LOOP, SoakCollector, SoakPlan, init_argv, init_message
+
+NAME = "soak"
+HELP = "run a pgbench soak (loop or continuous) and record it with the ZFS sources"
+EPILOG = """\
+examples:
+  zfsmon soak --lab --init-scale 40 --duration 4h -- -c 30 -j 10 -N
+        the classic: pgbench -T 58 ...; sleep 2, for four hours, on a cluster of zfsmon's own on the lab
+  zfsmon soak --mode continuous -P 10 --duration 2h --conn postgresql://bench@db1/bench -- -c 8 -S
+        one two-hour pgbench with a progress line every 10 s against an existing database
+  PGDATABASE=bench zfsmon soak --out soak.zfsmon --log soak.log -- -c 16 -j 4
+        until Ctrl-C, connection from libpq's environment
+  zfsmon analyze soak.zfsmon
+"""
+
+LAB_PORT = DEFAULT_PORT
+LAB_DB = target.LAB_DB
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=(LOOP, CONTINUOUS), default=LOOP,
+                   help="loop: repeated pgbench -T runs with a pause (default); continuous: one long run with -P")
+    p.add_argument("--run-seconds", "-T", type=int, default=58, metavar="N",
+                   help="loop mode: -T of each pgbench run (default 58)")
+    p.add_argument("--pause", type=float, default=2.0, metavar="S", help="loop mode: seconds between runs (default 2)")
+    p.add_argument("--progress", "-P", type=int, metavar="N",
+                   help="pgbench -P N --progress-timestamp (continuous default 10; loop: off)")
+    p.add_argument("--aggregate-interval", type=int, metavar="N",
+                   help="continuous mode: also write pgbench --log --aggregate-interval=N files next to --log")
+    p.add_argument("--duration", "-d", type=seconds, metavar="D",
+                   help="how long to soak (90s, 30m, 4h); default: until Ctrl-C")
+    p.add_argument("--hours", type=float, metavar="H", help="the same in hours (4 = --duration 4h)")
+    p.add_argument("--init-scale", type=int, metavar="S",
+                   help="first initialise the database with pgbench -i -s S (size is printed first)")
+    p.add_argument("--conn", metavar="CONNINFO",
+                   help="conninfo or postgresql:// URI (default: libpq environment, PGDATABASE ...)")
+    p.add_argument("--dbname", metavar="DB", help=f"database name (with --lab default {LAB_DB})")
+    p.add_argument("--lab", nargs="?", const="zlab", metavar="POOL",
+                   help="run a PostgreSQL cluster of zfsmon's own on the lab pool's dataset (default pool zlab)")
+    p.add_argument("--port", type=int, default=LAB_PORT, help=f"--lab: port of that cluster (default {LAB_PORT})")
+    p.add_argument("--no-pgstat", action="store_true", help="do not sample pg_stat_database")
+    p.add_argument("--no-zfs", action="store_true", help="record only the workload (no ZFS collectors)")
+    p.add_argument("--interval", "-i", type=seconds, default=5.0, metavar="S",
+                   help="seconds between ZFS/pg_stat readings (default 5)")
+    p.add_argument("--out", "-o", metavar="FILE", help="recording file (default soak-TIME.zfsmon)")
+    p.add_argument("--log", metavar="FILE", help="plain log of pgbench's output (default: the recording's name "
+                   "with .pgbench.log)")
+    p.add_argument("--quiet", "-q", action="store_true", help="do not echo pgbench's output")
+    p.add_argument("pgbench_args", nargs=argparse.REMAINDER, metavar="-- PGBENCH_OPTIONS",
+                   help="options passed to pgbench (after --)")
+
+
+def _pgbench_args(raw: List[str]) -> List[str]:
+    args = list(raw)
+    if args and args[0] == "--":
+        args = args[1:]
+    for bad in ("-T", "--time", "-P", "--progress", "-i", "--initialize", "-t", "--transactions"):
+        if bad in args or any(a.startswith(bad + "=") for a in args):
+            raise UserError(f"pgbench option {bad} is set by zfsmon soak (use --run-seconds/--progress/"
+                            f"--init-scale/--duration)")
+    return args
+
+
+def _lab_cluster(pool: str, port: int):
+    """Kept for callers of the old name; see :func:`zfsmon.workload.target.lab_cluster`."""
+    return target.lab_cluster(pool, port)
+
+
+def _has_pgbench_tables(env: dict, dbname: Optional[str], pgbench: str) -> bool:
+    """Whether the database is initialised; a database we cannot reach is a user error right away."""
+    import subprocess
+
+    psql = os.path.join(os.path.dirname(pgbench), "psql") if os.path.dirname(pgbench) else "psql"
+    argv = [psql, "-XAtq", "-c", "SELECT to_regclass('pgbench_accounts') IS NOT NULL"]
+    if dbname:
+        argv += ["-d", dbname]
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return True  # no psql, or it hangs: let pgbench say what is wrong
+    if res.returncode != 0:
+        err = res.stderr.strip().splitlines()
+        raise UserError(f"cannot reach the database: {err[-1] if err else 'psql failed'}")
+    return res.stdout.strip() == "t"
+
+
+def _initialise(pgbench: str, scale: int, dbname: Optional[str], env: dict, log: str, quiet: bool) -> None:
+    import subprocess
+
+    msg = init_message(scale)
+    print(f"zfsmon: {msg}", file=sys.stderr)
+    argv = init_argv(pgbench, scale, dbname)
+    t0 = time.monotonic()
+    with open(log, "a", encoding="utf-8") as tee:
+        tee.write(f"# zfsmon soak: {' '.join(shlex.quote(a) for a in argv)}\n")
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        last = ""
+        for line in proc.stdout:
+            tee.write(line)
+            last = line.strip() or last
+            if not quiet:
+                sys.stderr.write(line)
+        rc = proc.wait()
+    if rc != 0:
+        raise UserError(f"pgbench -i failed (status {rc}): {last}")
+    print(f"zfsmon: initialised in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    session.require_engine()
+    pgb_args = _pgbench_args(args.pgbench_args or [])
+    total = args.duration if args.duration else (args.hours * 3600 if args.hours else None)
+    if total is not None and total <= 0:
+        raise UserError("--duration must be positive")
+    if args.run_seconds < 1:
+        raise UserError("--run-seconds must be at least 1")
+    now = time.time()
+    out = args.out or f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.zfsmon"
+    log = args.log or (os.path.splitext(out)[0] + ".pgbench.log")
+    for path in (out, log):
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise UserError(f"{path}: directory {parent} does not exist")
+
+    tgt = target.prepare(args.lab, args.port, args.dbname, args.conn)
+    env, dbname, conninfo, pgbench = tgt.env, tgt.dbname, tgt.conninfo, tgt.pgbench
+    try:
+        if args.init_scale:
+            _initialise(pgbench, args.init_scale, dbname, env, log, args.quiet)
+        elif not _has_pgbench_tables(env, dbname, pgbench):
+            raise UserError(f"database {dbname or '(from PGDATABASE)'} has no pgbench tables: add --init-scale S")
+        plan = SoakPlan(mode=args.mode, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
+                        total=total, pgbench_args=pgb_args, dbname=dbname, tee=log,
+                        aggregate_interval=args.aggregate_interval,
+                        log_prefix=(os.path.splitext(os.path.abspath(log))[0] + ".agg") if args.aggregate_interval
+                        else None, pgbench=pgbench, env=env)
+        soak = SoakCollector(plan, echo=None if args.quiet else sys.stderr)
+        collectors = [soak]
+        if not args.no_pgstat:
+            from zfsmon.sources.pgstat import PgStatCollector
+            collectors.append(PgStatCollector(conninfo))
+        if not args.no_zfs:
+            zfs = session.zfs_collectors_or_warn(args.interval, tgt.lab_pool)
+            collectors += zfs
+        meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "soak",
+                "soak_mode": args.mode, "pgbench_log": os.path.abspath(log),
+                "pgbench_args": shlex.join(pgb_args)}
+        meta.update(tgt.meta)
+        print(f"zfsmon: soak ({args.mode}) recording into {out}; pgbench output in {log}"
+              f"{'' if total is None else f'; for {total:g} s'}", file=sys.stderr)
+        outcome = session.record(out, collectors, args.interval, meta, duration=None, done=soak.finished)
+    finally:
+        tgt.stop()
+    done = len(soak.parser.summaries)
+    print(f"zfsmon: {out}: {outcome.intervals} intervals, {outcome.samples} samples, {outcome.events} events; "
+          f"pgbench runs: {soak.runs_started} started, {done} completed", file=sys.stderr)
+    if outcome.failure:
+        raise UserError(outcome.failure, exit_code=1)
+    if soak.runs_started and not done and soak.parser.run == 0:
+        raise UserError(f"pgbench never got going; its output is in {log}", exit_code=1)
+    return 0

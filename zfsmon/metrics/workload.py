@@ -1,0 +1,75 @@
+"""Workload metrics: pgbench's throughput and latency, and PostgreSQL's pg_stat_database counters.
+
+pgbench values live on ``workload:pgbench`` (one sample per progress line or
+log interval) and ``workload:pgbench-run`` (one per run summary); counts
+(failed, skipped, ...) are counts within the sample's interval, so they are
+gauges. pg_stat_database columns live on ``workload:pgstat:<database>`` and
+keep PostgreSQL's names; cumulative columns are counters.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from zfsmon.metrics.spec import COUNTER, GAUGE, MetricSpec
+from zfsmon.model import Kind
+
+_W = (Kind.WORKLOAD,)
+_PGB = {"any": "pgbench -P output, --log / --aggregate-interval logs, run summaries"}
+_RUN = {"any": "pgbench run summary"}
+_PGS = {"any": "pg_stat_database"}
+
+
+def _pgb(name: str, unit: str, help: str, src=None) -> MetricSpec:
+    return MetricSpec(name, unit, GAUGE, help, _W, src or _PGB)
+
+
+def _pgs(name: str, unit: str, kind: str, help: str) -> MetricSpec:
+    return MetricSpec(name, unit, kind, help, _W, {"any": f"pg_stat_database.{name}"})
+
+
+PGBENCH: List[MetricSpec] = [
+    _pgb("tps", "ops/s", "transactions per second over the sample's interval (run summaries: without "
+                         "connection time where pgbench reports it)"),
+    _pgb("latency_avg_ms", "ms", "average transaction latency"),
+    _pgb("latency_stddev_ms", "ms", "standard deviation of transaction latency"),
+    _pgb("lag_ms", "ms", "average schedule lag behind the --rate schedule"),
+    _pgb("transactions", "count", "transactions completed in the interval"),
+    _pgb("failed", "count", "transactions failed in the interval (serialization/deadlock, PostgreSQL 15+)"),
+    _pgb("skipped", "count", "transactions skipped in the interval (--rate with --latency-limit)"),
+    _pgb("retried", "count", "transactions retried in the interval (--max-tries)"),
+    _pgb("retries", "count", "retries in the interval (--max-tries)"),
+    _pgb("run", "count", "number of the pgbench run (a loop soak runs pgbench repeatedly)"),
+    _pgb("clients", "count", "pgbench clients (-c)", _RUN),
+    _pgb("scale", "count", "pgbench scale factor of the database", _RUN),
+    _pgb("duration_s", "s", "configured run duration (-T)", _RUN),
+]
+
+PGSTAT: List[MetricSpec] = [
+    _pgs("numbackends", "count", GAUGE, "backends connected to the database"),
+    _pgs("xact_commit", "ops", COUNTER, "transactions committed"),
+    _pgs("xact_rollback", "ops", COUNTER, "transactions rolled back"),
+    _pgs("blks_read", "ops", COUNTER, "blocks PostgreSQL had to read from the kernel (ZFS): shared_buffers misses"),
+    _pgs("blks_hit", "ops", COUNTER, "block reads served by shared_buffers (never reach ZFS)"),
+    _pgs("tup_returned", "count", COUNTER, "rows returned by scans"),
+    _pgs("tup_fetched", "count", COUNTER, "rows fetched by index scans"),
+    _pgs("tup_inserted", "count", COUNTER, "rows inserted"),
+    _pgs("tup_updated", "count", COUNTER, "rows updated"),
+    _pgs("tup_deleted", "count", COUNTER, "rows deleted"),
+    _pgs("conflicts", "count", COUNTER, "queries cancelled by recovery conflicts"),
+    _pgs("temp_files", "count", COUNTER, "temporary files created by queries"),
+    _pgs("temp_bytes", "B", COUNTER, "bytes written to temporary files"),
+    _pgs("deadlocks", "count", COUNTER, "deadlocks detected"),
+    _pgs("checksum_failures", "count", COUNTER, "data page checksum failures (PostgreSQL 12+)"),
+    _pgs("blk_read_time", "ms", COUNTER, "time spent reading blocks (needs track_io_timing)"),
+    _pgs("blk_write_time", "ms", COUNTER, "time spent writing blocks (needs track_io_timing)"),
+    _pgs("session_time", "ms", COUNTER, "time spent by sessions (PostgreSQL 14+)"),
+    _pgs("active_time", "ms", COUNTER, "time spent executing statements (PostgreSQL 14+)"),
+    _pgs("idle_in_transaction_time", "ms", COUNTER, "time spent idle in a transaction (PostgreSQL 14+)"),
+    _pgs("sessions", "count", COUNTER, "sessions established (PostgreSQL 14+)"),
+    _pgs("sessions_abandoned", "count", COUNTER, "sessions ended by a lost client (PostgreSQL 14+)"),
+    _pgs("sessions_fatal", "count", COUNTER, "sessions ended by fatal errors (PostgreSQL 14+)"),
+    _pgs("sessions_killed", "count", COUNTER, "sessions killed by an operator (PostgreSQL 14+)"),
+]
+
+SPECS: List[MetricSpec] = PGBENCH + PGSTAT
