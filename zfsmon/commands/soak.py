@@ -27,13 +27,12 @@ import os
 import shlex
 import sys
 import time
-from typing import List, Optional
 
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError
 from zfsmon.workload import session, target
 from zfsmon.workload.pgcluster import DEFAULT_PORT
-from zfsmon.workload.soak import CONTINUOUS, LOOP, SoakCollector, SoakPlan, init_argv, init_message
+from zfsmon.workload.soak import CONTINUOUS, LOOP, SoakCollector, SoakPlan
 
 NAME = "soak"
 HELP = "run a pgbench soak (loop or continuous) and record it with the ZFS sources"
@@ -85,67 +84,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="options passed to pgbench (after --)")
 
 
-def _pgbench_args(raw: List[str]) -> List[str]:
-    args = list(raw)
-    if args and args[0] == "--":
-        args = args[1:]
-    for bad in ("-T", "--time", "-P", "--progress", "-i", "--initialize", "-t", "--transactions"):
-        if bad in args or any(a.startswith(bad + "=") for a in args):
-            raise UserError(f"pgbench option {bad} is set by zfsmon soak (use --run-seconds/--progress/"
-                            f"--init-scale/--duration)")
-    return args
-
-
-def _lab_cluster(pool: str, port: int):
-    """Kept for callers of the old name; see :func:`zfsmon.workload.target.lab_cluster`."""
-    return target.lab_cluster(pool, port)
-
-
-def _has_pgbench_tables(env: dict, dbname: Optional[str], pgbench: str) -> bool:
-    """Whether the database is initialised; a database we cannot reach is a user error right away."""
-    import subprocess
-
-    psql = os.path.join(os.path.dirname(pgbench), "psql") if os.path.dirname(pgbench) else "psql"
-    argv = [psql, "-XAtq", "-c", "SELECT to_regclass('pgbench_accounts') IS NOT NULL"]
-    if dbname:
-        argv += ["-d", dbname]
-    try:
-        res = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return True  # no psql, or it hangs: let pgbench say what is wrong
-    if res.returncode != 0:
-        err = res.stderr.strip().splitlines()
-        raise UserError(f"cannot reach the database: {err[-1] if err else 'psql failed'}")
-    return res.stdout.strip() == "t"
-
-
-def _initialise(pgbench: str, scale: int, dbname: Optional[str], env: dict, log: str, quiet: bool) -> None:
-    import subprocess
-
-    msg = init_message(scale)
-    print(f"zfsmon: {msg}", file=sys.stderr)
-    argv = init_argv(pgbench, scale, dbname)
-    t0 = time.monotonic()
-    with open(log, "a", encoding="utf-8") as tee:
-        tee.write(f"# zfsmon soak: {' '.join(shlex.quote(a) for a in argv)}\n")
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                stdin=subprocess.DEVNULL)
-        assert proc.stdout is not None
-        last = ""
-        for line in proc.stdout:
-            tee.write(line)
-            last = line.strip() or last
-            if not quiet:
-                sys.stderr.write(line)
-        rc = proc.wait()
-    if rc != 0:
-        raise UserError(f"pgbench -i failed (status {rc}): {last}")
-    print(f"zfsmon: initialised in {time.monotonic() - t0:.0f} s", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
     session.require_engine()
-    pgb_args = _pgbench_args(args.pgbench_args or [])
+    pgb_args = target.check_pgbench_args(args.pgbench_args or [])
     total = args.duration if args.duration else (args.hours * 3600 if args.hours else None)
     if total is not None and total <= 0:
         raise UserError("--duration must be positive")
@@ -162,10 +103,7 @@ def run(args: argparse.Namespace) -> int:
     tgt = target.prepare(args.lab, args.port, args.dbname, args.conn)
     env, dbname, conninfo, pgbench = tgt.env, tgt.dbname, tgt.conninfo, tgt.pgbench
     try:
-        if args.init_scale:
-            _initialise(pgbench, args.init_scale, dbname, env, log, args.quiet)
-        elif not _has_pgbench_tables(env, dbname, pgbench):
-            raise UserError(f"database {dbname or '(from PGDATABASE)'} has no pgbench tables: add --init-scale S")
+        target.ensure_database(tgt, args.init_scale, log, args.quiet)
         plan = SoakPlan(mode=args.mode, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
                         total=total, pgbench_args=pgb_args, dbname=dbname, tee=log,
                         aggregate_interval=args.aggregate_interval,

@@ -79,51 +79,22 @@ def need_terminal(what: str) -> None:
 
 def _soak(args: argparse.Namespace) -> Tuple[List[Collector], Callable[[], None], dict]:
     """The soak runner and pg_stat_database collector, and how to clean up (a lab cluster is stopped)."""
-    from zfsmon.commands import soak as soakcmd
+    from zfsmon.sources.pgstat import PgStatCollector
+    from zfsmon.workload import target
     from zfsmon.workload.soak import LOOP, SoakCollector, SoakPlan
 
-    pgb_args = soakcmd._pgbench_args(args.pgbench_args or [])
-    env = dict(os.environ)
-    dbname, conninfo, pgbench = args.dbname, args.conn or "", "pgbench"
-    cluster = None
-    meta: dict = {"kind": "soak"}
-    if args.lab:
-        info, cluster = soakcmd._lab_cluster(args.lab, soakcmd.LAB_PORT)
-        dbname = dbname or soakcmd.LAB_DB
-        pgbench = cluster.pgbench()
-        if not cluster.is_initialized():
-            cluster.init()
-        if not cluster.is_running():
-            cluster.start()
-        cluster.createdb(dbname)
-        env.update(cluster.env(dbname))
-        conninfo = cluster.conninfo(dbname)
-        meta["lab_pool"] = info.pool
-    elif args.conn and dbname is None:
-        dbname = args.conn
-
-    def cleanup() -> None:
-        if cluster is not None:
-            try:
-                cluster.stop()
-            except UserError as exc:
-                print(f"zfsmon: warning: {exc}", file=sys.stderr)
-
+    pgb_args = target.check_pgbench_args(args.pgbench_args or [])
+    tgt = target.prepare(args.lab, dbname=args.dbname, conn=args.conn)
+    log = os.path.abspath(f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
     try:
-        log = os.path.abspath(f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
-        if args.init_scale:
-            soakcmd._initialise(pgbench, args.init_scale, dbname, env, log, False)
-        elif not soakcmd._has_pgbench_tables(env, dbname, pgbench):
-            raise UserError(f"database {dbname or '(from PGDATABASE)'} has no pgbench tables: add --init-scale S")
+        target.ensure_database(tgt, args.init_scale, log, quiet=False)
     except BaseException:
-        cleanup()
+        tgt.stop()
         raise
     plan = SoakPlan(mode=LOOP, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
-                    pgbench_args=pgb_args, dbname=dbname, tee=log, pgbench=pgbench, env=env)
-    from zfsmon.sources.pgstat import PgStatCollector
-
-    meta["pgbench_log"] = log
-    return [SoakCollector(plan), PgStatCollector(conninfo)], cleanup, meta
+                    pgbench_args=pgb_args, dbname=tgt.dbname, tee=log, pgbench=tgt.pgbench, env=tgt.env)
+    meta: dict = {"kind": "soak", "pgbench_log": log, **tgt.meta}
+    return [SoakCollector(plan), PgStatCollector(tgt.conninfo)], tgt.stop, meta
 
 
 def _attach(args: argparse.Namespace) -> List[Collector]:

@@ -21,6 +21,29 @@ from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.sources.base import Clock, Collector
 
 
+def terminate_group(proc: subprocess.Popen, steps: Sequence[Tuple[int, float]]) -> None:
+    """Stop a child started with ``start_new_session=True`` and everything it spawned.
+
+    Each (signal, seconds) step is sent to the whole process group and waited
+    for; if none worked, SIGKILL. A group that is already gone is fine.
+    """
+    for sig, wait in steps:
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
 class StreamParser(abc.ABC):
     """Incremental parser: fed one line at a time, returns complete records as they close."""
 
@@ -131,21 +154,6 @@ class StreamCollector(Collector):
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
-        for sig, wait in self.stop_signals:
-            try:
-                os.killpg(proc.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        else:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+        terminate_group(proc, self.stop_signals)
         if self._thread is not None:
             self._thread.join(timeout=2)

@@ -26,6 +26,7 @@ from typing import IO, Dict, List, Mapping, Optional, Sequence
 
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.sources.base import Clock, Collector
+from zfsmon.sources.child import terminate_group
 from zfsmon.sources.pgbench import PgbenchTextParser, init_size_estimate
 
 LOOP, CONTINUOUS = "loop", "continuous"
@@ -220,16 +221,7 @@ class SoakCollector(Collector):
         proc = self._proc
         if proc is None or proc.poll() is not None:
             return
-        for sig, wait in ((signal.SIGINT, 3.0), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                return
-            try:
-                proc.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        terminate_group(proc, ((signal.SIGINT, 3.0), (signal.SIGTERM, 3.0)))
 
     def info_event(self, text: str) -> None:
         self._q.put(Event(self.clock(), EventKind.INFO, text, source=self.name))

@@ -9,12 +9,16 @@ stop afterwards.
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional
 
 from zfsmon.errors import UserError
 from zfsmon.workload.pgcluster import DEFAULT_PORT, PgCluster
+from zfsmon.workload.soak import init_argv, init_message
 
 LAB_DB = "pgbench"
 LAB_DATADIR = "zfsmon-pgdata"
@@ -80,3 +84,62 @@ def prepare(lab: Optional[str] = None, port: int = DEFAULT_PORT, dbname: Optiona
         conninfo = f"{conn} dbname={dbname}" if "://" not in conn else conn
     # pgbench takes a conninfo or URI where the database name goes
     return Target(env, dbname if dbname else conn, conninfo)
+
+
+def check_pgbench_args(raw: List[str]) -> List[str]:
+    """pgbench options for a soak: those zfsmon sets itself are refused, so the recording says what ran."""
+    args = list(raw)
+    if args and args[0] == "--":
+        args = args[1:]
+    for bad in ("-T", "--time", "-P", "--progress", "-i", "--initialize", "-t", "--transactions"):
+        if bad in args or any(a.startswith(bad + "=") for a in args):
+            raise UserError(f"pgbench option {bad} is set by zfsmon soak (use --run-seconds/--progress/"
+                            f"--init-scale/--duration)")
+    return args
+
+
+def has_pgbench_tables(env: dict, dbname: Optional[str], pgbench: str) -> bool:
+    """Whether the database is initialised; a database we cannot reach is a user error right away."""
+    psql = os.path.join(os.path.dirname(pgbench), "psql") if os.path.dirname(pgbench) else "psql"
+    argv = [psql, "-XAtq", "-c", "SELECT to_regclass('pgbench_accounts') IS NOT NULL"]
+    if dbname:
+        argv += ["-d", dbname]
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return True  # no psql, or it hangs: let pgbench say what is wrong
+    if res.returncode != 0:
+        err = res.stderr.strip().splitlines()
+        raise UserError(f"cannot reach the database: {err[-1] if err else 'psql failed'}")
+    return res.stdout.strip() == "t"
+
+
+def initialise(pgbench: str, scale: int, dbname: Optional[str], env: dict, log: str, quiet: bool) -> None:
+    """pgbench -i -s SCALE, its output tee'd to the soak's log, with the size estimate printed first."""
+    msg = init_message(scale)
+    print(f"zfsmon: {msg}", file=sys.stderr)
+    argv = init_argv(pgbench, scale, dbname)
+    t0 = time.monotonic()
+    with open(log, "a", encoding="utf-8") as tee:
+        tee.write(f"# zfsmon soak: {' '.join(shlex.quote(a) for a in argv)}\n")
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        last = ""
+        for line in proc.stdout:
+            tee.write(line)
+            last = line.strip() or last
+            if not quiet:
+                sys.stderr.write(line)
+        rc = proc.wait()
+    if rc != 0:
+        raise UserError(f"pgbench -i failed (status {rc}): {last}")
+    print(f"zfsmon: initialised in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+
+
+def ensure_database(tgt: Target, init_scale: Optional[int], log: str, quiet: bool) -> None:
+    """Initialise with --init-scale, or check that the database already holds pgbench's tables."""
+    if init_scale:
+        initialise(tgt.pgbench, init_scale, tgt.dbname, tgt.env, log, quiet)
+    elif not has_pgbench_tables(tgt.env, tgt.dbname, tgt.pgbench):
+        raise UserError(f"database {tgt.dbname or '(from PGDATABASE)'} has no pgbench tables: add --init-scale S")
