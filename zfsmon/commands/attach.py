@@ -58,7 +58,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    session.require_engine()
     out = args.out or f"attach-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.zfsmon"
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):

@@ -85,7 +85,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    session.require_engine()
     pgb_args = target.check_pgbench_args(args.pgbench_args or [])
     total = args.duration if args.duration else (args.hours * 3600 if args.hours else None)
     if total is not None and total <= 0:

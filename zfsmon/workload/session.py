@@ -15,7 +15,6 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
-from zfsmon.errors import UserError
 from zfsmon.model import Record
 from zfsmon.sources.base import Collector
 
@@ -23,11 +22,9 @@ from zfsmon.sources.base import Collector
 def zfs_collectors(interval: float, pool: Optional[str] = None) -> Tuple[List[Collector], List[str]]:
     """The host's ZFS (and device) collectors, chosen as ``zfsmon top``/``record`` choose them, and why others
     were skipped. ``pool`` narrows zpool iostat to the soak's pool."""
-    try:
-        from zfsmon.host import probe
-        from zfsmon.sources.registry import build_collectors
-    except ImportError:
-        return [], ["the source registry is missing from this build"]
+    from zfsmon.host import probe
+    from zfsmon.sources.registry import build_collectors
+
     collectors, skipped = build_collectors(probe(), interval, [pool] if pool else None)
     return [c for c in collectors if c.name not in ("pgbench", "pgstat")], skipped
 
@@ -113,11 +110,3 @@ def tty_progress(out: str) -> Callable[[int, int], None]:
         if sys.stderr.isatty():
             print(f"\r{out}: {ticks} intervals, {samples} samples", end="", file=sys.stderr)
     return show
-
-
-def require_engine() -> None:
-    try:
-        import zfsmon.engine  # noqa: F401
-        import zfsmon.store  # noqa: F401
-    except ImportError as exc:
-        raise UserError(f"the sampling engine or the recording store is missing from this build ({exc})") from None

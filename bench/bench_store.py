@@ -1,0 +1,323 @@
+"""Recording benchmark: size, recorder CPU, export and read times of a long synthetic recording.
+
+A pool with 8 raidz2 vdevs of 8 leaves (64 leaves) plus a log and a cache device, ARC, L2ARC and ZIL
+kstats (every statistic in the metrics table) and a pgbench-like workload, sampled every second for
+--hours. The zpool iostat numbers are humanised exactly as `zpool iostat -v` prints them and read back
+with the same unit parser, so the recording and the text logs hold the same data. The text logs that
+would hold the same data (`zpool iostat -v 1` and a loop of `cat arcstats` + `cat zil`) are rendered
+alongside: their size is counted for the whole run, and the first --text-hours of them are written to
+disk and re-parsed with zfsmon's own parsers to compare with exporting the recording.
+
+    python3 bench/bench_store.py --hours 24 --dir /var/tmp/zfsmon-bench
+
+Prints a markdown section for docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import random
+import shutil
+import sqlite3
+import sys
+import time
+from typing import Dict, List, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from zfsmon import metrics  # noqa: E402
+from zfsmon.model import Entity, Kind, Role, Sample  # noqa: E402
+from zfsmon.sources import detect  # noqa: E402
+from zfsmon.store import Recorder, Recording, codec  # noqa: E402
+from zfsmon.views import export as view  # noqa: E402
+from zfsmon.views.units import human_size, parse_size  # noqa: E402
+
+POOL = "tank"
+T0 = 1_700_000_000.0
+
+
+class Synthetic:
+    """Deterministic pseudo-random readings; every value is what a parser of the text would produce."""
+
+    def __init__(self, seed: int = 1) -> None:
+        self.rnd = random.Random(seed)
+        self.rows: List[Tuple[Entity, int]] = [(Entity(Kind.POOL, POOL, POOL), 0)]
+        for v in range(8):
+            vname = f"raidz2-{v}"
+            self.rows.append((Entity(Kind.VDEV, vname, POOL, Role.DATA, POOL), 1))
+            for d in range(8):
+                self.rows.append((Entity(Kind.LEAF, f"sd{chr(97 + v)}{d}", POOL, Role.DATA, vname), 2))
+        self.rows.append((Entity(Kind.VDEV, "nvme0n1", POOL, Role.LOG, POOL), 1))
+        self.rows.append((Entity(Kind.VDEV, "nvme1n1", POOL, Role.CACHE, POOL), 1))
+        self.arc_names = sorted(s.name for s in metrics.specs_for(Kind.ARC))
+        self.l2_names = sorted(s.name for s in metrics.specs_for(Kind.L2ARC))
+        self.zil_names = sorted(s.name for s in metrics.specs_for(Kind.ZIL))
+        self.kstat: Dict[Tuple[Kind, str], int] = {}
+        for kind, names in ((Kind.ARC, self.arc_names), (Kind.L2ARC, self.l2_names), (Kind.ZIL, self.zil_names)):
+            for n in names:
+                self.kstat[(kind, n)] = self.rnd.randrange(0, 10 ** self.rnd.randrange(1, 11))
+        self.alloc = 40 * 2 ** 40
+
+    def _counter_step(self, kind: Kind, name: str) -> None:
+        if metrics.is_counter(kind, name):
+            if self.rnd.random() < 0.6:
+                self.kstat[(kind, name)] += self.rnd.randrange(0, 5000)
+        else:
+            v = self.kstat[(kind, name)]
+            self.kstat[(kind, name)] = max(0, v + self.rnd.randrange(-v // 100 - 2, v // 100 + 3))
+
+    def tick(self, i: int) -> Tuple[List[Sample], str, str]:
+        """Samples of second i, plus the `zpool iostat -v` text and the kstat text of the same numbers."""
+        ts = T0 + i
+        rnd = self.rnd
+        out: List[Sample] = []
+        lines = ["                  capacity     operations     bandwidth ",
+                 "pool            alloc   free   read  write   read  write",
+                 "--------------  -----  -----  -----  -----  -----  -----"]
+        self.alloc += rnd.randrange(0, 2 ** 24)
+        for ent, depth in self.rows:
+            ro, wo = rnd.randrange(0, 400 if depth == 2 else 3000), rnd.randrange(0, 300 if depth == 2 else 2000)
+            cells = {"read_ops": ro, "write_ops": wo, "read_bw": ro * rnd.randrange(4096, 131072),
+                     "write_bw": wo * rnd.randrange(4096, 131072)}
+            shown = {k: human_size(v) for k, v in cells.items()}
+            m = {k: parse_size(s) for k, s in shown.items()}
+            if depth < 2:
+                alloc = self.alloc >> (3 if depth else 0)
+                free = (60 * 2 ** 40 >> (3 if depth else 0)) - alloc
+                a, f = human_size(alloc), human_size(free)
+                m = {"alloc": parse_size(a), "free": parse_size(f), **m}
+            else:
+                a = f = "-"
+            out.append(Sample(ts, ent, m, interval=1.0, source="zpool iostat"))
+            name = "  " * depth + ent.name
+            lines.append(f"{name:<14}  {a:>5}  {f:>5}  {shown['read_ops']:>5}  {shown['write_ops']:>5}  "
+                         f"{shown['read_bw']:>5}  {shown['write_bw']:>5}")
+        lines.append(lines[2])
+        iostat = "\n".join(lines) + "\n"
+        kst = []
+        for kind, names, ent in ((Kind.ARC, self.arc_names, Entity(Kind.ARC, "arc")),
+                                 (Kind.L2ARC, self.l2_names, Entity(Kind.L2ARC, "l2arc"))):
+            for n in names:
+                self._counter_step(kind, n)
+            out.append(Sample(ts, ent, {n: self.kstat[(kind, n)] for n in names}, source="arcstats"))
+        arc_rows = [(n, self.kstat[(Kind.ARC, n)]) for n in self.arc_names]
+        arc_rows += [("l2_" + n, self.kstat[(Kind.L2ARC, n)]) for n in self.l2_names]
+        kst.append(f"22 1 0x01 {len(arc_rows)} 39984 2746799574 {int(i * 1e9) + 1351143854159630}")
+        kst.append("name                            type data")
+        kst += [f"{n:<31} 4    {v}" for n, v in arc_rows]
+        for n in self.zil_names:
+            self._counter_step(Kind.ZIL, n)
+        out.append(Sample(ts, Entity(Kind.ZIL, "zil"), {n: self.kstat[(Kind.ZIL, n)] for n in self.zil_names},
+                          source="zil"))
+        zil_text = [f"26 1 0x01 {len(self.zil_names)} 5440 2747653314 {int(i * 1e9) + 1351144218241567}",
+                    "name                            type data"]
+        zil_text += [f"{'zil_' + n:<31} 4    {self.kstat[(Kind.ZIL, n)]}" for n in self.zil_names]
+        tps = round(rnd.uniform(800, 1200), 1)
+        lat = round(8000 / tps, 3)
+        out.append(Sample(ts, Entity(Kind.WORKLOAD, "pgbench"), {"tps": tps, "latency_avg_ms": lat,
+                                                                  "latency_stddev_ms": round(lat / 3, 3),
+                                                                  "failed": 0, "clients": 8}, interval=1.0,
+                          source="pgbench"))
+        kst_text = "\n".join(kst) + "\n"
+        return out, iostat, kst_text + "\n".join(zil_text) + "\n"
+
+
+def rss_kib() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
+def narrow_layout_bytes(samples_per_tick: List[List[Sample]], path: str) -> Tuple[int, int]:
+    """The alternative: one row per value (tick, entity, metric, value), interned names, no packing."""
+    if os.path.exists(path):
+        os.remove(path)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE v (tick INTEGER, entity INTEGER, metric INTEGER, value NUMERIC, "
+               "PRIMARY KEY (tick, entity, metric)) WITHOUT ROWID")
+    ents: Dict[str, int] = {}
+    mets: Dict[str, int] = {}
+    n = 0
+    for t, batch in enumerate(samples_per_tick):
+        rows = []
+        for s in batch:
+            e = ents.setdefault(s.entity.key, len(ents))
+            for k, v in s.metrics.items():
+                rows.append((t, e, mets.setdefault(f"{s.entity.kind}.{k}", len(mets)), v))
+        db.executemany("INSERT INTO v VALUES (?, ?, ?, ?)", rows)
+        db.commit()
+        n += len(rows)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return os.path.getsize(path), n
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hours", type=float, default=24.0)
+    ap.add_argument("--text-hours", type=float, default=1.0, help="hours of text logs written and re-parsed")
+    ap.add_argument("--dir", default="/var/tmp/zfsmon-bench")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    path = os.path.join(args.dir, "bench.zfsmon")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    ticks = int(args.hours * 3600)
+    text_ticks = int(min(args.text_hours, args.hours) * 3600)
+    gen = Synthetic()
+    iostat_log = open(os.path.join(args.dir, "zpool_iostat_v_1.txt"), "w")
+    kstat_log = open(os.path.join(args.dir, "arcstats_zil.txt"), "w")
+    text_bytes = {"zpool iostat -v 1": 0, "arcstats + zil": 0}
+    write_cpu = 0.0
+    rss: List[Tuple[float, int]] = []
+    first_ticks: List[List[Sample]] = []
+    t_start = time.time()
+    with Recorder(path, {"host": "bench", "interval": "1", "argv": " ".join(sys.argv)}) as rec:
+        for i in range(ticks):
+            samples, iostat, kst = gen.tick(i)
+            text_bytes["zpool iostat -v 1"] += len(iostat)
+            text_bytes["arcstats + zil"] += len(kst)
+            if i < text_ticks:
+                iostat_log.write(iostat)
+                kstat_log.write(kst)
+            if i < 600:
+                first_ticks.append(samples)
+            c0 = time.process_time()
+            rec.write(samples)
+            write_cpu += time.process_time() - c0
+            if i % 3600 == 0 or i == ticks - 1:
+                rss.append((i / 3600, rss_kib()))
+                print(f"  {i / 3600:.1f} h recorded, rss {rss[-1][1]} KiB, {time.time() - t_start:.0f} s",
+                      file=sys.stderr)
+        values_per_tick = sum(len(s.metrics) for s in samples)
+    iostat_log.close()
+    kstat_log.close()
+    wall_record = time.time() - t_start
+    size = os.path.getsize(path)
+    hours = ticks / 3600
+
+    with Recording.open(path) as r:
+        values = r.value_count()
+        nsamples = r.counts()["samples"]
+    # the first --text-hours, three ways: from the recording (read; read + CSV) and from the text logs
+    span_end = T0 + text_ticks - 1
+    t0 = time.process_time()
+    with Recording.open(path) as r:
+        n_read = sum(1 for _ in r.samples(start=T0, end=span_end))
+    read_text_span_s = time.process_time() - t0
+    t0 = time.process_time()
+    with Recording.open(path) as r:
+        export_csv(r.samples(start=T0, end=span_end), stream_pairs(r), os.path.join(args.dir, "csv-span"))
+    export_span_s = time.process_time() - t0
+    t0 = time.process_time()
+    with open(os.path.join(args.dir, "zpool_iostat_v_1.txt")) as fh:
+        parsed = detect.parse(fh.read(), "iostat", "zpool-iostat", interval=1.0)
+    with open(os.path.join(args.dir, "arcstats_zil.txt")) as fh:
+        parsed += detect.parse(_only_arcstats(fh.read()), "arcstats", "arcstats")
+    reparse_s = time.process_time() - t0
+    t0 = time.process_time()
+    parsed_samples = sorted((p for p in parsed if isinstance(p, Sample)), key=lambda p: p.ts)
+    export_csv(parsed_samples, {(p.entity.kind, n) for p in parsed_samples for n in p.metrics},
+               os.path.join(args.dir, "csv-text"))
+    reparse_csv_s = reparse_s + time.process_time() - t0
+    n_parsed = sum(1 for p in parsed if isinstance(p, Sample))
+    del parsed, parsed_samples
+    # everything: per-kind CSV of the whole recording
+    out_dir = os.path.join(args.dir, "csv")
+    t0 = time.process_time()
+    with Recording.open(path) as r:
+        export_csv(r.samples(), stream_pairs(r), out_dir)
+    export_s = time.process_time() - t0
+    csv_bytes = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
+    t0 = time.process_time()
+    with Recording.open(path) as r:
+        buf = io.StringIO()
+        view.write_long(buf, view.rows(r.samples(start=T0, end=T0 + min(3600, ticks) - 1), 60.0))
+    export_1m_hour_s = time.process_time() - t0
+    # one hour of one leaf, from the middle
+    mid = T0 + max(0, ticks // 2 - 1800)
+    t0 = time.process_time()
+    with Recording.open(path) as r:
+        got = r.series(f"leaf:{POOL}/sdd3", "read_bw", mid, mid + 3599)
+    read_hour_s = time.process_time() - t0
+    assert len(got) == min(3600, ticks), len(got)
+    # layout comparison on the first 600 ticks
+    packed_path = os.path.join(args.dir, "packed10m.zfsmon")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(packed_path + suffix):
+            os.remove(packed_path + suffix)
+    with Recorder(packed_path, {"interval": "1"}) as rec:
+        for b in first_ticks:
+            rec.write(b)
+    packed_bytes = os.path.getsize(packed_path)
+    packed_values = sum(len(s.metrics) for b in first_ticks for s in b)
+    narrow_bytes, narrow_values = narrow_layout_bytes(first_ticks, os.path.join(args.dir, "narrow10m.db"))
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    blob_bytes, delta_rows, all_rows = db.execute(
+        "SELECT sum(length(vals)), sum(substr(vals, 1, 1) = ?), count(*) FROM sample", (bytes([codec.DELTA]),)
+    ).fetchone()
+    db.close()
+
+    text_total = sum(text_bytes.values())
+    cmd = "python3 bench/bench_store.py " + " ".join(sys.argv[1:])
+    print(f"""
+### Recording
+
+Command: `{cmd}` ({ticks} one-second ticks = {hours:g} h; {values_per_tick} values per tick:
+a pool with 8 raidz2 vdevs x 8 leaves = 64 leaves, a log and a cache device, ARC ({len(gen.arc_names)}),
+L2ARC ({len(gen.l2_names)}) and ZIL ({len(gen.zil_names)}) kstats, a 5-value workload).
+
+| measure | value |
+|---|---|
+| recording size | {size / 2**20:.1f} MiB for {values:,} values in {nsamples:,} samples |
+| bytes per stored value (whole file) | {size / values:.2f} |
+| packed value blobs alone (incl. the row flag byte) | {blob_bytes / values:.2f} bytes/value; {100 * delta_rows / all_rows:.1f} % of the rows are delta rows (the rows with counters, between keyframes) |
+| same data as text logs (`zpool iostat -v 1` + arcstats/zil dumps) | {text_total / 2**20:.1f} MiB ({text_total / size:.1f}x the recording) |
+| layout choice, first 600 ticks: packed rows vs one row per value | {packed_bytes / packed_values:.2f} vs {narrow_bytes / narrow_values:.2f} bytes/value |
+| recorder CPU (Recorder.write only, synchronous=FULL) | {write_cpu:.1f} s total, {write_cpu / hours:.1f} s per recorded hour ({100 * write_cpu / (hours * 3600):.2f} % of one core) |
+| wall time to record (incl. generating the data) | {wall_record:.0f} s |
+| memory (RSS) at 0 h .. end | {rss[0][1] // 1024} MiB .. {rss[-1][1] // 1024} MiB (max {max(r for _, r in rss) // 1024} MiB) |
+| export to per-kind CSV, everything (CPU) | {export_s:.1f} s ({export_s / hours:.1f} s per recorded hour), {csv_bytes / 2**20:.0f} MiB of CSV |
+| export one hour downsampled to 1 min, long CSV (CPU) | {export_1m_hour_s:.2f} s |
+| open + read one hour of one leaf's read_bw (CPU) | {read_hour_s * 1000:.0f} ms |
+| first {text_ticks / 3600:g} h, read every sample from the recording (CPU) | {read_text_span_s:.1f} s ({n_read:,} samples) |
+| first {text_ticks / 3600:g} h, re-parse the text logs with zfsmon's parsers (CPU) | {reparse_s:.1f} s ({n_parsed:,} samples) |
+| first {text_ticks / 3600:g} h, recording -> per-kind CSV (CPU) | {export_span_s:.1f} s |
+| first {text_ticks / 3600:g} h, text logs -> parse -> per-kind CSV (CPU) | {reparse_csv_s:.1f} s |
+""")
+    if not args.keep:
+        for d in ("csv", "csv-span", "csv-text"):
+            shutil.rmtree(os.path.join(args.dir, d), ignore_errors=True)
+    return 0
+
+
+def export_csv(samples, pairs, out_dir: str) -> None:
+    """What `zfsmon export --csv` does, for samples from anywhere."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    wide = view.WideCSV(out_dir, view.wide_columns(pairs, False), False)
+    for row in view.rows(samples):
+        wide.write(row)
+    wide.close()
+
+
+def stream_pairs(r: Recording) -> set:
+    return {(m.kind, m.name) for st in r.streams.values() for m in st.metrics}
+
+
+def _only_arcstats(text: str) -> str:
+    """The kstat log holds arcstats and zil dumps; the arcstats parser wants arcstats (zil has its own)."""
+    out, keep = [], True
+    for line in text.splitlines():
+        if line.startswith(("22 1 0x01", "26 1 0x01")):
+            keep = line.startswith("22 ")
+        if keep:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Format detection for `zfsmon import` / `zfsmon parse`, on every genuine capture we have."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import fixture_files, fixture_ids
+from zfsmon.model import ParseError, Sample
+from zfsmon.sources import detect
+
+#: fixture folder -> the kind every file in it must be detected as (None: must not be taken for any kind)
+EXPECTED = {"zpool_iostat": "zpool-iostat", "arcstats": "arcstats", "arcstat_tools": "arcstat",
+            "pgbench": "pgbench", "kstat_misc": None, "illumos_fsstat_iostat": None}
+#: `-H` prints no header at all: nothing in the text says what it is (name the kind)
+UNDETECTABLE = {"linux-proxmox-pbs-openzfs2.1__zpool_iostat_pool_-pH_1_5_tabs-expanded.txt"}
+
+ALL = [p for d in EXPECTED for p in fixture_files(d)]
+
+
+@pytest.mark.parametrize("path", ALL, ids=fixture_ids(ALL))
+def test_every_capture_is_detected_as_its_kind(path: Path):
+    want = None if path.name in UNDETECTABLE else EXPECTED[path.parent.name]
+    got = detect.detect(path.read_text())
+    assert (got.name if got else None) == want
+
+
+@pytest.mark.parametrize("path", [p for p in ALL if EXPECTED[p.parent.name] and p.name not in UNDETECTABLE],
+                         ids=fixture_ids([p for p in ALL if EXPECTED[p.parent.name] and p.name not in UNDETECTABLE]))
+def test_detected_kind_parses_or_says_why(path: Path):
+    """Detection hands the text to the right parser: it yields samples or a ParseError naming the file."""
+    try:
+        recs = detect.parse(path.read_text(), path.name, interval=5.0)
+    except ParseError as exc:
+        assert path.name in str(exc)
+        return
+    assert any(isinstance(r, Sample) for r in recs)
+
+
+def test_linux_arcstats_values_come_through(fixtures):
+    text = (fixtures / "arcstats" / "linux-openzfs-2.3__proc_spl_kstat_zfs_arcstats.txt").read_text()
+    recs = detect.parse(text, "a.txt")
+    arc = next(r for r in recs if isinstance(r, Sample) and r.entity.name == "arc")
+    assert arc.metrics["hits"] == 33266704081 and arc.metrics["misses"] == 30882817
+    assert detect.is_relative(recs)  # snaptime is seconds since boot, not a date
+
+
+def test_freebsd_sysctl_loop_splits_into_dumps(fixtures):
+    one = (fixtures / "arcstats" / "freebsd-14.0-RC2__sysctl_kstat.zfs.misc.arcstats.txt").read_text()
+    recs = detect.parse(one + one, "loop.txt", interval=10.0)
+    arcs = [r for r in recs if isinstance(r, Sample) and r.entity.name == "arc"]
+    assert [r.ts for r in arcs] == [0.0, 10.0] and arcs[0].metrics == arcs[1].metrics
+
+
+def test_unknown_kind_and_unknown_text():
+    with pytest.raises(KeyError):
+        detect.get("nope")
+    with pytest.raises(ParseError, match="not a format zfsmon knows"):
+        detect.parse("just some words\n", "x.txt")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_random_text_never_breaks_detection(text):
+    kind = detect.detect(text)
+    if kind is not None:
+        try:
+            kind.parse(text, "random", None)
+        except ParseError:
+            pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([p for p in ALL if EXPECTED[p.parent.name]] or [None]), st.integers(0, 4000), st.data())
+def test_truncated_or_corrupted_captures_raise_only_parse_error(path, cut, data):
+    if path is None:
+        return
+    text = path.read_text()[:cut]
+    if text and data.draw(st.booleans()):
+        i = data.draw(st.integers(0, len(text) - 1))
+        text = text[:i] + data.draw(st.sampled_from(["-", "x", "\n", "99999999999", " "])) + text[i + 1:]
+    kind = detect.detect(text)
+    if kind is not None:
+        try:
+            kind.parse(text, path.name, 5.0)
+        except ParseError:
+            pass

@@ -1,0 +1,317 @@
+"""The recording store: what goes in comes out, topology and events included, and bad files are refused cleanly."""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.unit.store_data import POOL, T0, records, samples_of
+from zfsmon.model import EventKind, Kind, Role
+from zfsmon.store import Recorder, Recording, RecordingError, codec, schema
+from zfsmon.store.downsample import downsample
+
+# --- codec ---------------------------------------------------------------------------------------------------
+
+numbers = st.one_of(st.integers(min_value=-(2 ** 70), max_value=2 ** 70),
+                    st.floats(allow_nan=True, allow_infinity=True),
+                    st.decimals(min_value=-10 ** 9, max_value=10 ** 9, places=3, allow_nan=False).map(float))
+
+
+@given(st.lists(numbers, max_size=40))
+def test_codec_round_trip_is_exact(values):
+    back = codec.unpack(codec.pack(values))
+    assert len(back) == len(values)
+    for a, b in zip(values, back):
+        if isinstance(a, float) and math.isnan(a):
+            assert math.isnan(b)
+        else:
+            assert a == b and (not isinstance(a, int) or isinstance(b, int))
+
+
+@given(st.binary(max_size=64))
+def test_codec_damaged_blob_raises_only_value_error(blob):
+    try:
+        codec.unpack(blob)
+    except ValueError:
+        pass
+
+
+def test_codec_is_compact_for_typical_values():
+    # counters and zpool iostat numbers: 1-5 bytes instead of 8
+    assert len(codec.pack([0, 143, 4440, 1174405])) == 1 + 2 + 3 + 4
+    assert len(codec.pack([12.3, 0.125])) == 3 + 2
+    assert len(codec.pack([1 / 3])) == 9
+
+
+# --- round trip ----------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def recording(tmp_path):
+    path = str(tmp_path / "r.zfsmon")
+    batches = records(15)
+    with Recorder(path, {"host": "h1", "interval": 1, "argv": "zfsmon record"}) as rec:
+        for b in batches:
+            rec.write(b)
+        rec.mark("after the run", ts=T0 + 20)
+    return path, batches
+
+
+def test_samples_come_back_equal(recording):
+    path, batches = recording
+    given_samples = samples_of(batches)
+    with Recording.open(path) as r:
+        got = list(r.samples())
+        assert r.counts()["samples"] == len(given_samples) == len(got)
+        key = lambda s: (s.ts, s.entity.key)  # noqa: E731
+        for want, have in zip(sorted(given_samples, key=key), sorted(got, key=key)):
+            assert have.ts == want.ts and have.entity == want.entity
+            assert dict(have.metrics) == dict(want.metrics)
+            assert (have.interval, have.since_boot, have.source) == (want.interval, want.since_boot, want.source)
+        assert r.meta["host"] == "h1" and r.meta["interval"] == "1"
+        assert r.time_range() == (T0, T0 + 14)
+        assert r.value_count() == sum(len(s.metrics) for s in given_samples)
+
+
+def test_topology_changes_are_recorded(recording):
+    path, _ = recording
+    with Recording.open(path) as r:
+        names = lambda at: {e.name for e in r.topology(at=at) if e.kind == Kind.VDEV}  # noqa: E731
+        assert names(T0 + 4) == {"mirror-0", "mirror-1", "sde", "sdf"}
+        assert names(T0 + 6) == {"mirror-0", "mirror-1", "sde"}  # cache removed at 5
+        assert "sdf" in names(T0 + 9)  # back at 8
+        roles = {e.name: e.role for e in r.topology(at=T0 + 9)}
+        assert roles["sde"] == Role.LOG and roles["sdf"] == Role.CACHE
+        assert {e.name: e.role for e in r.topology()}["sde"] == Role.DATA  # role change at 10
+        topo = r.events(kinds=[EventKind.TOPOLOGY])
+        assert [(e.ts - T0, e.text) for e in topo] == [
+            (5, f"vdev:{POOL}/sdf: removed"), (8, f"vdev:{POOL}/sdf: is back"),
+            (10, f"vdev:{POOL}/sde: role log -> data")]
+        # samples carry the role they had at their time
+        sde = [(s.ts - T0, s.entity.role) for s in r.samples(entity_keys=[f"vdev:{POOL}/sde"])]
+        assert sde[9] == (9, Role.LOG) and sde[10] == (10, Role.DATA)
+
+
+def test_events_and_marks(recording):
+    path, _ = recording
+    with Recording.open(path) as r:
+        evs = r.events()
+        err = [e for e in evs if e.kind == EventKind.ERROR]
+        assert [(e.ts, e.text) for e in err] == [(T0 + 3, "=cmd|' /C calc'!A0")]
+        mark = [e for e in evs if e.kind == EventKind.MARK]
+        assert [(e.ts, e.text) for e in mark] == [(T0 + 4, "started VACUUM"), (T0 + 20, "after the run")]
+        assert mark[0].data == {"who": "test"}
+        infos = [e.text for e in evs if e.kind == EventKind.INFO]
+        assert infos[0].startswith("recording started") and infos[-1] == "recording stopped"
+        assert [e.ts for e in r.events(T0 + 3.5, T0 + 4.5)] == [T0 + 4]
+
+
+def test_filters_and_series(recording):
+    path, _ = recording
+    with Recording.open(path) as r:
+        arc = list(r.samples(kinds=[Kind.ARC], start=T0 + 2, end=T0 + 4))
+        assert [s.metrics["hits"] for s in arc] == [10_500, 10_750, 11_000]
+        assert r.series("arc:arc", "hits", T0 + 11, T0 + 13) == [(T0 + 11, 12_750), (T0 + 12, 19), (T0 + 13, 20)]
+        assert r.series("arc:arc", "misses")[0] == (T0, 2 ** 63)
+        assert r.series("leaf:tank/sda", "nonexistent") == []
+
+
+def test_downsample_sums_counter_deltas_and_averages_gauges(recording):
+    path, _ = recording
+    with Recording.open(path) as r:
+        buckets = [b for b in downsample(r.samples(kinds=[Kind.ARC]), 5.0)]
+    # T0 is a multiple of 5: buckets [0,5), [5,10), [10,15)
+    assert [b.ts - T0 for b in buckets] == [0, 5, 10]
+    hits = [b.counters["hits"] for b in buckets]
+    assert [(h.last, h.delta, h.elapsed) for h in hits[:2]] == [(11_000, 1000.0, 4.0), (12_250, 1250.0, 5.0)]
+    # the reset at 12 costs that interval only: deltas 9->10, 10->11 (250 each), 12->13, 13->14 (1 each)
+    assert (hits[2].delta, hits[2].elapsed, hits[2].per_s) == (502.0, 4.0, 125.5)
+    size = buckets[1].gauges["size"]
+    assert (size.mean, size.min, size.max) == (64 * 2 ** 20 - 7, 64 * 2 ** 20 - 9, 64 * 2 ** 20 - 5)
+
+
+def test_append_to_existing_recording(recording):
+    path, batches = recording
+    with Recorder(path, {"host": "other"}) as rec:
+        rec.write(records(17)[16])
+    with Recording.open(path) as r:
+        assert r.meta["host"] == "h1"  # the first run's description stays
+        assert r.time_range() == (T0, T0 + 16)
+        assert any(e.text.startswith("recording resumed") for e in r.events())
+
+
+# --- versions --------------------------------------------------------------------------------------------------
+
+def test_newer_schema_is_refused_clearly(recording):
+    path, _ = recording
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(RecordingError, match="schema version 99"):
+        Recording.open(path)
+    with pytest.raises(RecordingError, match="newer zfsmon"):
+        Recorder(path)
+
+
+def test_migration_path_runs_on_append(recording, monkeypatch):
+    path, _ = recording
+
+    def add_note_column(db):
+        db.execute("ALTER TABLE event ADD COLUMN note TEXT")
+
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(schema, "READABLE", (1, 2, 3))
+    monkeypatch.setitem(schema.MIGRATIONS, 2, add_note_column)
+    with Recorder(path) as rec:
+        rec.mark("after upgrade")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert "note" in [r[1] for r in db.execute("PRAGMA table_info(event)")]
+    db.close()
+    with Recording.open(path) as r:
+        assert r.version == 3 and r.events(kinds=[EventKind.MARK])[-1].text == "after upgrade"
+
+
+def _as_version_1(path):
+    """Rewrite a recording the way schema 1 stored it: absolute values, no flag byte."""
+    with Recording.open(path) as r:
+        rows = []
+        for sid in r.streams:
+            for ts, _st, vals, _iv in r.rows([sid]):
+                rows.append((codec.pack(vals), ts, sid))
+    db = sqlite3.connect(path)
+    for blob, ts, sid in rows:
+        db.execute("UPDATE sample SET vals = ? WHERE stream = ? AND tick IN (SELECT id FROM tick WHERE ts = ?)",
+                   (blob, sid, ts))
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+
+
+def test_version_1_files_are_read_and_migrated(tmp_path):
+    path = str(tmp_path / "v1.zfsmon")
+    batches = records(80)  # more than one keyframe block, so version 2 rows hold deltas
+    with Recorder(path) as rec:
+        for b in batches:
+            rec.write(b)
+    with Recording.open(path) as r:
+        want = sorted((s.ts, s.entity.key, tuple(sorted(s.metrics.items()))) for s in r.samples())
+    _as_version_1(path)
+    with Recording.open(path) as r:
+        assert r.version == 1
+        assert sorted((s.ts, s.entity.key, tuple(sorted(s.metrics.items()))) for s in r.samples()) == want
+    with Recorder(path) as rec:  # appending migrates 1 -> 2
+        rec.mark("migrated")
+    with Recording.open(path) as r:
+        assert r.version == 2 and r.integrity() == "ok"
+        assert sorted((s.ts, s.entity.key, tuple(sorted(s.metrics.items()))) for s in r.samples()) == want
+
+
+def test_counters_are_stored_as_deltas_and_read_from_anywhere(tmp_path):
+    path = str(tmp_path / "d.zfsmon")
+    batches = records(200)
+    with Recorder(path) as rec:
+        for b in batches:
+            rec.write(b)
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    flags = [r[0] for r in db.execute("SELECT substr(s.vals, 1, 1) FROM sample s JOIN stream st ON st.id = s.stream "
+                                      "JOIN entity e ON e.id = st.entity WHERE e.key = 'arc:arc'")]
+    gauge_only = {r[0] for r in db.execute("SELECT substr(s.vals, 1, 1) FROM sample s JOIN stream st ON "
+                                           "st.id = s.stream JOIN entity e ON e.id = st.entity WHERE e.kind = 'leaf'")}
+    db.close()
+    # the ARC's counters: deltas (a reset's negative one too) except in each 64-tick block's first row
+    assert flags.count(bytes([codec.DELTA])) > 150 and flags.count(bytes([codec.ABSOLUTE])) >= 4
+    assert gauge_only == {bytes([codec.ABSOLUTE])}
+    given = {(s.ts, s.entity.key): dict(s.metrics) for s in samples_of(batches)}
+    with Recording.open(path) as r:
+        for lo, hi in ((T0 + 70, T0 + 75), (T0 + 63, T0 + 64), (T0 + 199, None), (None, T0 + 1)):
+            got = list(r.samples(start=lo, end=hi))
+            assert got and all(dict(s.metrics) == given[(s.ts, s.entity.key)] for s in got)
+            assert min(s.ts for s in got) == (lo or T0)
+        assert [v for _, v in r.series("arc:arc", "misses", T0 + 130, T0 + 131)] == [2 ** 63 + 130, 2 ** 63 + 131]
+
+
+# --- bad input --------------------------------------------------------------------------------------------------
+
+def _foreign_sqlite(path):
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE t (x)")
+    db.execute("INSERT INTO t VALUES (1)")
+    db.commit()
+    db.close()
+
+
+def _bad_files(tmp_path, good):
+    out = {}
+    out["text"] = tmp_path / "notes.txt"
+    out["text"].write_text("capacity operations bandwidth\n")
+    out["empty"] = tmp_path / "empty.zfsmon"
+    out["empty"].write_bytes(b"")
+    out["foreign"] = tmp_path / "foreign.db"
+    _foreign_sqlite(str(out["foreign"]))
+    data = open(good, "rb").read()
+    out["truncated"] = tmp_path / "truncated.zfsmon"
+    out["truncated"].write_bytes(data[: len(data) // 3])
+    out["scribbled"] = tmp_path / "scribbled.zfsmon"
+    page = 4096
+    out["scribbled"].write_bytes(data[:page] + bytes((b * 7 + 1) % 256 for b in data[page:]))
+    return out
+
+
+@pytest.mark.parametrize("which", ["text", "empty", "foreign", "truncated", "scribbled"])
+def test_bad_files_raise_recording_error_and_stay_unchanged(recording, tmp_path, which):
+    path, _ = recording
+    bad = str(_bad_files(tmp_path, path)[which])
+    before = (open(bad, "rb").read(), os.stat(bad).st_mtime_ns)
+    with pytest.raises(RecordingError):
+        with Recording.open(bad) as r:  # damage may only show when reading
+            list(r.samples())
+            r.events()
+            r.integrity()
+    assert (open(bad, "rb").read(), os.stat(bad).st_mtime_ns) == before
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(("-wal", "-shm"))]
+
+
+def test_recorder_refuses_a_foreign_sqlite_file(tmp_path):
+    p = str(tmp_path / "foreign.db")
+    _foreign_sqlite(p)
+    before = open(p, "rb").read()
+    with pytest.raises(RecordingError, match="not a zfsmon recording"):
+        Recorder(p)
+    assert open(p, "rb").read() == before
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(RecordingError, match="no such recording"):
+        Recording.open(str(tmp_path / "nope.zfsmon"))
+
+
+def test_a_sources_own_topology_event_is_not_repeated(tmp_path):
+    """zpool iostat reports a pool's topology change itself; the recorder then only keeps the topology rows."""
+    from zfsmon.model import Event
+
+    path = str(tmp_path / "t.zfsmon")
+    batches = records(7)
+    announced = Event(T0 + 5, EventKind.TOPOLOGY, f"pool {POOL}: removed sdf", source="zpool iostat",
+                      entity=f"pool:{POOL}/{POOL}", data={"pool": POOL, "removed": ["sdf"]})
+    batches[5].append(announced)
+    with Recorder(path) as rec:
+        for b in batches:
+            rec.write(b)
+    with Recording.open(path) as r:
+        assert [e.text for e in r.events(kinds=[EventKind.TOPOLOGY])] == [announced.text]
+        assert "sdf" not in {e.name for e in r.topology(at=T0 + 5)}
+
+
+@given(st.lists(st.tuples(numbers, numbers, st.booleans()), max_size=30))
+def test_delta_rows_round_trip(triples):
+    base = codec.normalise([t[0] for t in triples])
+    vals = codec.normalise([t[1] for t in triples])
+    flags = [t[2] for t in triples]
+    back = codec.decode_row(codec.encode_row(vals, base, flags), base, flags)
+    for a, b in zip(vals, back):
+        assert (math.isnan(a) and math.isnan(b)) if isinstance(a, float) and math.isnan(a) else a == b

@@ -1,0 +1,133 @@
+"""Export a recording as tidy CSV (one file per entity kind, or one long file) or JSON lines.
+
+Per-kind CSV (`--csv DIR`) writes DIR/pool.csv, vdev.csv (vdevs and their leaves, with each one's role
+at that moment), arc.csv, l2arc.csv, zil.csv, dataset.csv, device.csv, workload.csv, trace.csv (those
+the recording has) and events.csv. `--long` writes DIR/samples.csv with one line per value instead
+(`--csv -` sends it to standard output). `--json FILE` writes samples and events as JSON lines.
+Every row has an ISO-8601 UTC time and epoch seconds; counters come with their delta and per-second
+rate; `--every` downsamples (counters summed, gauges averaged with min/max). Columns: docs/export.md.
+The recording is only read (it may still be recording).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from zfsmon.commands._timearg import When, seconds
+from zfsmon.errors import UserError
+from zfsmon.model import Kind
+from zfsmon.store import Recording
+from zfsmon.views import export as view
+
+NAME = "export"
+HELP = "export a recording to CSV (per entity kind or long) or JSON lines"
+EPILOG = """\
+examples:
+  zfsmon export run.zfsmon --csv out/                        out/pool.csv, out/vdev.csv, ..., out/events.csv
+  zfsmon export run.zfsmon --csv out/ --every 1m             one row per entity and minute
+  zfsmon export run.zfsmon --csv - --long --entities 'vdev:*' | head
+  zfsmon export run.zfsmon --json run.jsonl --from +1h --to +2h
+  zfsmon export run.zfsmon --csv out/ --from 2024-05-01T12:00Z --entities arc l2arc 'leaf:tank/sd*'
+
+times: ISO-8601 (UTC unless an offset is given), epoch seconds, +D after the start, -D before the end.
+entities: a kind (arc, vdev, leaf...), an entity key (leaf:tank/sda), a name, or a shell pattern of those.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="the recording")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("--csv", metavar="OUT", help="directory for the CSV files (with --long: also `-` for stdout)")
+    out.add_argument("--json", metavar="OUT", help="JSON lines file (`-` for stdout)")
+    p.add_argument("--long", action="store_true", help="one long CSV (one line per value) instead of one per kind")
+    p.add_argument("--from", dest="start", type=When, metavar="T", help="first time to export")
+    p.add_argument("--to", dest="end", type=When, metavar="T", help="last time to export")
+    p.add_argument("--every", type=seconds, metavar="D", help="downsample to one row per D (10s, 1m, 1h)")
+    p.add_argument("--entities", nargs="+", metavar="PAT", help="only these entities (kinds, keys, names, patterns)")
+
+
+def select_entities(rec: Recording, patterns: Optional[Sequence[str]]) -> Optional[List[str]]:
+    """Entity keys matching any pattern (None = all). A pattern matches a kind, a key, a name or pool/name."""
+    if not patterns:
+        return None
+    kinds = {k.value for k in Kind}
+    keys = []
+    for e in rec.entities():
+        names = (e.key, e.name, f"{e.pool}/{e.name}" if e.pool else e.name)
+        for pat in patterns:
+            if pat in kinds and e.kind.value == pat or any(fnmatch.fnmatchcase(n, pat) for n in names):
+                keys.append(e.key)
+                break
+    if not keys:
+        some = ", ".join(sorted(e.key for e in rec.entities())[:8])
+        raise UserError(f"no entity matches {' '.join(patterns)} (the recording has: {some}...)")
+    return keys
+
+
+def _check_out(path: str, recording: str) -> None:
+    if path != "-" and os.path.exists(path) and os.path.samefile(path, recording):
+        raise UserError(f"{path}: that is the recording itself")
+
+
+def run(args: argparse.Namespace) -> int:
+    with Recording.open(args.file) as rec:
+        span = rec.time_range()
+        start = args.start.resolve(span) if args.start else None
+        # a live recording: export what exists now (the columns are fixed from it)
+        end = args.end.resolve(span) if args.end else (span[1] if span else None)
+        if start is not None and end is not None and end < start:
+            raise UserError("--to is before --from")
+        keys = select_entities(rec, args.entities)
+        samples = rec.samples(entity_keys=keys, start=start, end=end)
+        rows = view.rows(samples, args.every)
+        events = rec.events(start, args.end.resolve(span) if args.end else None)
+        if args.json:
+            _check_out(args.json, args.file)
+            if args.json == "-":
+                n, ne = view.write_jsonl(sys.stdout, rows, events)
+            else:
+                with open(args.json, "w", encoding="utf-8") as fh:
+                    n, ne = view.write_jsonl(fh, rows, events)
+                print(f"{args.json}: {n} rows, {ne} events", file=sys.stderr)
+            return 0
+        out = args.csv
+        _check_out(out, args.file)
+        if args.long:
+            if out == "-":
+                view.write_long(sys.stdout, rows)
+                return 0
+            _mkdir(out)
+            with open(os.path.join(out, "samples.csv"), "w", newline="", encoding="utf-8") as fh:
+                n = view.write_long(fh, rows)
+            written = [f"samples.csv ({n} values)"]
+        else:
+            if out == "-":
+                raise UserError("per-kind CSV needs a directory (use --long for standard output)")
+            _mkdir(out)
+            streams = rec.select_streams(keys) if keys is not None else list(rec.streams)
+            pairs = {(m.kind, m.name) for sid in streams for m in rec.streams[sid].metrics}
+            wide = view.WideCSV(out, view.wide_columns(pairs, bool(args.every)), bool(args.every))
+            try:
+                for r in rows:
+                    wide.write(r)
+            finally:
+                wide.close()
+            written = [f"{f}.csv ({n} rows)" for f, n in sorted(wide.counts.items())]
+        with open(os.path.join(out, "events.csv"), "w", newline="", encoding="utf-8") as fh:
+            ne = view.write_events(fh, events)
+        written.append(f"events.csv ({ne} events)")
+        print(f"{out}: " + ", ".join(written), file=sys.stderr)
+    return 0
+
+
+def _mkdir(path: str) -> None:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UserError(f"{path}: exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot create: {exc.strerror}") from None

@@ -1,0 +1,89 @@
+"""Build a recording from text logs people already have: captured `zpool iostat -v INTERVAL` output (with or
+without -T), arcstats dumps (Linux /proc/spl/kstat/zfs/arcstats, FreeBSD sysctl, illumos kstat -p; one or
+many concatenated), arcstat/arc_summary output and pgbench logs. The format of each LOG is detected
+(`zfsmon parse --list` shows the kinds) unless --kind names it.
+
+Logs that printed no times (no -T) are placed on the clock so that their last reading falls on the log
+file's modification time, or from --start on. The recording then exports, replays and describes like one
+made by `zfsmon record`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List
+
+from zfsmon.commands._timearg import When, seconds
+from zfsmon.commands.parse import parse_log_text, read_log
+from zfsmon.errors import UserError
+from zfsmon.model import Record, Sample
+from zfsmon.sources import detect
+from zfsmon.sources.pgbench import shift
+from zfsmon.store import Recorder
+
+NAME = "import"
+HELP = "build a recording from captured text logs (zpool iostat, arcstats, arcstat, pgbench)"
+EPILOG = """\
+examples:
+  zfsmon import iostat-v-5.log --into old.zfsmon
+  zfsmon import iostat.log arcstats.log --into night.zfsmon --start 2024-05-01T22:00:00Z
+  zfsmon import --kind zpool-iostat --interval 10 capture.txt --into c.zfsmon
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logs", nargs="+", metavar="LOG", help="captured text files")
+    p.add_argument("--into", required=True, metavar="FILE", help="recording to create (or append to)")
+    p.add_argument("--kind", choices=sorted(detect.KINDS), help="the format (default: detected per file)")
+    p.add_argument("--interval", type=seconds, metavar="S", help="the capture's interval, when the text does not "
+                   "show it")
+    p.add_argument("--start", type=When, metavar="T", help="time of the first reading of logs without printed "
+                   "times (default: so the last falls on the file's modification time)")
+
+
+def place(records: List[Record], path: str, start: float = None) -> List[Record]:  # type: ignore[assignment]
+    """Relative timestamps onto the wall clock (see the module's description)."""
+    if not detect.is_relative(records):
+        return records
+    lo = min(r.ts for r in records)
+    hi = max(r.ts for r in records)
+    if start is not None:
+        return shift(records, start - lo)
+    mtime = os.path.getmtime(path) if path != "-" else 0.0
+    return shift(records, mtime - hi)
+
+
+def _check_times(records: List[Record], path: str) -> None:
+    """Several readings of one entity at one time: the log printed no times and no interval was given."""
+    seen = set()
+    for r in records:
+        if isinstance(r, Sample) and not r.since_boot:
+            k = (r.entity.key, r.source, r.ts)
+            if k in seen:
+                raise UserError(f"{path}: the log shows no times or interval; say how far apart its reports are "
+                                "with --interval S")
+            seen.add(k)
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = []
+    for path in args.logs:
+        text = read_log(path)
+        records, kind = parse_log_text(text, path, args.kind, args.interval)
+        _check_times(records, path)
+        records = place(records, path, args.start.resolve(None) if args.start else None)
+        loaded.append((path, kind, records))
+    if os.path.exists(args.into) and any(os.path.samefile(args.into, p) for p in args.logs if p != "-"):
+        raise UserError(f"{args.into}: that is one of the logs")
+    meta = {"host": "(imported)", "argv": " ".join(["zfsmon", "import"] + sys.argv[2:]) if sys.argv[1:2] == ["import"]
+            else "zfsmon import", "imported_from": ", ".join(f"{p} ({k})" for p, k, _ in loaded)}
+    if args.interval:
+        meta["interval"] = f"{args.interval:g}"
+    with Recorder(args.into, meta) as rec:
+        for path, kind, records in loaded:
+            rec.write(records)
+            n = sum(1 for r in records if isinstance(r, Sample))
+            print(f"{path}: {kind}: {n} samples, {len(records) - n} events", file=sys.stderr)
+    return 0

@@ -1,0 +1,124 @@
+"""Describe a recording: where and how it was made, its time range and interval, pools with their vdev
+roles, topology changes, events and size. Reads only (the file may still be recording).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from typing import Dict, List
+
+from zfsmon.model import EventKind, Kind
+from zfsmon.store import Recording
+from zfsmon.views.export import iso
+
+NAME = "info"
+HELP = "describe a recording: time range, interval, host, pools, topology changes, events, size"
+EPILOG = """\
+examples:
+  zfsmon info run.zfsmon
+  zfsmon info run.zfsmon --json | jq .pools
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="the recording")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--events", type=int, default=10, metavar="N", help="show the last N marks/errors/topology "
+                   "changes (default 10)")
+
+
+def describe(rec: Recording, last_events: int = 10) -> Dict[str, object]:
+    span = rec.time_range()
+    counts = rec.counts()
+    values = rec.value_count()
+    size = rec.size_bytes()
+    pools: Dict[str, Dict[str, object]] = {}
+    for e in rec.topology():
+        if e.kind == Kind.POOL:
+            pools.setdefault(e.name, {"vdevs": {}, "leaves": 0})
+        elif e.kind in (Kind.VDEV, Kind.LEAF) and e.pool:
+            p = pools.setdefault(e.pool, {"vdevs": {}, "leaves": 0})
+            if e.kind == Kind.VDEV:
+                role = e.role.value if e.role else "data"
+                p["vdevs"][role] = p["vdevs"].get(role, 0) + 1  # type: ignore[index]
+            else:
+                p["leaves"] = int(p["leaves"]) + 1  # type: ignore[call-overload]
+    events = rec.events()
+    by_kind = Counter(ev.kind.value for ev in events)
+    notable = [ev for ev in events if ev.kind in (EventKind.MARK, EventKind.ERROR, EventKind.TOPOLOGY,
+                                                   EventKind.RESET, EventKind.RUN_START, EventKind.RUN_END)]
+    kinds = Counter(e.kind.value for e in rec.entities())
+    return {
+        "file": rec.path, "bytes": size, "schema": rec.version,
+        "meta": rec.meta,
+        "start": iso(span[0]) if span else None, "end": iso(span[1]) if span else None,
+        "start_epoch": span[0] if span else None, "end_epoch": span[1] if span else None,
+        "duration_s": (span[1] - span[0]) if span else 0.0, "interval_s": rec.nominal_interval() or 0.0,
+        "samples": counts["samples"], "values": values,
+        "bytes_per_value": round(size / values, 2) if values else None,
+        "entities": dict(kinds), "pools": pools,
+        "topology_changes": by_kind.get("topology", 0),
+        "events": dict(by_kind),
+        "recent_events": [{"time": iso(ev.ts), "kind": ev.kind.value, "text": ev.text}
+                          for ev in notable[-last_events:]] if last_events > 0 else [],
+    }
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _human_duration(s: float) -> str:
+    s = int(round(s))
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    parts = [f"{d}d"] if d else []
+    return " ".join(parts + [f"{h:02d}:{m:02d}:{s:02d}"])
+
+
+def render(info: Dict[str, object]) -> List[str]:
+    meta: Dict[str, str] = info["meta"]  # type: ignore[assignment]
+    out = [f"file:       {info['file']} ({_human_bytes(info['bytes'])}"  # type: ignore[arg-type]
+           + (f", {info['bytes_per_value']} bytes/value)" if info["bytes_per_value"] else ")")]
+    host = meta.get("host", "?")
+    plat = " ".join(x for x in (meta.get("platform", ""),) if x)
+    zfs = " ".join(x for x in (meta.get("zfs_flavour", ""), meta.get("zfs_version", "")) if x)
+    out.append(f"host:       {host}" + (f" ({plat})" if plat else "") + (f", ZFS {zfs}" if zfs else ""))
+    if meta.get("argv"):
+        out.append(f"command:    {meta['argv']}  (zfsmon {meta.get('zfsmon_version', '?')})")
+    if meta.get("imported_from"):
+        out.append(f"imported:   {meta['imported_from']}")
+    if info["start"]:
+        out.append(f"time:       {info['start']} .. {info['end']} ({_human_duration(info['duration_s'])})")  # type: ignore[arg-type]
+    else:
+        out.append("time:       no samples")
+    if info["interval_s"]:
+        out.append(f"interval:   {info['interval_s']:g} s")
+    ents = ", ".join(f"{n} {k}" for k, n in sorted(info["entities"].items()))  # type: ignore[union-attr]
+    out.append(f"samples:    {info['samples']} ({info['values']} values) of {ents or 'no entities'}")
+    for pool, p in sorted(info["pools"].items()):  # type: ignore[union-attr]
+        vd = ", ".join(f"{n} {r}" for r, n in sorted(p["vdevs"].items()))
+        out.append(f"pool:       {pool}: vdevs {vd or '-'}; {p['leaves']} leaves")
+    out.append(f"topology:   {info['topology_changes']} changes")
+    evs = ", ".join(f"{n} {k}" for k, n in sorted(info["events"].items()))  # type: ignore[union-attr]
+    out.append(f"events:     {evs or 'none'}")
+    for ev in info["recent_events"]:  # type: ignore[union-attr]
+        out.append(f"  {ev['time']}  {ev['kind']:<8} {ev['text']}")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    with Recording.open(args.file) as rec:
+        info = describe(rec, args.events)
+    if args.json:
+        print(json.dumps(info, indent=2, sort_keys=True))
+    else:
+        print("\n".join(render(info)))
+    return 0

@@ -1,0 +1,102 @@
+"""Record every available source (or the SOURCES named) into one recording file, headless.
+
+Each interval's readings are committed before the next is taken, so a crash, a SIGKILL or a power loss
+loses at most the last interval, and the file opens without repair. SIGTERM and SIGINT (Ctrl-C) stop
+cleanly. Memory does not grow with time. If the disk fills up, recording stops with a clear message and
+everything written before is kept. The file can be read (`zfsmon info`, `zfsmon export`, replay) while
+it is being written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import socket
+import sys
+import time
+from typing import List
+
+from zfsmon import __version__
+from zfsmon.commands._timearg import seconds
+from zfsmon.errors import UserError
+from zfsmon.store import RecordingError
+from zfsmon.store.schema import SUFFIX
+
+NAME = "record"
+HELP = "record all available sources into a recording file (SQLite)"
+EPILOG = """\
+examples:
+  zfsmon record                                   every source, 1 s, until Ctrl-C
+  zfsmon record --interval 5 --duration 4h --out soak.zfsmon
+  zfsmon record zpool_iostat arcstats             only these sources (names as `zfsmon doctor` shows them)
+  zfsmon info soak.zfsmon; zfsmon export soak.zfsmon --csv out/ --every 1m
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from zfsmon.sources.registry import NAMES
+
+    p.add_argument("sources", nargs="*", metavar="SOURCES", help="sources to record, of: " + ", ".join(NAMES) +
+                   " (default: every one this host has; see `zfsmon doctor`)")
+    p.add_argument("--pool", action="append", default=[], metavar="POOL", help="only this pool (repeatable)")
+    p.add_argument("--interval", "-i", type=seconds, default=1.0, metavar="S", help="seconds between readings "
+                   "(default 1)")
+    p.add_argument("--out", "-o", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon); an "
+                   "existing recording is appended to")
+    p.add_argument("--duration", "-d", type=seconds, metavar="D", help="stop after D (10m, 4h, 2d); default: "
+                   "until SIGINT/SIGTERM")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress line on standard error")
+
+
+def default_out(now: float) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    return f"zfsmon-{socket.gethostname()}-{stamp}{SUFFIX}"
+
+
+def host_meta(interval: float) -> dict:
+    from zfsmon.host import detect_flavour
+
+    system = platform.system()
+    flavour, version, _why = detect_flavour(system)
+    return {"host": socket.gethostname(), "platform": f"{system} {platform.release()} {platform.machine()}",
+            "zfs_flavour": flavour, "zfs_version": version, "zfsmon_version": __version__,
+            "argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{interval:g}"}
+
+
+def _collectors(interval: float, wanted: List[str], pools: List[str]):
+    """The sources to record: those named, or every one this host has (as `zfsmon doctor` finds them)."""
+    from zfsmon.host import probe
+    from zfsmon.sources.registry import build_collectors
+
+    collectors, skipped = build_collectors(probe(), interval, pools or None, wanted or None)
+    if not collectors:
+        raise UserError("no source is available on this host: " + "; ".join(skipped))
+    return collectors
+
+
+def run(args: argparse.Namespace) -> int:
+    from zfsmon.workload.session import record, tty_progress
+
+    out = args.out or default_out(time.time())
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise UserError(f"{out}: directory {parent} does not exist")
+    collectors = _collectors(args.interval, args.sources, args.pool)
+    if not args.quiet:
+        print(f"zfsmon: recording {', '.join(c.name for c in collectors)} every {args.interval:g} s into {out}",
+              file=sys.stderr)
+    try:
+        outcome = record(out, collectors, args.interval, host_meta(args.interval), duration=args.duration,
+                         progress=None if args.quiet else tty_progress(out))
+    except RecordingError:
+        for c in collectors:
+            c.stop()
+        raise
+    if not args.quiet:
+        print(f"\nzfsmon: {out}: {outcome.intervals} intervals, {outcome.samples} samples, "
+              f"{outcome.events} events", file=sys.stderr)
+    if outcome.failure:
+        raise UserError(outcome.failure, exit_code=1)
+    return 0

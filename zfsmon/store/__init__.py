@@ -1,0 +1,38 @@
+"""Durable recordings: one SQLite file per recording, written by a recorder, read by everything else.
+
+Writing (``zfsmon record``, ``zfsmon import``, anything that samples)::
+
+    from zfsmon.store import Recorder
+    with Recorder("run.zfsmon", {"host": "db1", "interval": 1, "argv": "zfsmon record"}) as rec:
+        rec.write(records)        # one interval's list[Record]; committed before it returns
+        rec.mark("VACUUM FULL")   # a user annotation (an Event of kind "mark")
+        rec.flush()               # fold the write-ahead log into the file (optional)
+    # close() notes the end and leaves a self-contained file
+
+``write`` raises :class:`RecordingFull` when the filesystem is full (the file keeps
+everything written before) and :class:`RecordingError` for other write failures.
+
+Reading (replay, export, info; safe while a recorder is still writing)::
+
+    from zfsmon.store import Recording
+    with Recording.open("run.zfsmon") as r:
+        r.meta                      # {"host": ..., "platform": ..., "interval": ..., "argv": ...} (strings)
+        r.time_range()              # (first_ts, last_ts) or None
+        r.entities()                # every Entity ever seen, latest role/parent
+        r.topology(at=ts)           # Entities present at ts, with roles then
+        r.samples(entity_keys=None, kinds=None, start=None, end=None)  # iterator of Sample
+        r.events(start, end)        # list of Event (marks, run boundaries, topology, resets, errors)
+        r.series("leaf:tank/sda", "read_bytes", start, end)            # [(ts, value), ...]
+        r.refresh()                 # pick up entities a live recorder added since open
+
+Timestamps are float epoch seconds (UTC). Opening anything that is not a
+readable recording raises :class:`RecordingError`, a UserError.
+Downsampling (``every`` seconds; counters summed as deltas, gauges averaged
+with min/max) is :func:`zfsmon.store.downsample.downsample`.
+"""
+
+from zfsmon.store.errors import RecordingError, RecordingFull
+from zfsmon.store.reader import Recording
+from zfsmon.store.writer import Recorder
+
+__all__ = ["Recorder", "Recording", "RecordingError", "RecordingFull"]

@@ -1,0 +1,374 @@
+"""Reads a recording, strictly read-only, even while a recorder is still writing it.
+
+The file is opened through a ``file:...?mode=ro`` URI, so nothing a reader does
+can change it; a file that is not a recording, is damaged, or comes from a
+newer zfsmon raises :class:`~zfsmon.store.errors.RecordingError` (a UserError:
+one line, no traceback) instead of a sqlite3 exception.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+
+from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample
+from zfsmon.store import codec, schema
+from zfsmon.store.errors import RecordingError
+from zfsmon.store.writer import NO_INTERVAL
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """A stored metric: its entity kind, name, whether it is a counter, its unit (as recorded)."""
+
+    id: int
+    kind: Kind
+    name: str
+    counter: bool
+    unit: str
+
+
+@dataclass(frozen=True)
+class Stream:
+    """What stays the same between samples of one entity from one source (see :mod:`zfsmon.store.schema`)."""
+
+    id: int
+    entity_key: str
+    source: str
+    metrics: Tuple[MetricInfo, ...]
+    interval: Optional[float]
+    since_boot: bool
+
+
+@dataclass(frozen=True)
+class TopologyChange:
+    ts: float
+    entity: Entity
+    present: bool
+
+
+def _guard(fn: Callable[..., T]) -> Callable[..., T]:
+    """Turn SQLite's errors into one-line RecordingErrors naming the file."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Recording, *a, **kw):
+        try:
+            return fn(self, *a, **kw)
+        except sqlite3.DatabaseError as exc:
+            raise RecordingError(f"{self.path}: damaged or unreadable recording: {exc}") from None
+        except ValueError as exc:  # a damaged value blob
+            raise RecordingError(f"{self.path}: damaged recording: {exc}") from None
+
+    return wrapper
+
+
+class Recording:
+    """A read-only view of one recording file. Use :meth:`open`."""
+
+    path: str
+    version: int
+    _db: sqlite3.Connection
+
+    @classmethod
+    def open(cls, path: str) -> Recording:
+        path = str(path)
+        if not os.path.isfile(path):
+            raise RecordingError(f"{path}: no such recording")
+        try:
+            with open(path, "rb") as f:
+                head = f.read(16)
+        except OSError as exc:
+            raise RecordingError(f"{path}: cannot read: {exc.strerror}") from None
+        if head != b"SQLite format 3\x00":
+            raise RecordingError(f"{path}: not a zfsmon recording (not an SQLite file)")
+        try:
+            db = sqlite3.connect(schema.ro_uri(path), uri=True, check_same_thread=False)
+            app = db.execute("PRAGMA application_id").fetchone()[0]
+            ver = db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise RecordingError(f"{path}: damaged or unreadable recording: {exc}") from None
+        if app != schema.APPLICATION_ID:
+            db.close()
+            raise RecordingError(f"{path}: an SQLite file, but not a zfsmon recording")
+        if ver not in schema.READABLE:
+            db.close()
+            raise RecordingError(f"{path}: recording schema version {ver} is not readable by this zfsmon "
+                                 f"(reads {', '.join(map(str, schema.READABLE))}); upgrade zfsmon")
+        rec = cls.__new__(cls)
+        rec.path, rec._db, rec.version = path, db, ver
+        try:
+            rec._load()
+        except RecordingError:
+            db.close()
+            raise
+        return rec
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -------------------------------------------------------------- loading
+    @_guard
+    def _load(self) -> None:
+        db = self._db
+        self.meta: Dict[str, str] = dict(db.execute("SELECT key, value FROM meta"))
+        self.metrics: Dict[int, MetricInfo] = {}
+        self._reload_streams()
+
+    def _reload_streams(self) -> None:
+        db = self._db
+        self.metrics.update({i: MetricInfo(i, Kind(k), n, bool(c), u) for i, k, n, c, u in
+                             db.execute("SELECT id, kind, name, counter, unit FROM metric")})
+        ents = {i: (k, Kind(kind), name, pool) for i, k, kind, name, pool in
+                db.execute("SELECT id, key, kind, name, pool FROM entity")}
+        self._entity_rows = ents
+        self._sources = dict(db.execute("SELECT id, name FROM source"))
+        layouts = {i: tuple(self.metrics[int(x)] for x in m.split(",") if x)
+                   for i, m in db.execute("SELECT id, metrics FROM layout")}
+        self.streams: Dict[int, Stream] = {
+            i: Stream(i, ents[e][0], self._sources[s], layouts[ly], iv, bool(b))
+            for i, e, s, ly, iv, b in db.execute("SELECT id, entity, source, layout, interval, since_boot FROM stream")}
+        self._topo = [(ts, ents[e], role, parent, bool(p)) for ts, e, role, parent, p in
+                      db.execute("SELECT ts, entity, role, parent, present FROM topology ORDER BY id")]
+
+    @_guard
+    def refresh(self) -> None:
+        """Pick up entities, metrics and streams a live recorder added since opening."""
+        self._reload_streams()
+
+    # -------------------------------------------------------------- questions
+    @_guard
+    def time_range(self) -> Optional[Tuple[float, float]]:
+        """First and last sample time, or None for a recording without samples."""
+        lo, hi = self._db.execute("SELECT min(ts), max(ts) FROM tick").fetchone()
+        return None if lo is None else (lo, hi)
+
+    @_guard
+    def counts(self) -> Dict[str, int]:
+        q = self._db.execute
+        return {"samples": q("SELECT count(*) FROM sample").fetchone()[0],
+                "events": q("SELECT count(*) FROM event").fetchone()[0],
+                "entities": len(self._entity_rows), "streams": len(self.streams),
+                "topology_changes": q("SELECT count(*) FROM event WHERE kind = 'topology'").fetchone()[0]}
+
+    @_guard
+    def nominal_interval(self) -> Optional[float]:
+        """The interval the recorder was asked for, else the most common interval of the samples."""
+        try:
+            return float(self.meta["interval"])
+        except (KeyError, ValueError):
+            pass
+        ivs = [s.interval for s in self.streams.values() if s.interval]
+        if ivs:
+            return max(set(ivs), key=ivs.count)
+        ts = [r[0] for r in self._db.execute("SELECT DISTINCT ts FROM tick ORDER BY id LIMIT 2000")]
+        gaps = sorted(b - a for a, b in zip(ts, ts[1:]) if b > a)
+        return gaps[len(gaps) // 2] if gaps else None
+
+    def value_count(self) -> int:
+        """How many numbers the file holds (for bytes-per-value)."""
+        per_stream = {i: len(s.metrics) for i, s in self.streams.items()}
+        total = 0
+        for stream, n in self._db.execute("SELECT stream, count(*) FROM sample GROUP BY stream"):
+            total += per_stream.get(stream, 0) * n
+        return total
+
+    def _entity_at(self, ek: Tuple[str, Kind, str, str], role: Optional[str], parent: str) -> Entity:
+        return Entity(ek[1], ek[2], ek[3], Role(role) if role else None, parent)
+
+    def entities(self) -> List[Entity]:
+        """Every entity ever recorded, with its latest role and parent."""
+        last: Dict[str, Entity] = {}
+        for _ts, ek, role, parent, _p in self._topo:
+            last[ek[0]] = self._entity_at(ek, role, parent)
+        return list(last.values())
+
+    def topology(self, at: Optional[float] = None) -> List[Entity]:
+        """The entities present at time ``at`` (default: the end), with their roles and parents then."""
+        now: Dict[str, Optional[Entity]] = {}
+        for ts, ek, role, parent, present in self._topo:
+            if at is not None and ts > at:
+                continue
+            now[ek[0]] = self._entity_at(ek, role, parent) if present else None
+        return [e for e in now.values() if e is not None]
+
+    def topology_changes(self) -> List[TopologyChange]:
+        """Every topology row in order: first appearances, role/parent changes, removals."""
+        return [TopologyChange(ts, self._entity_at(ek, role, parent), present)
+                for ts, ek, role, parent, present in self._topo]
+
+    def select_streams(self, entity_keys: Optional[Iterable[str]] = None,
+                       kinds: Optional[Iterable[Kind]] = None) -> List[int]:
+        keys = set(entity_keys) if entity_keys is not None else None
+        ks = {Kind(k) for k in kinds} if kinds is not None else None
+        out = []
+        for sid, st in self.streams.items():
+            if keys is not None and st.entity_key not in keys:
+                continue
+            if ks is not None and self._kind_of(st) not in ks:
+                continue
+            out.append(sid)
+        return out
+
+    def _kind_of(self, st: Stream) -> Kind:
+        return Kind(st.entity_key.split(":", 1)[0])
+
+    def _tick_bounds(self, start: Optional[float], end: Optional[float]) -> Tuple[int, int]:
+        q = "SELECT min(id), max(id) FROM tick WHERE ts >= ? AND ts <= ?"
+        lo, hi = self._db.execute(q, (float("-inf") if start is None else start,
+                                      float("inf") if end is None else end)).fetchone()
+        return (lo, hi) if lo is not None else (1, 0)
+
+    def rows(self, streams: Optional[Sequence[int]] = None, start: Optional[float] = None,
+             end: Optional[float] = None) -> Iterator[Tuple[float, Stream, List[float], Optional[float]]]:
+        """The raw material of :meth:`samples`: (ts, stream, values, interval), in recording order."""
+        try:
+            yield from self._rows(streams, start, end)
+        except sqlite3.DatabaseError as exc:
+            raise RecordingError(f"{self.path}: damaged or unreadable recording: {exc}") from None
+        except ValueError as exc:
+            raise RecordingError(f"{self.path}: damaged recording: {exc}") from None
+
+    def _rows(self, streams, start, end):
+        lo, hi = self._tick_bounds(start, end)
+        if self.version >= 2:  # start at a keyframe block: counters may be deltas from earlier rows
+            lo = (lo // schema.KEYFRAME_TICKS) * schema.KEYFRAME_TICKS
+        args: List[object] = [lo, hi]
+        wanted = None
+        if streams is None:
+            sql = ("SELECT t.ts, s.stream, s.vals, s.iv FROM sample s JOIN tick t ON t.id = s.tick "
+                   "WHERE s.tick BETWEEN ? AND ? ORDER BY s.tick, s.stream")
+        else:
+            wanted = set(streams)
+            if not wanted:
+                return
+            marks = ",".join("?" * len(wanted))
+            if len(wanted) <= 16:  # a few series: one primary-key probe per tick beats scanning every row
+                sql = ("SELECT t.ts, s.stream, s.vals, s.iv FROM tick t CROSS JOIN sample s "
+                       f"ON s.tick = t.id AND s.stream IN ({marks}) WHERE t.id BETWEEN ? AND ? "
+                       "ORDER BY t.id, s.stream")
+                args = sorted(wanted) + args
+            elif len(wanted) <= 500:
+                sql = ("SELECT t.ts, s.stream, s.vals, s.iv FROM sample s JOIN tick t ON t.id = s.tick "
+                       f"WHERE s.tick BETWEEN ? AND ? AND s.stream IN ({marks}) ORDER BY s.tick, s.stream")
+                args += sorted(wanted)
+            else:
+                sql = ("SELECT t.ts, s.stream, s.vals, s.iv FROM sample s JOIN tick t ON t.id = s.tick "
+                       "WHERE s.tick BETWEEN ? AND ? ORDER BY s.tick, s.stream")
+        st_map = self.streams
+        unpack = codec.unpack
+        decode = codec.decode_row
+        flagged = self.version >= 2
+        last: Dict[int, List[float]] = {}
+        counters: Dict[int, Tuple[bool, ...]] = {}
+        for ts, sid, blob, iv in self._db.execute(sql, args):
+            if wanted is not None and sid not in wanted:
+                continue
+            st = st_map.get(sid)
+            if st is None:  # written after we loaded: a live recorder
+                self._reload_streams()
+                st_map = self.streams
+                st = st_map[sid]
+            if flagged:
+                flags = counters.get(sid)
+                if flags is None:
+                    flags = counters[sid] = tuple(m.counter for m in st.metrics)
+                vals = last[sid] = decode(blob, last.get(sid), flags)
+            else:
+                vals = unpack(blob)
+            if (start is not None and ts < start) or (end is not None and ts > end):
+                continue
+            if len(vals) != len(st.metrics):
+                raise ValueError(f"sample of {st.entity_key} holds {len(vals)} values for {len(st.metrics)} metrics")
+            interval = st.interval if iv is None else (None if iv == NO_INTERVAL else iv)
+            yield ts, st, vals, interval
+
+    def samples(self, entity_keys: Optional[Iterable[str]] = None, kinds: Optional[Iterable[Kind]] = None,
+                start: Optional[float] = None, end: Optional[float] = None) -> Iterator[Sample]:
+        """Samples in recording order (time order within each written interval), as the model's Sample."""
+        streams = None if entity_keys is None and kinds is None else self.select_streams(entity_keys, kinds)
+        topo = _TopologyCursor(self._topo)
+        for ts, st, vals, interval in self.rows(streams, start, end):
+            yield Sample(ts, topo.entity(st.entity_key, ts), {m.name: v for m, v in zip(st.metrics, vals)},
+                         interval=interval, since_boot=st.since_boot, source=st.source)
+
+    @_guard
+    def events(self, start: Optional[float] = None, end: Optional[float] = None,
+               kinds: Optional[Iterable[EventKind]] = None) -> List[Event]:
+        sql = "SELECT ts, kind, text, source, entity, data FROM event WHERE ts >= ? AND ts <= ?"
+        args: List[object] = [float("-inf") if start is None else start, float("inf") if end is None else end]
+        if kinds is not None:
+            ks = [EventKind(k).value for k in kinds]
+            sql += f" AND kind IN ({','.join('?' * len(ks))})"
+            args += ks
+        out = []
+        for ts, kind, text, source, entity, data in self._db.execute(sql + " ORDER BY ts, id", args):
+            try:
+                ek = EventKind(kind)
+            except ValueError:
+                ek = EventKind.INFO
+            out.append(Event(ts, ek, text, source, entity, json.loads(data) if data else {}))
+        return out
+
+    def series(self, entity_key: str, metric: str, start: Optional[float] = None,
+               end: Optional[float] = None) -> List[Tuple[float, float]]:
+        """One metric of one entity as (ts, value) pairs: what a chart needs."""
+        streams = [sid for sid in self.select_streams([entity_key])
+                   if any(m.name == metric for m in self.streams[sid].metrics)]
+        out = []
+        for ts, st, vals, _iv in self.rows(streams, start, end):
+            for m, v in zip(st.metrics, vals):
+                if m.name == metric:
+                    out.append((ts, v))
+                    break
+        return out
+
+    def size_bytes(self) -> int:
+        """The file plus its write-ahead log, if a recorder is (or was) writing."""
+        total = os.path.getsize(self.path)
+        wal = self.path + "-wal"
+        return total + (os.path.getsize(wal) if os.path.exists(wal) else 0)
+
+    @_guard
+    def integrity(self) -> str:
+        return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+class _TopologyCursor:
+    """Role and parent of each entity at a moving time, without re-reading the topology table."""
+
+    def __init__(self, topo: List[tuple]) -> None:
+        self._topo = topo
+        self._i = 0
+        self._now: Dict[str, Entity] = {}
+        self._ts = float("-inf")
+
+    def entity(self, key: str, ts: float) -> Entity:
+        if ts < self._ts:  # out-of-order sample: rewind
+            self._i, self._now = 0, {}
+        self._ts = ts
+        topo = self._topo
+        while self._i < len(topo) and topo[self._i][0] <= ts:
+            _t, ek, role, parent, _p = topo[self._i]
+            self._now[ek[0]] = Entity(ek[1], ek[2], ek[3], Role(role) if role else None, parent)
+            self._i += 1
+        ent = self._now.get(key)
+        if ent is None:  # only ever seen later than ts (should not happen): use its first description
+            for _t, ek, role, parent, _p in topo:
+                if ek[0] == key:
+                    return Entity(ek[1], ek[2], ek[3], Role(role) if role else None, parent)
+            kind, rest = key.split(":", 1)
+            pool, _, name = rest.rpartition("/")
+            return Entity(Kind(kind), name, pool)
+        return ent

@@ -1,0 +1,334 @@
+"""Writes records into a recording, one committed transaction per call.
+
+Durability: WAL journal with ``synchronous=FULL``, one transaction per
+:meth:`Recorder.write` (the sampler calls it once per interval), so a SIGKILL
+or power loss loses at most the interval being written and the file opens
+without repair. Memory stays flat: the only state kept is the interning caches,
+which grow with the number of entities and metrics, never with time.
+
+Topology is tracked here, because only the writer sees every reading in order:
+an entity's first appearance, every change of its role or parent, and — for
+vdevs and leaves — its absence from a later complete report of the same source
+and pool become ``topology`` rows and ``topology`` events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+from zfsmon import __version__, metrics
+from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample
+from zfsmon.store import codec, schema
+from zfsmon.store.errors import RecordingError, RecordingFull
+
+#: ``iv`` value meaning "this sample has no interval" (the stream has one)
+NO_INTERVAL = -1.0
+_TREE_KINDS = (Kind.VDEV, Kind.LEAF)
+
+
+def _sqlite_code(exc: sqlite3.Error) -> int:
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF
+
+
+def _is_full(exc: sqlite3.Error) -> bool:
+    # SQLITE_FULL = 13, SQLITE_IOERR = 10 (ENOSPC while growing the WAL shows up as either)
+    return _sqlite_code(exc) in (13, 10) or "full" in str(exc) or "disk I/O" in str(exc)
+
+
+class Recorder:
+    """Appends samples, events and topology to a recording file (created if missing)."""
+
+    def __init__(self, path: str, meta: Optional[Mapping[str, object]] = None, clock=time.time) -> None:
+        self.path = str(path)
+        self.clock = clock
+        self.failed: Optional[str] = None
+        self.samples_written = 0
+        self.events_written = 0
+        existed = os.path.exists(self.path) and os.path.getsize(self.path) > 0
+        try:
+            if existed:
+                self._check_existing()  # read-only first: a foreign file is left untouched
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            if existed:
+                schema.migrate(self._db)
+            else:
+                schema.create(self._db)
+        except sqlite3.DatabaseError as exc:
+            raise RecordingError(f"{self.path}: cannot write a recording here: {exc}") from None
+        except ValueError as exc:
+            raise RecordingError(f"{self.path}: {exc}") from None
+        self._load_caches()
+        info = {"created": repr(self.clock()), "zfsmon_version": __version__, "host": socket.gethostname()}
+        info.update({k: str(v) for k, v in (meta or {}).items()})
+        with self._txn():
+            have = {r[0] for r in self._db.execute("SELECT key FROM meta")}
+            self._db.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",
+                                 [(k, v) for k, v in info.items() if k not in have])
+            argv = info.get("argv", "")
+            self._event(Event(self.clock(), EventKind.INFO,
+                              "recording " + ("resumed" if existed else "started") + (f": {argv}" if argv else ""),
+                              source="record"))
+
+    # ----------------------------------------------------------------- public API
+    def write(self, records: Iterable[Record]) -> None:
+        """Store one interval's records and commit them. Raises RecordingFull when the disk is full."""
+        if self.failed:
+            raise RecordingError(f"{self.path}: recording stopped: {self.failed}")
+        recs = sorted(records, key=lambda r: r.ts)
+        if not recs:
+            return
+        self._fresh: Set[int] = set()
+        # a source that reports topology changes itself (zpool iostat does, per pool): don't say it twice
+        self._announced = {(r.data.get("pool"), r.ts) for r in recs if isinstance(r, Event)
+                           and r.kind == EventKind.TOPOLOGY and r.data.get("pool")}
+        with self._txn():
+            ticks: Dict[float, int] = {}
+            used: Set[Tuple[int, int]] = set()
+            rows: List[tuple] = []
+            groups: Dict[Tuple[int, str, float], Set[int]] = {}
+            for rec in recs:
+                if isinstance(rec, Sample):
+                    row = self._sample_row(rec, ticks, used)
+                    if row is not None:
+                        rows.append(row)
+                        if rec.entity.kind in _TREE_KINDS:
+                            gk = (self._source_id(rec.source), rec.entity.pool, rec.ts)
+                            groups.setdefault(gk, set()).add(self._entities[rec.entity.key])
+                else:
+                    self._event(rec)
+            self._db.executemany("INSERT INTO sample(tick, stream, vals, iv) VALUES (?, ?, ?, ?)", rows)
+            for (src, pool, ts), members in sorted(groups.items(), key=lambda kv: kv[0][2]):
+                self._note_members(src, pool, ts, members)
+        self.samples_written += len(rows)
+
+    def mark(self, text: str, ts: Optional[float] = None) -> None:
+        """A user's annotation ("started VACUUM"), committed at once."""
+        self.write([Event(self.clock() if ts is None else ts, EventKind.MARK, text, source="user")])
+
+    def flush(self) -> None:
+        """Everything written is already committed; this also moves the WAL into the main file."""
+        if not self.failed:
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error:
+                pass
+
+    def close(self) -> None:
+        """Note the end, fold the WAL into the file (so it reads without -wal/-shm), close. Safe twice."""
+        db = getattr(self, "_db", None)
+        if db is None:
+            return
+        if not self.failed:
+            try:
+                with self._txn():
+                    self._event(Event(self.clock(), EventKind.INFO, "recording stopped", source="record"))
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                db.execute("PRAGMA journal_mode=DELETE")  # fails harmlessly while a reader has it open
+            except (sqlite3.Error, RecordingError):
+                pass
+        try:
+            db.close()
+        except sqlite3.Error:
+            pass
+        self._db = None  # type: ignore[assignment]
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- internals
+    def _check_existing(self) -> None:
+        with open(self.path, "rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                raise RecordingError(f"{self.path}: exists and is not a zfsmon recording (refusing to write into it)")
+        ro = sqlite3.connect(schema.ro_uri(self.path), uri=True)
+        try:
+            app = ro.execute("PRAGMA application_id").fetchone()[0]
+            ver = ro.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            ro.close()
+        if app != schema.APPLICATION_ID:
+            raise RecordingError(f"{self.path}: exists and is not a zfsmon recording (refusing to write into it)")
+        if ver > schema.SCHEMA_VERSION:
+            raise RecordingError(f"{self.path}: written by a newer zfsmon (schema {ver}); cannot append")
+
+    def _txn(self):
+        return _Txn(self)
+
+    def _load_caches(self) -> None:
+        db = self._db
+        self._sources: Dict[str, int] = {n: i for i, n in db.execute("SELECT id, name FROM source")}
+        self._entities: Dict[str, int] = {k: i for i, k in db.execute("SELECT id, key FROM entity")}
+        self._metrics: Dict[Tuple[str, str], int] = {}
+        self._counter: Dict[int, bool] = {}
+        for i, k, n, c in db.execute("SELECT id, kind, name, counter FROM metric"):
+            self._metrics[(k, n)] = i
+            self._counter[i] = bool(c)
+        self._layouts: Dict[Tuple[int, ...], int] = {
+            tuple(int(x) for x in m.split(",") if x): i for i, m in db.execute("SELECT id, metrics FROM layout")}
+        self._layout_counters: Dict[int, Tuple[bool, ...]] = {
+            i: tuple(self._counter[m] for m in mids) for mids, i in self._layouts.items()}
+        # each stream's last row (tick, normalised values): the base of the next delta row
+        self._last: Dict[int, Tuple[int, List[float]]] = {}
+        self._streams: Dict[Tuple[int, int, int, int], Tuple[int, Optional[float]]] = {
+            (e, s, ly, b): (i, iv) for i, e, s, ly, b, iv in
+            db.execute("SELECT id, entity, source, layout, since_boot, interval FROM stream")}
+        self._topo: Dict[int, Tuple[Optional[str], str, int]] = {}
+        for eid, role, parent, present in db.execute("SELECT entity, role, parent, present FROM topology ORDER BY id"):
+            self._topo[eid] = (role, parent, present)
+        # which vdevs/leaves the last complete report of (source, pool) listed; rebuilt from data as it arrives
+        self._members: Dict[Tuple[int, str], Set[int]] = {}
+        self._fresh: Set[int] = set()  # entities first seen in the batch being written
+        self._announced: Set[Tuple[object, float]] = set()  # (pool, ts) whose topology change a source reported
+
+    def _source_id(self, name: str) -> int:
+        sid = self._sources.get(name)
+        if sid is None:
+            sid = self._db.execute("INSERT INTO source(name) VALUES (?)", (name,)).lastrowid
+            self._sources[name] = sid
+        return sid
+
+    def _entity_id(self, ent: Entity, ts: float) -> int:
+        eid = self._entities.get(ent.key)
+        if eid is None:
+            eid = self._db.execute("INSERT INTO entity(key, kind, name, pool) VALUES (?, ?, ?, ?)",
+                                   (ent.key, ent.kind.value, ent.name, ent.pool)).lastrowid
+            self._entities[ent.key] = eid
+        role = ent.role.value if ent.role is not None else None
+        old = self._topo.get(eid)
+        if old is None or old[0] != role or old[1] != ent.parent or not old[2]:
+            self._topology_row(eid, ts, role, ent.parent, 1)
+            if old is None:
+                self._fresh.add(eid)
+            else:
+                if not old[2]:
+                    what = "is back"
+                else:
+                    changes = []
+                    if old[0] != role:
+                        changes.append(f"role {old[0] or '-'} -> {role or '-'}")
+                    if old[1] != ent.parent:
+                        changes.append(f"parent {old[1] or '-'} -> {ent.parent or '-'}")
+                    what = ", ".join(changes)
+                self._topology_event(ts, ent.pool, f"{ent.key}: {what}", ent.key,
+                                     {"role": role, "parent": ent.parent})
+        return eid
+
+    def _topology_row(self, eid: int, ts: float, role: Optional[str], parent: str, present: int) -> None:
+        self._db.execute("INSERT INTO topology(ts, entity, role, parent, present) VALUES (?, ?, ?, ?, ?)",
+                         (ts, eid, role, parent, present))
+        self._topo[eid] = (role, parent, present)
+
+    def _note_members(self, src: int, pool: str, ts: float, members: Set[int]) -> None:
+        prev = self._members.get((src, pool))
+        self._members[(src, pool)] = members
+        if prev is None:
+            return
+        keys = {i: k for k, i in self._entities.items() if i in (prev ^ members)}
+        for eid in sorted((members - prev) & self._fresh):
+            self._topology_event(ts, pool, f"{keys[eid]}: added", keys[eid], {"added": True})
+        for eid in sorted(prev - members):
+            role, parent, present = self._topo[eid]
+            if present:
+                self._topology_row(eid, ts, role, parent, 0)
+                self._topology_event(ts, pool, f"{keys[eid]}: removed", keys[eid], {"removed": True})
+
+    def _topology_event(self, ts: float, pool: str, text: str, key: str, data: Dict[str, object]) -> None:
+        if (pool, ts) not in self._announced:
+            self._event(Event(ts, EventKind.TOPOLOGY, text, source="record", entity=key, data=data))
+
+    def _metric_id(self, kind: Kind, name: str) -> int:
+        mid = self._metrics.get((kind.value, name))
+        if mid is None:
+            spec = metrics.lookup(kind, name)
+            mid = self._db.execute(
+                "INSERT INTO metric(kind, name, counter, unit) VALUES (?, ?, ?, ?)",
+                (kind.value, name, int(metrics.is_counter(kind, name)), spec.unit if spec else "")).lastrowid
+            self._metrics[(kind.value, name)] = mid
+            self._counter[mid] = metrics.is_counter(kind, name)
+        return mid
+
+    def _layout_id(self, mids: Tuple[int, ...]) -> int:
+        lid = self._layouts.get(mids)
+        if lid is None:
+            lid = self._db.execute("INSERT INTO layout(metrics) VALUES (?)",
+                                   (",".join(map(str, mids)),)).lastrowid
+            self._layouts[mids] = lid
+            self._layout_counters[lid] = tuple(self._counter[m] for m in mids)
+        return lid
+
+    def _sample_row(self, s: Sample, ticks: Dict[float, int], used: Set[Tuple[int, int]]) -> Optional[tuple]:
+        kind = s.entity.kind
+        pairs = sorted((self._metric_id(kind, n), v) for n, v in s.metrics.items() if v is not None)
+        if not pairs:
+            return None
+        eid = self._entity_id(s.entity, s.ts)
+        sid = self._source_id(s.source)
+        lid = self._layout_id(tuple(p[0] for p in pairs))
+        skey = (eid, sid, lid, int(bool(s.since_boot)))
+        st = self._streams.get(skey)
+        if st is None:
+            stid = self._db.execute(
+                "INSERT INTO stream(entity, source, layout, interval, since_boot) VALUES (?, ?, ?, ?, ?)",
+                (eid, sid, lid, s.interval, skey[3])).lastrowid
+            st = self._streams[skey] = (stid, s.interval)
+        stid, interval = st
+        iv = None if s.interval == interval else (NO_INTERVAL if s.interval is None else s.interval)
+        tick = ticks.get(s.ts)
+        if tick is None or (tick, stid) in used:
+            tick = self._db.execute("INSERT INTO tick(ts) VALUES (?)", (s.ts,)).lastrowid
+            ticks[s.ts] = tick
+        used.add((tick, stid))
+        vals = codec.normalise([p[1] for p in pairs])
+        last = self._last.get(stid)
+        k = schema.KEYFRAME_TICKS
+        base = last[1] if last is not None and last[0] // k == tick // k else None
+        self._last[stid] = (tick, vals)
+        return (tick, stid, codec.encode_row(vals, base, self._layout_counters[lid]), iv)
+
+    def _event(self, ev: Event) -> None:
+        data = json.dumps(dict(ev.data), sort_keys=True, default=str) if ev.data else ""
+        self._db.execute("INSERT INTO event(ts, kind, text, source, entity, data) VALUES (?, ?, ?, ?, ?, ?)",
+                         (ev.ts, ev.kind.value, ev.text, ev.source, ev.entity, data))
+        self.events_written += 1
+
+
+class _Txn:
+    """BEGIN/COMMIT around a batch; on failure roll back, re-read the caches, and say why in one line."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+
+    def __enter__(self) -> None:
+        self.rec._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, et, exc, tb) -> bool:
+        db = self.rec._db
+        if exc is None:
+            try:
+                db.execute("COMMIT")
+                return False
+            except sqlite3.Error as err:
+                exc = err
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        if not isinstance(exc, sqlite3.Error):
+            self.rec._load_caches()
+            return False
+        if _is_full(exc):
+            self.rec.failed = f"disk full ({exc})"
+            raise RecordingFull(f"{self.rec.path}: the disk is full: recording stopped; "
+                                f"{self.rec.samples_written} samples written before are kept") from None
+        self.rec.failed = str(exc)
+        raise RecordingError(f"{self.rec.path}: cannot write: {exc}") from None

@@ -1,0 +1,290 @@
+"""Recordings as files for spreadsheets and pandas: tidy CSV (one per entity kind, or one long file) and JSON lines.
+
+A view: it reads samples (from a Recording, or from a parser for ``zfsmon
+parse``) and writes text; it runs nothing. Columns are documented in
+docs/export.md. Every row carries ISO-8601 UTC time and epoch seconds; counters
+come with their delta and per-second rate (over the real elapsed time, empty
+after a reset); vdevs and leaves carry their role at that moment. Text cells a
+spreadsheet would run as a formula are neutralised with a leading quote.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import IO, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+from zfsmon import metrics
+from zfsmon.analysis.rates import RateDeriver
+from zfsmon.model import Event, Kind, Sample
+from zfsmon.store.downsample import downsample
+
+#: which CSV file each entity kind goes to (vdevs and their leaves share one, with a kind column)
+KIND_FILE: Dict[Kind, str] = {
+    Kind.POOL: "pool", Kind.VDEV: "vdev", Kind.LEAF: "vdev", Kind.ARC: "arc", Kind.L2ARC: "l2arc",
+    Kind.ZIL: "zil", Kind.DATASET: "dataset", Kind.DEVICE: "device", Kind.WORKLOAD: "workload",
+    Kind.TRACE: "trace",
+}
+ID_COLUMNS = ["time", "epoch", "kind", "pool", "name", "role", "parent", "source", "interval", "since_boot"]
+LONG_COLUMNS = ID_COLUMNS + ["metric", "counter", "value", "delta", "per_s", "min", "max", "samples"]
+EVENT_COLUMNS = ["time", "epoch", "kind", "source", "entity", "text", "data"]
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(text: str) -> str:
+    """A text cell that would start a formula in Excel/LibreOffice gets a leading apostrophe."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def num(v: Optional[float]) -> str:
+    """Numbers as written: integers without a fraction, floats in their shortest exact form."""
+    if v is None:
+        return ""
+    if isinstance(v, int):
+        return str(v)
+    if math.isnan(v):
+        return "NaN"
+    if v.is_integer() and abs(v) < 1e16:
+        return str(int(v))
+    return repr(v)
+
+
+class Cell(NamedTuple):
+    """One metric of one row."""
+
+    metric: str
+    counter: bool
+    value: float
+    delta: Optional[float] = None
+    per_s: Optional[float] = None
+    min: Optional[float] = None
+    max: Optional[float] = None
+
+
+@dataclass
+class Row:
+    """One entity at one time (a reading, or a downsampled bucket)."""
+
+    ts: float
+    sample: Sample  # for entity/source/interval/since_boot
+    cells: List[Cell]
+    samples: Optional[int] = None  # readings in the bucket (downsampled rows only)
+    interval: Optional[float] = None
+
+
+def rows(samples: Iterable[Sample], every: Optional[float] = None) -> Iterator[Row]:
+    """Raw readings with deltas and rates, or ``every``-second buckets (see zfsmon.store.downsample)."""
+    if every:
+        for b in downsample(samples, every):
+            cells = [Cell(n, True, c.last, c.delta if c.has_delta else None, c.per_s)
+                     for n, c in b.counters.items()]
+            cells += [Cell(n, False, g.mean, min=g.min, max=g.max) for n, g in b.gauges.items()]
+            cells.sort(key=lambda c: c.metric)
+            yield Row(b.ts, Sample(b.ts, b.entity, {}, b.every, False, b.source), cells, b.n, b.every)
+        return
+    deriver = RateDeriver()
+    # which metrics are counters, per (kind, metric names): looked up once, not per value
+    plans: Dict[tuple, Tuple[List[Tuple[str, bool]], bool]] = {}
+    for s in samples:
+        m = s.metrics
+        pk = (s.entity.kind, tuple(m))
+        plan = plans.get(pk)
+        if plan is None:
+            cols = [(n, metrics.is_counter(s.entity.kind, n)) for n in sorted(m)]
+            plan = plans[pk] = (cols, any(c for _, c in cols))
+        cols, has_counters = plan
+        d = deriver.update(s)[0] if has_counters else None
+        if d is None:
+            cells = [Cell(n, c, m[n]) for n, c in cols]
+        else:
+            dd, rr = d.deltas, d.rates
+            cells = [Cell(n, True, m[n], dd.get(n), rr.get(n)) if c else Cell(n, False, m[n]) for n, c in cols]
+        yield Row(s.ts, s, cells, None, s.interval)
+
+
+class _IdCells:
+    """The identifying cells of a row. Rows of one reading share a time and an entity keeps its description
+    for many rows: both are formatted once."""
+
+    def __init__(self) -> None:
+        self._ts: Optional[float] = None
+        self._time: List[str] = []
+        self._ents: Dict[tuple, List[str]] = {}
+
+    def __call__(self, r: Row) -> List[str]:
+        if r.ts != self._ts:
+            self._ts, self._time = r.ts, [iso(r.ts), num(r.ts)]
+        s = r.sample
+        key = (s.entity, s.source, r.interval, s.since_boot)
+        ent = self._ents.get(key)
+        if ent is None:
+            e = s.entity
+            ent = self._ents[key] = [e.kind.value, neutralise(e.pool), neutralise(e.name),
+                                     e.role.value if e.role else "", neutralise(e.parent), neutralise(s.source),
+                                     num(r.interval), "1" if s.since_boot else "0"]
+            if len(self._ents) > 100_000:  # intervals that vary every reading: do not grow without bound
+                self._ents.clear()
+        return self._time + ent
+
+
+def wide_columns(metric_kinds: Iterable[Tuple[Kind, str]], downsampled: bool) -> Dict[str, List[str]]:
+    """Per CSV file, its metric columns: ``m`` (+ ``m_delta``, ``m_per_s`` for counters; ``m_min``,
+    ``m_max`` for downsampled gauges)."""
+    by_file: Dict[str, Dict[str, bool]] = {}
+    for kind, name in metric_kinds:
+        by_file.setdefault(KIND_FILE[kind], {})[name] = by_file.get(KIND_FILE[kind], {}).get(name, False) or \
+            metrics.is_counter(kind, name)
+    out: Dict[str, List[str]] = {}
+    for f, names in by_file.items():
+        cols: List[str] = []
+        for n in sorted(names):
+            if names[n]:
+                cols += [n, f"{n}_delta", f"{n}_per_s"]
+            elif downsampled:
+                cols += [n, f"{n}_min", f"{n}_max"]
+            else:
+                cols.append(n)
+        out[f] = cols
+    return out
+
+
+class WideCSV:
+    """One CSV file per entity kind under a directory; each file's columns are known before the first row."""
+
+    def __init__(self, directory: str, columns: Dict[str, List[str]], downsampled: bool) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.directory = directory
+        self.downsampled = downsampled
+        self._files: Dict[str, IO[str]] = {}
+        self._writers: Dict[str, Tuple[object, Dict[str, Tuple[int, int, int]], int]] = {}
+        self.counts: Dict[str, int] = {}
+        self._ids = _IdCells()
+        for f, cols in columns.items():
+            fh = open(os.path.join(directory, f"{f}.csv"), "w", newline="", encoding="utf-8")
+            self._files[f] = fh
+            w = csv.writer(fh)
+            head = ID_COLUMNS + (["samples"] if downsampled else []) + cols
+            w.writerow(head)
+            index = {c: i for i, c in enumerate(head)}
+            # metric -> (its column, then delta and rate (counters) or min and max (downsampled gauges))
+            slots = {c: (i, index.get(f"{c}_delta", index.get(f"{c}_min", -1)),
+                         index.get(f"{c}_per_s", index.get(f"{c}_max", -1)))
+                     for c, i in index.items() if i >= len(ID_COLUMNS) and c != "samples"}
+            self._writers[f] = (w, slots, len(head))
+            self.counts[f] = 0
+
+    def write(self, r: Row) -> None:
+        f = KIND_FILE[r.sample.entity.kind]
+        if f not in self._writers:  # a kind a live recorder started after the columns were fixed
+            return
+        w, slots, width = self._writers[f]
+        line = self._ids(r) + [""] * (width - len(ID_COLUMNS))
+        if self.downsampled:
+            line[len(ID_COLUMNS)] = num(r.samples)
+        for c in r.cells:
+            slot = slots.get(c.metric)
+            if slot is None:
+                continue
+            v = c.value
+            line[slot[0]] = str(v) if type(v) is int else num(v)
+            if c.counter:
+                if c.delta is not None:
+                    line[slot[1]] = num(c.delta)
+                    line[slot[2]] = num(c.per_s)
+            elif self.downsampled:
+                line[slot[1]] = num(c.min)
+                line[slot[2]] = num(c.max)
+        w.writerow(line)  # type: ignore[attr-defined]
+        self.counts[f] += 1
+
+    def close(self) -> List[str]:
+        for fh in self._files.values():
+            fh.close()
+        return [os.path.join(self.directory, f"{f}.csv") for f in self._files]
+
+
+def write_long(out: IO[str], rows_: Iterable[Row]) -> int:
+    """One line per value: time, entity, metric, value (+ delta, rate, min, max, samples)."""
+    w = csv.writer(out)
+    w.writerow(LONG_COLUMNS)
+    n = 0
+    id_cells = _IdCells()
+    for r in rows_:
+        ids = id_cells(r)
+        for c in r.cells:
+            w.writerow(ids + [neutralise(c.metric), "1" if c.counter else "0", num(c.value), num(c.delta),
+                              num(c.per_s), num(c.min), num(c.max), num(r.samples)])
+            n += 1
+    return n
+
+
+def write_events(out: IO[str], events: Iterable[Event]) -> int:
+    w = csv.writer(out)
+    w.writerow(EVENT_COLUMNS)
+    n = 0
+    for ev in events:
+        w.writerow([iso(ev.ts), num(ev.ts), ev.kind.value, neutralise(ev.source), neutralise(ev.entity),
+                    neutralise(ev.text), neutralise(json.dumps(dict(ev.data), sort_keys=True, default=str))
+                    if ev.data else ""])
+        n += 1
+    return n
+
+
+def _json_num(v: Optional[float]) -> Optional[float]:
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def row_json(r: Row) -> str:
+    e = r.sample.entity
+    obj: Dict[str, object] = {
+        "type": "sample", "time": iso(r.ts), "epoch": r.ts, "kind": e.kind.value, "pool": e.pool, "name": e.name,
+        "role": e.role.value if e.role else None, "parent": e.parent, "source": r.sample.source,
+        "interval": r.interval, "since_boot": r.sample.since_boot,
+        "values": {c.metric: _json_num(c.value) for c in r.cells},
+    }
+    deltas = {c.metric: _json_num(c.delta) for c in r.cells if c.counter and c.delta is not None}
+    if deltas:
+        obj["delta"] = deltas
+        obj["per_s"] = {c.metric: _json_num(c.per_s) for c in r.cells if c.counter and c.per_s is not None}
+    if r.samples is not None:
+        obj["samples"] = r.samples
+        obj["min"] = {c.metric: _json_num(c.min) for c in r.cells if c.min is not None}
+        obj["max"] = {c.metric: _json_num(c.max) for c in r.cells if c.max is not None}
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def event_json(ev: Event) -> str:
+    return json.dumps({"type": "event", "time": iso(ev.ts), "epoch": ev.ts, "kind": ev.kind.value,
+                       "source": ev.source, "entity": ev.entity, "text": ev.text, "data": dict(ev.data)},
+                      separators=(",", ":"), default=str)
+
+
+def write_jsonl(out: IO[str], rows_: Iterable[Row], events: Sequence[Event]) -> Tuple[int, int]:
+    """Samples and events merged in time order, one JSON object per line."""
+    evs = sorted(events, key=lambda e: e.ts)
+    i = n = 0
+    for r in rows_:
+        while i < len(evs) and evs[i].ts <= r.ts:
+            out.write(event_json(evs[i]) + "\n")
+            i += 1
+        out.write(row_json(r) + "\n")
+        n += 1
+    for ev in evs[i:]:
+        out.write(event_json(ev) + "\n")
+    return n, len(evs)
+
+
+def to_text(rows_: Iterable[Row]) -> str:
+    """Long CSV as a string (for small outputs and tests)."""
+    buf = io.StringIO()
+    write_long(buf, rows_)
+    return buf.getvalue()
