@@ -10,6 +10,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -196,7 +197,13 @@ def test_ctrl_c_on_zfsmon_trace_leaves_no_bpftrace(tracefs):
             return bool(children)
 
         _wait(tracer_running, what="bpftrace to start")
-        time.sleep(2.5)
+        # some block I/O of our own, so the intervals have something to show even on an idle machine
+        with tempfile.NamedTemporaryFile(dir="/var/tmp") as f:
+            for _ in range(5):
+                f.write(os.urandom(1 << 20))
+                f.flush()
+                os.fsync(f.fileno())
+                time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
         assert proc.returncode == 0, err

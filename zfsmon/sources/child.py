@@ -18,7 +18,7 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.model import Event, EventKind, ParseError, Record
-from zfsmon.sources.base import Clock, Collector
+from zfsmon.sources.base import Clock, Collector, drain
 
 
 def terminate_group(proc: subprocess.Popen, steps: Sequence[Tuple[int, float]]) -> None:
@@ -133,12 +133,7 @@ class StreamCollector(Collector):
         self._next_start = self.clock() + delay
 
     def poll(self) -> List[Record]:
-        out: List[Record] = []
-        while True:
-            try:
-                out.append(self._q.get_nowait())
-            except queue.Empty:
-                break
+        out: List[Record] = drain(self._q)
         if (not self._stopping.is_set() and self._next_start and self.clock() >= self._next_start
                 and (self._proc is None or self._proc.poll() is not None)):
             self._next_start = 0.0

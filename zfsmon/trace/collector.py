@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, ParseError, Record
-from zfsmon.sources.base import Clock
+from zfsmon.sources.base import Clock, drain
 from zfsmon.sources.child import StreamCollector
 from zfsmon.sources.zpool_status import Topology, read_topology
 from zfsmon.trace import catalog
@@ -162,10 +162,7 @@ class TraceCollector(StreamCollector):
 
     def poll(self) -> List[Record]:
         if self._preflight_failed:
-            out: List[Record] = []
-            while not self._q.empty():
-                out.append(self._q.get_nowait())
-            return out
+            return drain(self._q)
         if self.pid and self._proc is not None and self._proc.poll() is None and not os.path.exists(f"/proc/{self.pid}"):
             # the traced daemon is gone: its pid filter would match nothing forever. End the tracer; the
             # restart (with back-off) looks the daemon up again.

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import IO, Dict, List, Mapping, Optional, Sequence
 
 from zfsmon.model import Event, EventKind, Record
-from zfsmon.sources.base import Clock, Collector
+from zfsmon.sources.base import Clock, Collector, drain
 from zfsmon.sources.child import terminate_group
 from zfsmon.sources.pgbench import PgbenchTextParser, init_size_estimate
 
@@ -125,12 +125,7 @@ class SoakCollector(Collector):
         self._thread.start()
 
     def poll(self) -> List[Record]:
-        out: List[Record] = []
-        while True:
-            try:
-                out.append(self._q.get_nowait())
-            except queue.Empty:
-                return out
+        return drain(self._q)
 
     def stop(self) -> None:
         self._stop.set()

@@ -23,6 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from zfsmon.model import Event, EventKind, Record
+from zfsmon.sources.base import drain
 from zfsmon.views.top import panels
 from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top_state import SORTS, WINDOWS, TopState
@@ -100,12 +101,7 @@ class LiveFeed:
         self.q.put(list(records))
 
     def drain(self) -> List[Record]:
-        out: List[Record] = []
-        while True:
-            try:
-                out.extend(self.q.get_nowait())
-            except queue.Empty:
-                return out
+        return [r for batch in drain(self.q) for r in batch]
 
 
 class HelpScreen(ModalScreen):
