@@ -16,7 +16,8 @@ if [ "${KEEP_LAB:-0}" != 1 ]; then
     trap 'zfsmon lab down --pool "$POOL"' EXIT
 fi
 mkdir -p /var/tmp/zfsmon-runs
-# A select-only soak (the read path is where caches matter): pgbench -S -c 8 -j 2 in 58 s runs with 2 s
+# A select-only soak (the read path is where caches matter), started cold (--cold empties ARC and L2ARC after
+# loading the database): pgbench -S -c 8 -j 2 in 58 s runs with 2 s
 # pauses, the classic loop. The dashboard records everything; afterwards: zfsmon analyze / export / report.
-zfsmon top --pool "$POOL" --lab "$POOL" --soak --init-scale "$SCALE" \
+zfsmon top --pool "$POOL" --lab "$POOL" --soak --cold --init-scale "$SCALE" \
     --record "/var/tmp/zfsmon-runs/soak-$(date +%Y%m%d-%H%M%S).zfsmon" -- -S -c 8 -j 2

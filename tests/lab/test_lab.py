@@ -109,3 +109,30 @@ def test_crash_half_way_is_cleaned_by_next_up(capable, tmp_path):
     finally:
         labmod.down(cfg.pool, log=lambda *_: None)
     assert LabState.load(cfg.pool) is None
+
+
+def test_cold_cache_empties_the_l2arc_and_keeps_the_pool(capable, tmp_path):
+    cfg = _cfg(tmp_path, "cold")
+    info = labmod.up(cfg, log=lambda *_: None)
+    try:
+        path = os.path.join(info.mountpoint, "c.bin")
+        write_file(path, 32)
+        with open(path, "rb") as f:
+            data = f.read()
+        cache = os.path.basename(info.devices["cache"][0])
+
+        def cache_alloc() -> str:
+            out = subprocess.run(["zpool", "iostat", "-v", cfg.pool], capture_output=True, text=True).stdout
+            return next(ln.split()[1] for ln in out.splitlines() if ln.split()[:1] == [cache])
+
+        msgs = []
+        labmod.cold_cache(cfg.pool, log=msgs.append)
+        assert msgs and "emptied" in msgs[0]
+        assert cache_alloc() == "0"  # the re-added cache device starts empty
+        lines = [ln.strip() for ln in _zpool_status(cfg.pool).splitlines()]
+        assert "logs" in lines and "cache" in lines and any(ln.startswith(cache) for ln in lines)
+        assert sum(ln.startswith("loop") for ln in lines) == 6  # /dev/loopN names kept by the import
+        with open(path, "rb") as f:
+            assert f.read() == data
+    finally:
+        labmod.down(cfg.pool, log=lambda *_: None)

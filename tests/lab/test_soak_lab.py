@@ -36,11 +36,12 @@ def port() -> int:
 
 def test_loop_soak_on_lab(lab, require_postgres, tmp_path: Path, port: int) -> None:
     out = tmp_path / "soak.zfsmon"
-    res = _zfsmon("soak", "--lab", lab.pool, "--port", str(port), "--init-scale", "3", "--run-seconds", "5",
+    res = _zfsmon("soak", "--lab", lab.pool, "--cold", "--port", str(port), "--init-scale", "3", "--run-seconds", "5",
                   "--pause", "1", "--duration", "24", "--interval", "1", "--quiet", "--out", str(out),
                   "--", "-c", "4", "-j", "2", "-S", timeout=600)
     assert res.returncode == 0, res.stderr
     assert "initialising pgbench scale 3: 300,000 rows" in res.stderr
+    assert f"lab {lab.pool}: ARC and L2ARC emptied" in res.stderr  # --cold, between loading and the soak
     datadir = Path(lab.mountpoint) / "zfsmon-pgdata"
     assert (datadir / "PG_VERSION").exists() and not (datadir / "postmaster.pid").exists()  # stopped afterwards
     log = out.with_suffix(".pgbench.log")

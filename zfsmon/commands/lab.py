@@ -6,6 +6,9 @@ device (L2ARC), plus a dataset for databases (recordsize 8k). `--slow-data IOPS`
 loop devices with the blkio cgroup so they behave like hard disks, while log and cache stay fast:
 this is what makes L2ARC warm-up visible.
 
+`cold` empties the ARC and the L2ARC of a lab pool (cache device removed, pool exported and imported, cache
+device added back; stop anything using the pool first), so that a soak can start cold.
+
 `down` removes exactly what `up` created (pool, loop devices, files, cgroup rules, and the daemon only if
 `up` started it and no pool remains). Both are idempotent and safe after a crash; a second `up` of a lab
 that is up reuses it. A machine-wide lock (/run/zfsmon/lab.lock) serialises lab changes.
@@ -25,6 +28,7 @@ EPILOG = """\
 examples:
   zfsmon lab up                              pool zlab with default sizes
   zfsmon lab up --slow-data 100 --arc-mb 32  hard-disk-like data vdevs, small ARC
+  zfsmon lab cold                            empty ARC and L2ARC before a soak
   zfsmon lab status
   zfsmon lab down
 """
@@ -54,6 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "writes per second (blkio cgroup)")
     d = sub.add_parser("down", help="remove what `up` created")
     d.add_argument("--pool", type=_pool_name, default=DEFAULT_POOL, help="pool name (default %(default)s)")
+    c = sub.add_parser("cold", help="empty the ARC and L2ARC (remove cache, export, import, add cache back)")
+    c.add_argument("--pool", type=_pool_name, default=DEFAULT_POOL, help="pool name (default %(default)s)")
     sub.add_parser("status", help="the daemon, each lab's topology with roles, throttles")
 
 
@@ -65,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "down":
         lab.down(args.pool)
+        return 0
+    if args.action == "cold":
+        lab.cold_cache(args.pool)
         return 0
     print("\n".join(lab.status_lines()))
     return 0

@@ -71,6 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dbname", metavar="DB", help=f"database name (with --lab default {LAB_DB})")
     p.add_argument("--lab", nargs="?", const="zlab", metavar="POOL",
                    help="run a PostgreSQL cluster of zfsmon's own on the lab pool's dataset (default pool zlab)")
+    p.add_argument("--cold", action="store_true", help="--lab: empty the ARC and L2ARC after loading the database "
+                   "(export/import of the lab pool), so the warm-up is seen from cold")
     p.add_argument("--port", type=int, default=LAB_PORT, help=f"--lab: port of that cluster (default {LAB_PORT})")
     p.add_argument("--no-pgstat", action="store_true", help="do not sample pg_stat_database")
     p.add_argument("--no-zfs", action="store_true", help="record only the workload (no ZFS collectors)")
@@ -103,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     env, dbname, conninfo, pgbench = tgt.env, tgt.dbname, tgt.conninfo, tgt.pgbench
     try:
         target.ensure_database(tgt, args.init_scale, log, args.quiet)
+        if args.cold:
+            target.cold_start(tgt)
         plan = SoakPlan(mode=args.mode, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
                         total=total, pgbench_args=pgb_args, dbname=dbname, tee=log,
                         aggregate_interval=args.aggregate_interval,

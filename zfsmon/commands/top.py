@@ -59,6 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--soak", action="store_true", help="run a pgbench soak (loop mode) in this process")
     p.add_argument("--lab", nargs="?", const="zlab", metavar="POOL",
                    help="--soak: on a PostgreSQL cluster of zfsmon's own on the lab pool (default zlab)")
+    p.add_argument("--cold", action="store_true", help="--soak --lab: empty the ARC and L2ARC after loading the "
+                   "database, so the warm-up is seen from cold")
     p.add_argument("--conn", metavar="CONNINFO", help="--soak/--attach: PostgreSQL conninfo (also for "
                    "pg_stat_database); default: libpq environment")
     p.add_argument("--dbname", metavar="DB", help="--soak: database name")
@@ -88,6 +90,8 @@ def _soak(args: argparse.Namespace) -> Tuple[List[Collector], Callable[[], None]
     log = os.path.abspath(f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
     try:
         target.ensure_database(tgt, args.init_scale, log, quiet=False)
+        if args.cold:
+            target.cold_start(tgt)
     except BaseException:
         tgt.stop()
         raise

@@ -20,7 +20,7 @@ from zfsmon.lab.config import KSTAT_DIR, Device, LabConfig, LabInfo, LabState, a
 from zfsmon.lab.system import LabError, run
 from zfsmon.model import Role
 
-__all__ = ["LabConfig", "LabInfo", "LabError", "up", "down", "info", "status_lines"]
+__all__ = ["LabConfig", "LabInfo", "LabError", "up", "down", "info", "status_lines", "cold_cache"]
 
 
 def _pool_exists(pool: str) -> bool:
@@ -160,6 +160,33 @@ def _maybe_stop_daemon(log) -> None:
         return
     system.stop_daemon(pid)
     log(f"stopped zfs-fuse (pid {pid}), which zfsmon had started")
+
+
+def cold_cache(pool: str, log=print) -> None:
+    """Empty the ARC and the L2ARC of a lab pool, so a soak starts cold.
+
+    Loading a database already fills the L2ARC with what it wrote. In pool v23
+    the L2ARC is not persistent and an export drops the pool's ARC buffers, so:
+    remove the cache device, export and import the pool, add the cache device
+    back. Nothing may hold the pool's files open (stop the database first).
+    """
+    if os.geteuid() != 0:
+        raise LabError("the lab needs root: run it with sudo")
+    with system.machine_lock():
+        state = LabState.load(pool)
+        if state is None or not state.complete:
+            raise LabError(f"no lab named {pool} is up")
+        cache = [d.loop for d in state.devices if d.role == Role.CACHE.value and d.loop]
+        t0 = time.monotonic()
+        for dev in cache:
+            run(["zpool", "remove", pool, dev])
+        run(["zpool", "export", pool])
+        # import from /dev so the vdevs keep their /dev/loopN names
+        run(["zpool", "import", "-d", "/dev", pool])
+        if cache:
+            run(["zpool", "add", "-f", pool, "cache", *cache])
+        log(f"lab {pool}: ARC and L2ARC emptied (cache removed, pool exported and imported, cache added back) "
+            f"in {time.monotonic() - t0:.1f} s")
 
 
 def status_lines() -> List[str]:

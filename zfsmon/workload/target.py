@@ -143,3 +143,19 @@ def ensure_database(tgt: Target, init_scale: Optional[int], log: str, quiet: boo
         initialise(tgt.pgbench, init_scale, tgt.dbname, tgt.env, log, quiet)
     elif not has_pgbench_tables(tgt.env, tgt.dbname, tgt.pgbench):
         raise UserError(f"database {tgt.dbname or '(from PGDATABASE)'} has no pgbench tables: add --init-scale S")
+
+
+def cold_start(tgt: Target, say: Callable[[str], None] = lambda m: print(f"zfsmon: {m}", file=sys.stderr)) -> None:
+    """Start the soak with empty ZFS caches: stop the lab cluster, empty ARC and L2ARC, start it again.
+
+    Loading the database leaves the L2ARC full of what it wrote; a warm-up can
+    only be watched from cold. Only a lab can be emptied this way (it exports
+    and imports the pool).
+    """
+    if tgt.cluster is None or tgt.lab_pool is None:
+        raise UserError("--cold needs --lab: only a lab pool can be exported and imported to empty its caches")
+    from zfsmon import lab as labmod
+
+    tgt.cluster.stop()
+    labmod.cold_cache(tgt.lab_pool, log=say)
+    tgt.cluster.start()
