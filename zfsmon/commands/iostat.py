@@ -19,11 +19,14 @@ import argparse
 import shutil
 import sys
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from zfsmon.analysis import goose
+from zfsmon.analysis.rates import RateDeriver
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
+from zfsmon.sources.base import Collector
 from zfsmon.sources.zpool_iostat import ZpoolIostatCollector, read_once
 from zfsmon.sources.zpool_probe import probe_flags
 from zfsmon.sources.zpool_status import Topology, read_topology
@@ -50,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", action="store_true", help="comma-separated, one line per pool/vdev/leaf per report")
     p.add_argument("-y", dest="skip_first", action="store_true",
                    help="omit the first report (averages since import); needs INTERVAL")
+    p.add_argument("--no-device", action="store_true",
+                   help="leave out the device column (block-device ops/s from /proc/diskstats or illumos iostat, "
+                        "with `goose` where the device says 0 while ZFS moves data)")
     p.add_argument("--zpool", default="zpool", metavar="PATH", help="the zpool command (default %(default)s)")
 
 
@@ -78,11 +84,56 @@ def split_operands(operands: Sequence[str]) -> Tuple[List[str], Optional[float],
     return ops, interval, count
 
 
+class DeviceView:
+    """Block-device ops/s per leaf, from the host's device source, for the device column and goose eggs.
+
+    The device source is read when a report is printed, so both sides cover
+    (nearly) the same interval. With no device source here, no column.
+    """
+
+    def __init__(self, collector: Collector) -> None:
+        self.collector = collector
+        self.rates = RateDeriver()
+        self.ops: Dict[str, float] = {}
+
+    @classmethod
+    def for_host(cls, interval: float) -> Optional[DeviceView]:
+        from zfsmon.host import probe
+        from zfsmon.sources.registry import build_collectors
+
+        h = probe()
+        for name in ("diskstats", "iostat"):
+            try:
+                made, _ = build_collectors(h, interval, names=[name])
+            except UserError:
+                continue
+            return cls(made[0])
+        return None
+
+    def refresh(self) -> None:
+        for r in self.collector.poll():
+            if not isinstance(r, Sample):
+                continue
+            if r.interval is not None:  # an interval row (illumos iostat): already per second
+                ops = goose.device_ops_per_s(r.metrics)
+            else:
+                d, _ = self.rates.update(r)
+                ops = goose.device_ops_per_s(d.rates) if d is not None else None
+            if ops is not None:
+                self.ops[r.entity.name] = ops
+
+    def __call__(self, leaf: str) -> Optional[float]:
+        names = goose.guess_devices(leaf, self.ops.keys())
+        return self.ops[names[0]] if names else None
+
+
 class _Printer:
     """Prints the records of each report as they arrive: a header when a new report starts."""
 
-    def __init__(self, args: argparse.Namespace, device_ops: Optional[view.DeviceOps]) -> None:
+    def __init__(self, args: argparse.Namespace, device_ops: Optional[view.DeviceOps],
+                 devices: Optional[DeviceView] = None) -> None:
         self.args = args
+        self.devices = devices
         self.table = view.IostatTable(parsable=args.parsable or args.csv, scripted=args.scripted,
                                       device_ops=device_ops)
         self.csv_cols: Optional[List[str]] = None
@@ -112,6 +163,8 @@ class _Printer:
 
     def _print(self, batch: List[Sample], out) -> None:
         new = batch[0].ts != self.last_ts
+        if new and self.devices is not None:
+            self.devices.refresh()
         if new:
             self.reports += 1
             self.last_ts = batch[0].ts
@@ -149,7 +202,13 @@ def run(args: argparse.Namespace, device_ops: Optional[view.DeviceOps] = None) -
     flags = probe_flags(args.zpool, keys=("", "T", "l", "q", "lq", "p"))
     if flags.problem:
         raise UserError(f"zpool iostat does not work here: {flags.problem}")
-    printer = _Printer(args, device_ops)
+    devices = None
+    if device_ops is None and interval is not None and not args.no_device and not args.scripted:
+        devices = DeviceView.for_host(interval)
+        if devices is not None:
+            devices.collector.start()
+            devices.refresh()  # the baseline reading
+    printer = _Printer(args, devices if devices is not None else device_ops, devices)
     if interval is None:
         try:
             printer.take(read_once(pools, flags.argv(), args.zpool, topology=topo))
@@ -162,6 +221,8 @@ def run(args: argparse.Namespace, device_ops: Optional[view.DeviceOps] = None) -
         _loop(collector, printer, count)
     finally:
         collector.stop()
+        if devices is not None:
+            devices.collector.stop()
     return 0
 
 

@@ -1,0 +1,155 @@
+"""Collection cost: CPU of sampling everything once per second, against running `zpool iostat -v 1` alone.
+
+Two parts:
+
+* replay: a large pool (8 raidz2 vdevs x 8 leaves = 64 leaves, plus log and cache) as `zpool iostat -v 1`
+  prints it, plus Linux arcstats text, for --replay-hours of 1 s reports, fed through zfsmon's
+  incremental parsers. The text is generated first (bench_store's Synthetic), only parsing is timed.
+* lab (root, zfs-fuse): a lab pool under a write/read workload (a separate process), sampled by every
+  collector the host offers (`zpool iostat -v -T u 1` child + `zpool status` on changes, arcstats,
+  diskstats) for --seconds, against `zpool iostat -v POOL 1` alone for as long. CPU is user+system of
+  this process (collectors, parsers, sampler, rate derivation) plus its children, per hour.
+
+    python3 bench/bench_collect.py --seconds 300 --replay-hours 1
+
+Prints a markdown section for docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.bench_store import Synthetic  # noqa: E402
+from zfsmon.sources.arcstats import parse_linux  # noqa: E402
+from zfsmon.sources.zpool_iostat import ZpoolIostatParser  # noqa: E402
+
+
+def cpu_self() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def replay(hours: float) -> dict:
+    syn = Synthetic()
+    n = int(hours * 3600)
+    iostat, kst = [], []
+    for i in range(n):
+        _, text, k = syn.tick(i)
+        iostat.append(text)
+        kst.append(k.split("\n26 1 0x01")[0])  # arcstats part only
+    lines = "".join(iostat).splitlines()
+    parser = ZpoolIostatParser("bench", 1.0)
+    t0 = time.process_time()
+    samples = 0
+    for i, line in enumerate(lines):
+        samples += len(parser.feed(line, float(i)))
+    samples += len(parser.flush(float(len(lines))))
+    t_iostat = time.process_time() - t0
+    t0 = time.process_time()
+    for i, k in enumerate(kst):
+        parse_linux(k, float(i))
+    t_arc = time.process_time() - t0
+    return {"reports": n, "lines": len(lines), "samples": samples, "iostat_cpu_h": t_iostat / hours,
+            "arc_cpu_h": t_arc / hours}
+
+
+WORKLOAD = """
+import os, sys, time, random
+path = sys.argv[1]
+end = time.time() + float(sys.argv[2])
+blk = os.urandom(1 << 20)
+while time.time() < end:
+    with open(path, "wb") as f:
+        for _ in range(16):
+            f.write(blk)
+        f.flush(); os.fsync(f.fileno())
+    fd = os.open(path, os.O_RDONLY)
+    for _ in range(200):
+        os.pread(fd, 8192, random.randrange(2048) * 8192)
+    os.close(fd)
+    time.sleep(0.2)
+"""
+
+
+def lab(seconds: float) -> dict:
+    from zfsmon import host
+    from zfsmon import lab as labmod
+    from zfsmon.engine import Sampler
+    from zfsmon.lab.config import LabConfig
+    from zfsmon.sources.registry import build_collectors
+
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+        cfg = LabConfig(pool=f"zbench{os.getpid()}", directory=d, data_mb=256, log_mb=128, cache_mb=256)
+        info = labmod.up(cfg, log=lambda *_: None)
+        try:
+            wl = subprocess.Popen([sys.executable, "-c", WORKLOAD, os.path.join(info.mountpoint, "w.bin"),
+                                   str(2 * seconds + 30)])
+            try:
+                # zfsmon: every collector this host offers, for the lab pool
+                collectors, _ = build_collectors(host.probe(), 1.0, [cfg.pool])
+                got = [0]
+                s = Sampler(collectors, 1.0, sinks=[lambda recs: got.__setitem__(0, got[0] + len(recs))])
+                c_self, c_kids = cpu_self(), cpu_children()
+                s.run(duration=seconds)
+                z_self, z_kids = cpu_self() - c_self, cpu_children() - c_kids
+                # the baseline: zpool iostat -v alone
+                b_kids = cpu_children()
+                p = subprocess.Popen(["zpool", "iostat", "-v", cfg.pool, "1"], stdout=subprocess.DEVNULL)
+                time.sleep(seconds)
+                p.terminate()
+                p.wait()
+                base = cpu_children() - b_kids
+            finally:
+                wl.kill()
+                wl.wait()
+        finally:
+            labmod.down(cfg.pool, log=lambda *_: None)
+    per_h = 3600.0 / seconds
+    return {"seconds": seconds, "records": got[0], "names": [c.name for c in collectors],
+            "zfsmon_self_h": z_self * per_h, "zfsmon_children_h": z_kids * per_h, "baseline_h": base * per_h}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=300.0, help="lab run length of each side (default 300)")
+    ap.add_argument("--replay-hours", type=float, default=1.0, help="hours of 1 s reports to parse (default 1)")
+    ap.add_argument("--no-lab", action="store_true", help="only the replay part (no root needed)")
+    a = ap.parse_args()
+    r = replay(a.replay_hours)
+    print("## Collection\n")
+    print(f"Command: `python3 bench/bench_collect.py --seconds {a.seconds:g} --replay-hours {a.replay_hours:g}`\n")
+    print("| what | CPU per hour of 1 s samples |")
+    print("|---|---|")
+    print(f"| replay: parse `zpool iostat -v 1` of a 64-leaf pool ({r['reports']} reports, {r['lines']} lines, "
+          f"{r['samples']} samples) | {r['iostat_cpu_h']:.1f} s |")
+    print(f"| replay: parse Linux arcstats once per second | {r['arc_cpu_h']:.1f} s |")
+    if not a.no_lab:
+        lb = lab(a.seconds)
+        total = lb["zfsmon_self_h"] + lb["zfsmon_children_h"]
+        print(f"| lab: zfsmon, every source ({', '.join(lb['names'])}): this process | "
+              f"{lb['zfsmon_self_h']:.1f} s |")
+        print(f"| lab: zfsmon's children (`zpool iostat -v -T u 1`, `zpool status`) | "
+              f"{lb['zfsmon_children_h']:.1f} s |")
+        print(f"| lab: zfsmon in all | {total:.1f} s |")
+        print(f"| lab: `zpool iostat -v POOL 1` alone | {lb['baseline_h']:.1f} s |")
+        ratio = total / lb["baseline_h"] if lb["baseline_h"] else float("inf")
+        print(f"\nCollecting everything costs {ratio:.2f}x the `zpool iostat` child alone "
+              f"(aim: at most 1.5x).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
