@@ -21,6 +21,7 @@ from typing import List
 from zfsmon import __version__
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError
+from zfsmon.sources.registry import trace_collectors
 from zfsmon.store import RecordingError
 from zfsmon.store.schema import SUFFIX
 
@@ -41,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="*", metavar="SOURCES", help="sources to record, of: " + ", ".join(NAMES) +
                    " (default: every one this host has; see `zfsmon doctor`)")
     p.add_argument("--pool", action="append", default=[], metavar="POOL", help="only this pool (repeatable)")
+    p.add_argument("--trace", action="append", default=[], metavar="NAME",
+                   help="also record a tracing script's distributions (repeatable), e.g. vdevlat")
     p.add_argument("--interval", "-i", type=seconds, default=1.0, metavar="S", help="seconds between readings "
                    "(default 1)")
     p.add_argument("--out", "-o", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon); an "
@@ -84,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.isdir(parent):
         raise UserError(f"{out}: directory {parent} does not exist")
     collectors = _collectors(args.interval, args.sources, args.pool)
+    collectors += trace_collectors(args.trace, args.interval, args.pool)
     if not args.quiet:
         print(f"zfsmon: recording {', '.join(c.name for c in collectors)} every {args.interval:g} s into {out}",
               file=sys.stderr)

@@ -59,6 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--soak", action="store_true", help="run a pgbench soak (loop mode) in this process")
     p.add_argument("--lab", nargs="?", const="zlab", metavar="POOL",
                    help="--soak: on a PostgreSQL cluster of zfsmon's own on the lab pool (default zlab)")
+    p.add_argument("--trace", action="append", default=[], metavar="NAME",
+                   help="also run a tracing script as a source (repeatable), e.g. vdevlat: latency distributions "
+                        "per vdev (see `zfsmon trace --help`)")
     p.add_argument("--cold", action="store_true", help="--soak --lab: empty the ARC and L2ARC after loading the "
                    "database, so the warm-up is seen from cold")
     p.add_argument("--conn", metavar="CONNINFO", help="--soak/--attach: PostgreSQL conninfo (also for "
@@ -119,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from zfsmon.commands.record import default_out, host_meta
     from zfsmon.engine import Sampler
     from zfsmon.host import probe
-    from zfsmon.sources.registry import build_collectors
+    from zfsmon.sources.registry import build_collectors, trace_collectors
     from zfsmon.store import Recorder, RecordingError
     from zfsmon.views.top import panels
     from zfsmon.views.top.app import TopApp
@@ -131,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     host = probe()
     names = [n.strip() for n in args.sources.split(",") if n.strip()] if args.sources else None
     collectors, skipped = build_collectors(host, args.interval, args.pool or None, names)
+    collectors += trace_collectors(args.trace, args.interval, args.pool)
     cleanup: Callable[[], None] = lambda: None  # noqa: E731
     extra_meta: dict = {}
     if args.attach:
