@@ -94,7 +94,7 @@ def lab(tmp_path_factory):
     from zfsmon import lab as labmod
     from zfsmon.lab.config import LabConfig
 
-    cfg = LabConfig(pool=f"zt{os.getpid()}", directory=str(tmp_path_factory.mktemp("lab")), data_mb=256,
+    cfg = LabConfig(pool=f"zt{os.getpid()}", directory=str(tmp_path_factory.mktemp("lab")), data_mb=512,
                     log_mb=128, cache_mb=384, arc_mb=64)
     info = labmod.up(cfg, log=lambda *_: None)
     try:
@@ -126,3 +126,27 @@ def _postgres_missing() -> str:
 def require_postgres() -> None:
     why = _postgres_missing()
     need(not why, why)
+
+
+@pytest.fixture(autouse=True)
+def _lab_files_removed(request):
+    """Files a test leaves on the shared session lab are removed after it, so the pool never fills up.
+
+    (A full zfs-fuse pool does not fail writes cleanly: the daemon can die on an assertion.)
+    Directories, such as a PostgreSQL cluster's, stay.
+    """
+    yield
+    if "lab" not in request.fixturenames:
+        return
+    info = request.getfixturevalue("lab")
+    try:
+        names = os.listdir(info.mountpoint)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(info.mountpoint, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass

@@ -19,12 +19,16 @@ pytestmark = [pytest.mark.bpftrace, pytest.mark.lab]
 
 def test_record_with_trace_source(lab, require_bpftrace, tmp_path):
     out = str(tmp_path / "trace.zfsmon")
-    t = threading.Timer(2.0, write_file, args=(os.path.join(lab.mountpoint, "tr.bin"), 32))
+    path = os.path.join(lab.mountpoint, "tr.bin")
+    t = threading.Timer(2.0, write_file, args=(path, 32))
     t.start()
-    cp = subprocess.run([sys.executable, "-m", "zfsmon", "record", "--pool", lab.pool, "--trace", "vdevlat",
-                         "--duration", "7", "--interval", "1", "--out", out, "-q"], cwd=REPO, capture_output=True,
-                        text=True, timeout=120)
-    t.join()
+    try:
+        cp = subprocess.run([sys.executable, "-m", "zfsmon", "record", "--pool", lab.pool, "--trace", "vdevlat",
+                             "--duration", "7", "--interval", "1", "--out", out, "-q"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    finally:
+        t.join()
+        os.unlink(path)
     assert cp.returncode == 0, cp.stderr
     with Recording.open(out) as rec:
         traced = {e.name for e in rec.entities() if e.kind == Kind.TRACE and e.pool == lab.pool}

@@ -16,12 +16,23 @@ pytestmark = [pytest.mark.lab]
 
 
 def test_device_column_agrees_with_zfs_for_data_leaves(lab):
-    t = threading.Thread(target=write_file, args=(os.path.join(lab.mountpoint, "dev.bin"), 48))
+    path = os.path.join(lab.mountpoint, "dev.bin")
+    done = threading.Event()
+
+    def workload() -> None:  # synced writes for as long as zfsmon reports, so every interval has I/O
+        while not done.is_set():
+            write_file(path, 8)
+
     proc = subprocess.Popen([sys.executable, "-m", "zfsmon", "iostat", "-y", lab.pool, "1", "3"], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t = threading.Thread(target=workload)
     t.start()
-    out, err = proc.communicate(timeout=60)
-    t.join()
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        done.set()
+        t.join()
+        os.unlink(path)
     assert proc.returncode == 0, err
     lines = out.splitlines()
     assert lines[0].rstrip().endswith("device") and lines[1].rstrip().endswith("ops")
