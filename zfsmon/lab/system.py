@@ -116,8 +116,32 @@ def zpool_ready() -> bool:
     return cp.returncode == 0
 
 
+def dead_mounts() -> List[str]:
+    """Mount points a zfs-fuse daemon left behind when it died (no daemon runs, so every one of them is dead)."""
+    out = []
+    try:
+        lines = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 3 and (parts[2] == "fuse.zfs" or (parts[2] == "fuse" and parts[1] == str(KSTAT_DIR))):
+            out.append(parts[1].replace("\\040", " "))
+    return out
+
+
+def clear_dead_mounts() -> List[str]:
+    """Lazily unmount what a crashed zfs-fuse left (its mounts answer "Transport endpoint is not connected")."""
+    cleared = []
+    for mnt in sorted(dead_mounts(), key=len, reverse=True):  # children first
+        if run(["umount", "-l", mnt], check=False).returncode == 0:
+            cleared.append(mnt)
+    return cleared
+
+
 def start_daemon(arc_mb: int) -> int:
     """Start zfs-fuse in the foreground of a new session (its -p is ignored with -n, so we keep the pid)."""
+    clear_dead_mounts()
     KSTAT_DIR.mkdir(exist_ok=True)  # kstats appear only if this exists before the daemon starts
     log = open(RUN_DIR / "zfs-fuse.log", "ab")
     argv = ["zfs-fuse", "-n", "-m", str(arc_mb), "--disable-block-cache"]
