@@ -11,7 +11,7 @@ SLOW_IOPS=${SLOW_IOPS:-100}
 ARC_MB=${ARC_MB:-32}
 POOL=${POOL:-zlab}
 
-zfsmon lab up --pool "$POOL" --slow-data "$SLOW_IOPS" --arc-mb "$ARC_MB" --cache-mb 1536
+zfsmon lab up --pool "$POOL" --slow-data "$SLOW_IOPS" --arc-mb "$ARC_MB" --data-mb 2048 --cache-mb 1536
 if [ "${KEEP_LAB:-0}" != 1 ]; then
     trap 'zfsmon lab down --pool "$POOL"' EXIT
 fi

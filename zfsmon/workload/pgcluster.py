@@ -128,6 +128,8 @@ class PgCluster:
             "unix_socket_directories": f"'{self.socket_dir}'",
             "shared_buffers": self.shared_buffers,
             "max_connections": "100",
+            # lab pools are small, and a full zfs-fuse pool can take the daemon down: keep WAL bounded
+            "max_wal_size": "256MB",
             "logging_collector": "off",
             **self.extra_conf,
         }
