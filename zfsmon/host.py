@@ -70,11 +70,16 @@ def _first_line(cp: Optional[subprocess.CompletedProcess]) -> str:
 
 
 def zfs_fuse_pid() -> Optional[int]:
+    """The running zfs-fuse daemon, if any (there is one per machine): the lab, doctor and tracing ask here."""
     import psutil
 
-    for p in psutil.process_iter(["name"]):
-        if p.info["name"] == "zfs-fuse":
-            return p.pid
+    for p in psutil.process_iter(["name", "cmdline"]):
+        try:
+            if p.info["name"] == "zfs-fuse" or (p.info["cmdline"] or [""])[0].endswith("/zfs-fuse"):
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    return p.pid
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
     return None
 
 

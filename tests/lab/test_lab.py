@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import need
 from tests.lab.helpers import drop_host_caches, interval_leaf_ops, random_reads, write_file
 from zfsmon import lab as labmod
+from zfsmon.host import zfs_fuse_pid
 from zfsmon.lab import system
 from zfsmon.lab.config import LabConfig, LabState
 
@@ -36,8 +37,8 @@ def _zpool_status(pool: str) -> str:
 
 def test_round_trip_topology_workload_and_cleanup(capable, tmp_path):
     pools_before = subprocess.run(["zpool", "list", "-H", "-o", "name"], capture_output=True, text=True).stdout.split() \
-        if system.daemon_pid() else []
-    daemon_before = system.daemon_pid()
+        if zfs_fuse_pid() else []
+    daemon_before = zfs_fuse_pid()
     cfg = _cfg(tmp_path, "rt")
     info = labmod.up(cfg, log=lambda *_: None)
     try:
@@ -73,7 +74,7 @@ def test_round_trip_topology_workload_and_cleanup(capable, tmp_path):
     assert not os.path.exists(cfg.backing_dir())
     assert LabState.load(cfg.pool) is None
     if daemon_before is None and not pools_before:
-        assert system.daemon_pid() is None, "down left the daemon it started"
+        assert zfs_fuse_pid() is None, "down left the daemon it started"
     assert not labmod.down(cfg.pool, log=lambda *_: None)  # idempotent
 
 

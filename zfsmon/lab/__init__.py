@@ -15,6 +15,7 @@ import shutil
 import time
 from typing import List, Optional
 
+from zfsmon.host import zfs_fuse_pid
 from zfsmon.lab import system
 from zfsmon.lab.config import KSTAT_DIR, Device, LabConfig, LabInfo, LabState, all_states
 from zfsmon.lab.system import LabError, run
@@ -44,7 +45,7 @@ def up(cfg: LabConfig, log=print) -> LabInfo:
     with system.machine_lock():
         old = LabState.load(cfg.pool)
         if old is not None:
-            if old.complete and _pool_exists(cfg.pool) and system.daemon_pid():
+            if old.complete and _pool_exists(cfg.pool) and zfs_fuse_pid():
                 log(f"lab {cfg.pool} is already up: reusing it")
                 return _info(old)
             log(f"lab {cfg.pool}: cleaning up what an interrupted run left behind")
@@ -58,7 +59,7 @@ def _build(cfg: LabConfig, log) -> LabInfo:
     t0 = time.monotonic()
     state = LabState(pool=cfg.pool, config=vars(cfg).copy())
     state.save()
-    pid = system.daemon_pid()
+    pid = zfs_fuse_pid()
     if pid is None:
         pid = system.start_daemon(cfg.arc_mb)
         log(f"started zfs-fuse (pid {pid}, ARC {cfg.arc_mb} MB, --disable-block-cache)")
@@ -152,7 +153,7 @@ def _teardown(state: LabState, log) -> None:
 def _maybe_stop_daemon(log) -> None:
     """Stop zfs-fuse only if zfsmon started it and nothing (no lab, no pool at all) still uses it."""
     rec = system.daemon_record()
-    pid = system.daemon_pid()
+    pid = zfs_fuse_pid()
     if not rec or pid is None or rec.get("pid") != pid or all_states():
         return
     cp = run(["zpool", "list", "-H", "-o", "name"], check=False)
@@ -192,7 +193,7 @@ def cold_cache(pool: str, log=print) -> None:
 def status_lines() -> List[str]:
     """Human summary: the daemon, each lab's topology by role, throttles."""
     lines: List[str] = []
-    pid = system.daemon_pid()
+    pid = zfs_fuse_pid()
     rec = system.daemon_record()
     if pid is None:
         lines.append("zfs-fuse: not running")

@@ -86,15 +86,6 @@ def machine_lock(timeout: float = 300.0) -> Iterator[None]:
 
 # --- the daemon --------------------------------------------------------------------------------------------------
 
-def daemon_pid() -> Optional[int]:
-    for p in psutil.process_iter(["name", "exe", "cmdline"]):
-        try:
-            if p.info["name"] == "zfs-fuse" or (p.info["cmdline"] or [""])[0].endswith("/zfs-fuse"):
-                if p.status() != psutil.STATUS_ZOMBIE:
-                    return p.pid
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return None
 
 
 def daemon_cmdline(pid: int) -> List[str]:

@@ -140,7 +140,7 @@ class StreamCollector(Collector):
             out.append(Event(self.clock(), EventKind.INFO, f"{self.name}: restarting `{' '.join(self.argv)}`",
                              source=self.name))
             self._spawn()
-        if any(isinstance(r, Event) is False for r in out):
+        if any(not isinstance(r, Event) for r in out):  # data flowed again: back-off starts over
             self._failures = 0
         return out
 

@@ -10,7 +10,6 @@ otherwise.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,14 +59,6 @@ def tracer_family(platform: Optional[str] = None) -> str:
     plat = platform or sys.platform
     return "bpftrace" if plat.startswith("linux") else "dtrace"
 
-
-def zfs_fuse_pid() -> Optional[int]:
-    """The running zfs-fuse daemon, if any (one per machine)."""
-    try:
-        out = subprocess.run(["pgrep", "-x", "zfs-fuse"], capture_output=True, text=True, timeout=5).stdout.split()
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return int(out[0]) if out and out[0].isdigit() else None
 
 
 def lookup(name: str) -> TraceScript:

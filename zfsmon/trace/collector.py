@@ -20,6 +20,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from zfsmon.errors import UserError
+from zfsmon.host import zfs_fuse_pid
 from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.sources.base import Clock, drain
 from zfsmon.sources.child import StreamCollector
@@ -104,7 +105,7 @@ class TraceCollector(StreamCollector):
     def __init__(self, name: str, interval: int = 1, slow_ms: int = 0, platform: Optional[str] = None,
                  pools: tuple = (), tracer: Optional[str] = None, clock: Clock = time.time) -> None:
         self.family = catalog.tracer_family(platform)
-        fuse_pid = catalog.zfs_fuse_pid() if self.family == "bpftrace" else None
+        fuse_pid = zfs_fuse_pid() if self.family == "bpftrace" else None
         self.spec = catalog.resolve(name, platform, fuse_pid)
         self.pid = fuse_pid if catalog.NEEDS_PID in self.spec.args else None  # the traced daemon, if any
         self.pools = tuple(pools)
@@ -175,7 +176,7 @@ class TraceCollector(StreamCollector):
 
     def _spawn(self) -> None:
         if catalog.NEEDS_PID in self.spec.args:
-            pid = catalog.zfs_fuse_pid()
+            pid = zfs_fuse_pid()
             if pid != self.pid:
                 self.pid = pid
                 try:
