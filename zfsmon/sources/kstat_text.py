@@ -84,6 +84,16 @@ class KstatTable:
     #: how many statistic rows the text held (numeric + string), to compare with ``header.ndata``
     rows: int = 0
 
+    def add(self, name: str, num: Optional[float], raw: str, source: str, no: Optional[int], line: str) -> None:
+        """One statistic row: a number if it has one, else its text; a name seen twice is a ParseError."""
+        if name in self.values or name in self.strings:
+            raise ParseError(source, no, f"statistic {name} appears twice", line)
+        if num is None:
+            self.strings[name] = raw
+        else:
+            self.values[name] = num
+        self.rows += 1
+
 
 def _lines(text: str) -> Iterator[Tuple[int, str]]:
     yield from enumerate(text.splitlines(), 1)
@@ -122,13 +132,7 @@ def parse_proc_table(text: str, source: str = "kstat") -> KstatTable:
             num = None if dtype in _STRING_TYPES else to_number(raw)
             if num is None and dtype not in _STRING_TYPES:
                 raise ParseError(source, no, f"value of {name} is not a number", line)
-            if name in table.values or name in table.strings:
-                raise ParseError(source, no, f"statistic {name} appears twice", line)
-            if num is None:
-                table.strings[name] = raw
-            else:
-                table.values[name] = num
-            table.rows += 1
+            table.add(name, num, raw, source, no, line)
         return table
     if table.header.ks_type == 3 and len(body) == 2:  # KSTAT_TYPE_IO: one line of names, one of values
         no, valline = body[1]
@@ -314,14 +318,7 @@ def parse_sysctl(text: str, prefix: str = "", source: str = "sysctl") -> KstatTa
             name = name[len(prefix):]
         if not name:
             raise ParseError(source, no, "empty statistic name", line)
-        if name in table.values or name in table.strings:
-            raise ParseError(source, no, f"statistic {name} appears twice", line)
-        num = to_number(raw)
-        if num is None:
-            table.strings[name] = raw
-        else:
-            table.values[name] = num
-        table.rows += 1
+        table.add(name, to_number(raw), raw, source, no, line)
     return table
 
 
@@ -339,13 +336,9 @@ def parse_stat_files(files: Mapping[str, str], source: str = "kstat dir") -> Kst
         if not name or "/" in name:
             raise ParseError(source, None, f"bad statistic name {name!r}")
         num = to_number(raw)
-        if num is None:
-            if "\n" in raw or not raw:
-                raise ParseError(f"{source}/{name}", 1, "expected one number", raw[:80] or "(empty)")
-            table.strings[name] = raw
-        else:
-            table.values[name] = num
-        table.rows += 1
+        if num is None and ("\n" in raw or not raw):
+            raise ParseError(f"{source}/{name}", 1, "expected one number", raw[:80] or "(empty)")
+        table.add(name, num, raw, source, None, raw)
     return table
 
 
