@@ -38,6 +38,19 @@ def _row(screen: str, name: str):
     return None
 
 
+_DEV_AT_WIDE, _DEV_AT_NARROW = 8, 6  # the device-ops cell's place in a leaf row split on blanks
+
+
+def _dev_cell(screen: str, name: str):
+    """The device-level ops cell of a leaf row (column 'dev ops' on a wide screen, 'dev' on a narrow one)."""
+    dev_at = _DEV_AT_WIDE if "dev ops" in screen else _DEV_AT_NARROW
+    for line in screen.splitlines():
+        parts = line.split()
+        if parts and parts[0] == name:
+            return parts[dev_at] if len(parts) > dev_at else None
+    return None
+
+
 def _nonzero(cells) -> bool:
     return bool(cells) and any(re.match(r"^\d", c) and float(re.match(r"[\d.]+", c).group()) > 0 for c in cells)
 
@@ -66,12 +79,18 @@ def test_top_in_tmux_against_the_lab(lab, tmp_path):
     _tmux("resize-window", "-t", session, "-x", "130", "-y", "45")
     stop = threading.Event()
     path = os.path.join(lab.mountpoint, "top-workload.bin")
+    big = os.path.join(lab.mountpoint, "top-reads.bin")
+    # larger than the lab's 64 MiB ARC, so random reads over it miss the ARC and reach the L2ARC / data disks
+    # (reads of a file just written would all be ARC hits, leaving the L2 hit % without a denominator)
+    write_file(big, 96)
 
     def workload() -> None:
+        seed = 0
         while not stop.is_set():
-            write_file(path, 16)  # fsync'ed writes: data vdevs and the SLOG
+            write_file(path, 4)  # fsync'ed writes: data vdevs and the SLOG
             drop_host_caches()
-            random_reads(path, 200)  # reads: ARC misses go to the L2ARC / data disks
+            seed += 1
+            random_reads(big, 300, seed=seed)
     leaves = [os.path.basename(p) for p in lab.devices["data"]]
     log_dev = os.path.basename(lab.devices["log"][0])
     cache_dev = os.path.basename(lab.devices["cache"][0])
@@ -80,7 +99,9 @@ def test_top_in_tmux_against_the_lab(lab, tmp_path):
         screen = _wait(session, lambda s: lab.pool in s and "mirror-0" in s, 30)
         assert lab.pool in screen and "LIVE" in screen, screen
         worker.start()
-        screen = _wait(session, lambda s: any(_nonzero(_row(s, leaf)) for leaf in leaves), 60)
+        # until the leaves move and the device column has its first rate (it needs two /proc/diskstats reads)
+        screen = _wait(session, lambda s: any(_nonzero(_row(s, leaf)) for leaf in leaves)
+                       and all(_dev_cell(s, leaf) is not None for leaf in leaves), 60)
         assert any(_nonzero(_row(screen, leaf)) for leaf in leaves), screen
         for name in ("data", "logs", "cache", "mirror-0", "mirror-1", log_dev, cache_dev, *leaves):
             assert name in screen, (name, screen)
@@ -90,15 +111,16 @@ def test_top_in_tmux_against_the_lab(lab, tmp_path):
         assert at["logs"] < at[log_dev] < at["cache"] < at[cache_dev], screen
         # the device-level view next to ZFS's: /proc/diskstats ops of each data leaf's loop device
         # (zfs-fuse writes through the host page cache, so a device can say 0 while ZFS writes: GOOSE / G!)
-        dev_at = 8 if "dev ops" in screen else 6
         for leaf in leaves:
             c = next(ln.split() for ln in lines if ln.split()[:1] == [leaf])
-            assert len(c) > dev_at and re.match(r"^[\d.]+[KMG]?$", c[dev_at]), screen
+            dev = _dev_cell(screen, leaf)
+            assert dev is not None and re.match(r"^[\d.]+[KMG]?$", dev), screen
             zfs_ops = sum(float(re.match(r"[\d.]+", x).group()) for x in c[1:3])
-            if zfs_ops >= 1 and c[dev_at] == "0":
-                assert c[-1] in ("GOOSE", "G!"), (leaf, screen)
+            if zfs_ops >= 2 and dev == "0":  # well above the 1 op/s below which a leaf is only "idle"
+                marker_at = _DEV_AT_WIDE + 2 if "dev ops" in screen else _DEV_AT_NARROW + 1  # wide: after dev lat
+                assert len(c) > marker_at and c[marker_at] in ("GOOSE", "G!"), (leaf, screen)
         # L2ARC and SLOG panels show numbers, not dashes
-        screen = _wait(session, lambda s: re.search(r"L2 hit \d", s) and re.search(r"SLOG w \d", s), 30)
+        screen = _wait(session, lambda s: re.search(r"L2 hit \d", s) and re.search(r"SLOG w \d", s), 60)
         assert re.search(r"L2 hit [\d.]+%", screen), screen
         assert re.search(r"L2 feed [\d.]+[KMG]?/s read [\d.]+[KMG]?/s", screen), screen
         assert re.search(r"SLOG w [\d.]+[KMG]?/s", screen), screen
@@ -117,8 +139,9 @@ def test_top_in_tmux_against_the_lab(lab, tmp_path):
         while not rc_file.exists() and time.monotonic() < end:
             time.sleep(0.3)
         _tmux("kill-session", "-t", session)
-        if os.path.exists(path):
-            os.unlink(path)
+        for p in (path, big):
+            if os.path.exists(p):
+                os.unlink(p)
     assert rc_file.read_text().strip() == "0"
     with Recording.open(rec_path) as r:
         ents = {e.key: e for e in r.entities()}
