@@ -212,6 +212,45 @@ def test_fuse_directory_collector(tmp_path, fixtures):
     assert len(ev) == 1 and ev[0].kind == EventKind.ERROR and "nope" in ev[0].text
 
 
+def test_fuse_collector_follows_statistics_that_come_and_go(tmp_path, fixtures):
+    """The listing is kept between polls; a vanished file, or the periodic re-list, picks up the change."""
+    src = [p for p in ARC_FILES if "zol-0.6.5" in p.name][0]
+    d = _fuse_dir(tmp_path, src)
+    (d / "subdir").mkdir()  # not a statistic
+    c = arcstats.FuseArcstatsCollector(str(d), clock=lambda: 10.0)
+    assert "hits" in _by_kind(c.poll())[Kind.ARC].metrics
+    (d / "hits").unlink()
+    m = _by_kind(c.poll())[Kind.ARC].metrics
+    assert "hits" not in m and "misses" in m
+    (d / "hits").write_text("42\n")
+    for _ in range(c.RELIST_EVERY):
+        m = _by_kind(c.poll())[Kind.ARC].metrics
+    assert m["hits"] == 42
+    (d / "hits").write_text("43\n")  # a value is read afresh each poll, listing or not
+    assert _by_kind(c.poll())[Kind.ARC].metrics["hits"] == 43
+
+
+def test_torn_fuse_values_are_read_again_or_left_out(tmp_path, monkeypatch):
+    """zfs-fuse cuts a value short when it gains a digit between lookup and read (seen on the lab:
+    l2_hits read as b'100000'); such a read lacks its newline, so it is retried, then dropped."""
+    d = tmp_path / "arcstats"
+    d.mkdir()
+    for name, text in (("c", "64\n"), ("c_max", "64\n"), ("l2_hits", "1000000\n"), ("hits", "9\n")):
+        (d / name).write_text(text)
+    real = kstat_text._read_small
+    torn = {"l2_hits": [b"100000"]}  # once torn, then whole
+
+    def flaky(path):
+        left = torn.get(os.path.basename(path))
+        return left.pop() if left else real(path)
+
+    monkeypatch.setattr(kstat_text, "_read_small", flaky)
+    assert kstat_text.read_stat_dir(str(d))["l2_hits"] == "1000000\n"
+    (d / "hits").write_text("12")  # torn on every try: no value rather than a wrong one
+    got = kstat_text.read_stat_dir(str(d))
+    assert "hits" not in got and got["c"] == "64\n"
+
+
 def test_linux_collector_reads_file_and_reports_missing(tmp_path, fixtures):
     src = [p for p in ARC_FILES if "openzfs-2.3" in p.name][0]
     f = tmp_path / "arcstats"

@@ -58,8 +58,9 @@ class RateDeriver:
         if reset:
             # One reset usually resets every counter of the entity; treat the whole reading as a new baseline.
             events.append(Event(sample.ts, EventKind.RESET,
-                                f"{sample.entity.key}: counter went backwards ({', '.join(sorted(reset)[:4])}"
-                                f"{'...' if len(reset) > 4 else ''}); new baseline", source=sample.source,
+                                f"{sample.entity.key}: counter went backwards ("
+                                + ", ".join(f"{n} {pvals[n]:.0f} -> {counters[n]:.0f}" for n in sorted(reset)[:4])
+                                + f"{'...' if len(reset) > 4 else ''}); new baseline", source=sample.source,
                                 entity=key))
             return None, events
         rates = {name: d / elapsed for name, d in deltas.items()}

@@ -134,16 +134,33 @@ class FuseArcstatsCollector(Collector):
 
     name = "arcstats"
 
+    #: polls between fresh listings of the directory (a statistic that vanishes forces one at once)
+    RELIST_EVERY = 60
+
     def __init__(self, directory: str = FUSE_DIR, clock: Clock = time.time) -> None:
         super().__init__(clock)
         self.directory = directory
+        self._names: Optional[List[str]] = None
+        self._polls = 0
+
+    def _read(self) -> Dict[str, str]:
+        self._polls += 1
+        if self._names is not None and self._polls % self.RELIST_EVERY:
+            try:
+                return kstat_text.read_stat_dir(self.directory, self._names)
+            except FileNotFoundError:
+                pass  # a statistic (or the directory) went away: list again
+        files = kstat_text.read_stat_dir(self.directory)
+        self._names = sorted(files)
+        return files
 
     def poll(self) -> List[Record]:
         ts = self.clock()
         try:
-            files = kstat_text.read_stat_dir(self.directory)
+            files = self._read()
             records: List[Record] = list(parse_stat_files(files, ts, self.name, self.directory))
         except (OSError, ParseError) as exc:
+            self._names = None
             return [self._error(f"{self.name}: {exc}")]
         self._ok()
         return records
