@@ -14,10 +14,13 @@
  * PLATFORM  illumos (OmniOS, SmartOS, OpenIndiana); FreeBSD with ZFS
  *           (same function and arguments).
  *
- * PROBES    fbt::spa_sync:entry (args[0] spa_t *, args[1] txg),
+ * PROBES    fbt::spa_sync:entry (arg0 spa_t *, arg1 txg),
  *           fbt::spa_sync:return, profile:::tick-$1s, dtrace:::BEGIN,
  *           dtrace:::END. Stability: fbt is Unstable, but spa_sync(spa_t *,
- *           uint64_t) has not changed since the first ZFS release.
+ *           uint64_t) has not changed since the first ZFS release. The
+ *           arguments are cast from arg0/arg1 rather than read as typed
+ *           args[]: the same on illumos, and compile-checkable where the
+ *           probe does not exist (docs/tracing.md, "Compile check").
  *
  * OVERHEAD  Negligible: one sync per pool every few seconds.
  *
@@ -38,8 +41,8 @@ dtrace:::BEGIN
 fbt::spa_sync:entry
 {
 	self->ss_ts = timestamp;
-	self->ss_pool = stringof(args[0]->spa_name);
-	self->ss_txg = args[1];
+	self->ss_pool = stringof(((spa_t *)arg0)->spa_name);
+	self->ss_txg = arg1;
 }
 
 fbt::spa_sync:return

@@ -16,9 +16,10 @@
  *           provider and a different zfs_read signature; not supported.
  *
  * PROBES    fbt::zfs_read:entry/return, fbt::zfs_write:entry/return
- *           (args[0] vnode_t *: v_vfsp->vfs_mntpt, v_path; args[1] uio_t *:
+ *           (arg0 vnode_t *: v_vfsp->vfs_mntpt, v_path; arg1 uio_t *:
  *           uio_resid) - Unstable; fsinfo::: with fi_fs == "zfs" (fileinfo_t:
- *           fi_mount; Evolving) for the op counts; profile:::tick-$1s,
+ *           fi_mount, as xlate <fileinfo_t *>((vnode_t *)arg0), the native
+ *           argument of args[0]; Evolving) for the op counts; profile:::tick-$1s,
  *           dtrace:::BEGIN, dtrace:::END.
  *
  * OVERHEAD  Two probes per read/write plus one per VFS operation: at 200k
@@ -42,9 +43,9 @@ fbt::zfs_read:entry,
 fbt::zfs_write:entry
 {
 	self->zs_ts = timestamp;
-	self->zs_mnt = stringof(args[0]->v_vfsp->vfs_mntpt->rs_string);
-	self->zs_path = args[0]->v_path != NULL ? stringof(args[0]->v_path) : "<unknown>";
-	self->zs_bytes = args[1]->uio_resid;
+	self->zs_mnt = stringof(((vnode_t *)arg0)->v_vfsp->vfs_mntpt->rs_string);
+	self->zs_path = ((vnode_t *)arg0)->v_path != NULL ? stringof(((vnode_t *)arg0)->v_path) : "<unknown>";
+	self->zs_bytes = ((uio_t *)arg1)->uio_resid;
 }
 
 fbt::zfs_read:return,
@@ -88,9 +89,9 @@ fbt::zfs_write:return
 }
 
 fsinfo:::
-/args[0]->fi_fs == "zfs"/
+/xlate <fileinfo_t *>((vnode_t *)arg0)->fi_fs == "zfs"/
 {
-	@count[args[0]->fi_mount, strjoin("op_", probename)] = count();
+	@count[xlate <fileinfo_t *>((vnode_t *)arg0)->fi_mount, strjoin("op_", probename)] = count();
 }
 
 profile:::tick-$1s

@@ -48,7 +48,7 @@ dtrace:::BEGIN
 fbt::zil_commit:entry
 {
 	self->zc_ts = timestamp;
-	self->zc_pool = stringof(args[0]->zl_spa->spa_name);
+	self->zc_pool = stringof(((zilog_t *)arg0)->zl_spa->spa_name);
 }
 
 fbt::zil_commit:return
@@ -85,7 +85,7 @@ fbt::zil_commit:return
 }
 
 fbt::vdev_disk_io_start:entry
-/args[0]->io_type == ZIO_WRITE && args[0]->io_vd->vdev_top->vdev_islog/
+/((zio_t *)arg0)->io_type == ZIO_WRITE && ((zio_t *)arg0)->io_vd->vdev_top->vdev_islog/
 {
 	slog_ts[arg0] = timestamp;
 }
@@ -95,7 +95,7 @@ fbt::vdev_disk_io_done:entry
 {
 	this->v = timestamp - slog_ts[arg0];
 	slog_ts[arg0] = 0;
-	this->dev = stringof(args[0]->io_vd->vdev_path);
+	this->dev = stringof(((zio_t *)arg0)->io_vd->vdev_path);
 	this->p = this->v | (this->v >> 1);
 	this->p = this->p | (this->p >> 2);
 	this->p = this->p | (this->p >> 4);
@@ -109,7 +109,7 @@ fbt::vdev_disk_io_done:entry
 	@lat[this->dev, "slog_write", this->b] = count();
 	@max[this->dev, "slog_write"] = max(this->v);
 	@sum[this->dev, "slog_write"] = sum(this->v);
-	@bytes[this->dev, "slog_write"] = sum(args[0]->io_size);
+	@bytes[this->dev, "slog_write"] = sum(((zio_t *)arg0)->io_size);
 }
 
 profile:::tick-$1s

@@ -125,8 +125,9 @@ def test_argv():
     argv = catalog.argv_for(spec, 2, "bpftrace", pid=4242, slow_ms=20)
     assert argv[:4] == ["bpftrace", "-q", "-B", "line"] and argv[4].endswith("bpftrace/fusevdevlat.bt")
     assert argv[5:] == ["2", "4242", "20"]
-    d = catalog.argv_for(catalog.SCRIPTS["zil"], 1, "dtrace")
-    assert d[:3] == ["dtrace", "-q", "-s"] and d[3].endswith("dtrace/zil.d") and d[4:] == ["1"]
+    d = catalog.argv_for(catalog.SCRIPTS["zil"], 1, "dtrace", slow_ms=5)
+    assert d[:3] == ["dtrace", "-q", "-s"] and d[3].endswith("dtrace/zil.d") and d[4:] == ["1", "5"]
+    assert catalog.argv_for(catalog.SCRIPTS["arc"], 1, "dtrace", slow_ms=5)[4:] == ["1"]
     with pytest.raises(UserError, match="needs the zfs-fuse daemon's pid"):
         catalog.argv_for(spec, 1, "bpftrace", pid=None)
     with pytest.raises(UserError, match="has no dtrace script"):
@@ -221,3 +222,16 @@ def test_trace_command_errors_are_one_line(capsys):
     assert err == ["zfsmon: which trace? give NAME (see `zfsmon trace --list`)",
                    "zfsmon: no trace script called 'nope' (known: arc, blklat, fusevdevlat, txg, vdevlat, zfsslower, zil)",
                    "zfsmon: cannot read /nonexistent/out: No such file or directory"]
+
+
+def test_every_script_gets_the_arguments_it_reads():
+    """A script's highest $N is INTERVAL plus the catalog's extra arguments: no threshold silently dropped
+    (zil and txg once read $2 while zfsmon passed only $1), no extra argument D would refuse."""
+    import re
+
+    for spec in catalog.SCRIPTS.values():
+        for rel in spec.files.values():
+            text = (catalog.scripts_root() / rel).read_text()
+            code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith(("*", "/*", "//", "#")))
+            used = max((int(n) for n in re.findall(r"\$(\d+)", code)), default=0)
+            assert used == 1 + len(spec.args), (spec.name, rel, used, spec.args)

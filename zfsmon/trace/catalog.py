@@ -41,11 +41,11 @@ SCRIPTS: Dict[str, TraceScript] = {s.name: s for s in (
     TraceScript("arc", "ARC and L2ARC hits/misses by kind (demand/prefetch, data/metadata) and L2ARC feed",
                 {"bpftrace": "bpftrace/arc.bt", "dtrace": "dtrace/arc.d"}, (), True),
     TraceScript("zil", "zil_commit latency and commits per second (and SLOG write latency with D)",
-                {"bpftrace": "bpftrace/zil.bt", "dtrace": "dtrace/zil.d"}, (), True),
+                {"bpftrace": "bpftrace/zil.bt", "dtrace": "dtrace/zil.d"}, (NEEDS_SLOW,), True),
     TraceScript("zfsslower", "ZFS read/write latency per filesystem, slow-op outliers, fsstat-like op counts",
                 {"bpftrace": "bpftrace/zfsslower.bt", "dtrace": "dtrace/zfsslower.d"}, (NEEDS_SLOW,), True),
     TraceScript("txg", "txg sync (spa_sync) duration per pool",
-                {"bpftrace": "bpftrace/txg.bt", "dtrace": "dtrace/txg.d"}, (), True),
+                {"bpftrace": "bpftrace/txg.bt", "dtrace": "dtrace/txg.d"}, (NEEDS_SLOW,), True),
 )}
 
 
