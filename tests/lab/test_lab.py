@@ -35,6 +35,19 @@ def _zpool_status(pool: str) -> str:
     return subprocess.run(["zpool", "status", pool], capture_output=True, text=True).stdout
 
 
+ZPOOL_CACHE = "/var/lib/zfs/zpool.cache"  # zfs-fuse's (Debian) cache file
+
+
+def _assert_not_in_cache_file(pool: str) -> None:
+    """A lab pool stays out of the daemon's cache file, so a daemon restarted after a crash does not
+    import it again (FAULTED, its backing files cleaned up) and keep running for it."""
+    got = subprocess.run(["zpool", "get", "cachefile", pool], capture_output=True, text=True).stdout.split()
+    assert got[-2:] == ["none", "local"], got
+    if os.path.exists(ZPOOL_CACHE):
+        with open(ZPOOL_CACHE, "rb") as f:
+            assert pool.encode() not in f.read()
+
+
 def test_round_trip_topology_workload_and_cleanup(capable, tmp_path):
     pools_before = subprocess.run(["zpool", "list", "-H", "-o", "name"], capture_output=True, text=True).stdout.split() \
         if zfs_fuse_pid() else []
@@ -49,6 +62,7 @@ def test_round_trip_topology_workload_and_cleanup(capable, tmp_path):
         assert any(ln.startswith("mirror-1") for ln in lines)
         assert len(info.devices["data"]) == 4 and len(info.devices["log"]) == 1 and len(info.devices["cache"]) == 1
         assert os.path.ismount(f"/{cfg.pool}") or os.path.isdir(info.mountpoint)
+        _assert_not_in_cache_file(cfg.pool)
         # a second up reuses the lab (documented behaviour)
         again = labmod.up(cfg, log=lambda *_: None)
         assert again == info
@@ -148,5 +162,6 @@ def test_cold_cache_empties_the_l2arc_and_keeps_the_pool(capable, tmp_path):
         assert sum(ln.startswith("loop") for ln in lines) == 6  # /dev/loopN names kept by the import
         with open(path, "rb") as f:
             assert f.read() == data
+        _assert_not_in_cache_file(cfg.pool)  # the import kept cachefile=none
     finally:
         labmod.down(cfg.pool, log=lambda *_: None)

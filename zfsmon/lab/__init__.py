@@ -88,8 +88,10 @@ def _build(cfg: LabConfig, log) -> LabInfo:
         data = [x.loop for x in state.devices if x.role == "data"]
         log_dev = [x.loop for x in state.devices if x.role == "log"]
         cache = [x.loop for x in state.devices if x.role == "cache"]
-        run(["zpool", "create", "-f", cfg.pool, "mirror", data[0], data[1], "mirror", data[2], data[3],
-             "log", *log_dev, "cache", *cache])  # type: ignore[list-item]
+        # cachefile=none: a daemon started after a crash does not re-import the pool (FAULTED, its files
+        # gone after the clean-up) and keep itself alive; a lab pool exists only while its lab does
+        run(["zpool", "create", "-f", "-o", "cachefile=none", cfg.pool, "mirror", data[0], data[1],
+             "mirror", data[2], data[3], "log", *log_dev, "cache", *cache])  # type: ignore[list-item]
         state.pool_created = True
         state.save()
         ds = f"{cfg.pool}/{cfg.dataset}"
@@ -183,7 +185,7 @@ def cold_cache(pool: str, log=print) -> None:
             run(["zpool", "remove", pool, dev])
         run(["zpool", "export", pool])
         # import from /dev so the vdevs keep their /dev/loopN names
-        run(["zpool", "import", "-d", "/dev", pool])
+        run(["zpool", "import", "-o", "cachefile=none", "-d", "/dev", pool])
         if cache:
             run(["zpool", "add", "-f", pool, "cache", *cache])
         log(f"lab {pool}: ARC and L2ARC emptied (cache removed, pool exported and imported, cache added back) "
