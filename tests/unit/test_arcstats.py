@@ -240,9 +240,9 @@ def test_torn_fuse_values_are_read_again_or_left_out(tmp_path, monkeypatch):
     real = kstat_text._read_small
     torn = {"l2_hits": [b"100000"]}  # once torn, then whole
 
-    def flaky(path):
-        left = torn.get(os.path.basename(path))
-        return left.pop() if left else real(path)
+    def flaky(name, dir_fd):
+        left = torn.get(name)
+        return left.pop() if left else real(name, dir_fd)
 
     monkeypatch.setattr(kstat_text, "_read_small", flaky)
     assert kstat_text.read_stat_dir(str(d))["l2_hits"] == "1000000\n"

@@ -360,22 +360,26 @@ def read_stat_dir(path: str, names: Optional[Sequence[str]] = None, tries: int =
     (unlike a /proc read); at poll intervals of seconds the skew is negligible.
     """
     out: Dict[str, str] = {}
-    for name in os.listdir(path) if names is None else names:
-        full = os.path.join(path, name)
-        for _ in range(tries):
-            raw = _read_small(full)
-            if raw is None or raw.endswith(b"\n") or not raw:
-                break
-        else:
-            continue  # torn every time: better no value this poll than a wrong one
-        if raw is not None:
-            out[name] = raw.decode("ascii", "replace")
+    # files are opened relative to the directory: FUSE looks up every component of a path, every time
+    dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in os.listdir(dfd) if names is None else names:
+            for _ in range(tries):
+                raw = _read_small(name, dfd)
+                if raw is None or raw.endswith(b"\n") or not raw:
+                    break
+            else:
+                continue  # torn every time: better no value this poll than a wrong one
+            if raw is not None:
+                out[name] = raw.decode("ascii", "replace")
+    finally:
+        os.close(dfd)
     return out
 
 
-def _read_small(path: str) -> Optional[bytes]:
+def _read_small(name: str, dir_fd: int) -> Optional[bytes]:
     """One file's bytes in one read, or None for a directory."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(name, os.O_RDONLY, dir_fd=dir_fd)
     try:
         return os.read(fd, 200)
     except IsADirectoryError:
