@@ -30,6 +30,7 @@ from typing import Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from zfsmon import lab as labmod  # noqa: E402
+from zfsmon.analysis.goose import is_grouping_vdev  # noqa: E402
 from zfsmon.lab.config import LabConfig  # noqa: E402
 from zfsmon.model import Sample  # noqa: E402
 from zfsmon.sources.pgbench import parse_summaries  # noqa: E402
@@ -71,7 +72,8 @@ def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespac
         while t.is_alive():
             for r in coll.poll():
                 if isinstance(r, Sample):
-                    traced += sum(v for k, v in r.metrics.items() if k.endswith("_ops") and not r.entity.parent)
+                    if not is_grouping_vdev(r.entity.name):  # devices only: a mirror row repeats its leaves
+                        traced += sum(v for k, v in r.metrics.items() if k.endswith("_ops"))
             time.sleep(0.5)
         t.join()
     finally:
