@@ -180,3 +180,40 @@ def test_bare_zfsmon_on_a_terminal_is_top_and_records_by_default(lab, tmp_path):
     assert len(made) == 1
     with Recording.open(str(made[0])) as r:
         assert any(e.kind == Kind.POOL and e.name == lab.pool for e in r.entities())
+
+
+@pytest.mark.postgres
+def test_top_soak_on_the_lab_as_the_demo_runs_it(lab, require_postgres, tmp_path):
+    """The README's main job in small: `top --soak --lab --cold --init-scale` in a terminal. TPS of the finished
+    runs reach the Workload panel, `q` stops pgbench and the lab's cluster, and the recording holds the runs;
+    pgbench's output is tee'd beside the recording."""
+    need(shutil.which("tmux") is not None, "tmux not installed")
+    session = f"zfsmon-soak-{os.getpid()}"
+    rec_path = tmp_path / "soak.zfsmon"
+    rc_file = tmp_path / "rc"
+    cmd = (f"unset COLUMNS LINES; cd {tmp_path} && {sys.executable} -m zfsmon top --pool {lab.pool} --lab {lab.pool} "
+           f"--soak --cold --init-scale 2 -T 5 --pause 1 --record {rec_path} -- -S -c 2 -j 1; echo $? > {rc_file}")
+    _tmux("new-session", "-d", "-s", session, "-x", "130", "-y", "45", f"cd {REPO} && export PYTHONPATH={REPO}; {cmd}")
+    try:
+        screen = _wait(session, lambda s: re.search(r"^\s*run\s+[\d.]+K?\s", s, re.M) is not None
+                       and re.search(r"runs ended in window: [1-9]", s) is not None, 180)
+        assert re.search(r"^\s*run\s+[\d.]+K?\s", screen, re.M), screen
+        assert "LIVE" in screen and "Read path" in screen, screen
+        assert re.search(r"PG buf\s+[\d.]+%", screen), screen  # pg_stat_database reached the read path
+    finally:
+        _tmux("send-keys", "-t", session, "q")
+        end = time.monotonic() + 60
+        while not rc_file.exists() and time.monotonic() < end:
+            time.sleep(0.3)
+        _tmux("kill-session", "-t", session)
+    assert rc_file.read_text().strip() == "0"
+    with Recording.open(str(rec_path)) as r:
+        ends = [e for e in r.events(kinds=[EventKind.RUN_END])]
+        assert ends and any("tps" in e.text for e in ends), [e.text for e in ends]
+        assert any(s.metrics.get("tps", 0) > 0 for s in r.samples(kinds=[Kind.WORKLOAD]))
+    log = tmp_path / "soak.pgbench.log"
+    assert log.exists() and "tps = " in log.read_text()
+    assert not list(tmp_path.glob("top-soak-*.pgbench.log"))
+    from zfsmon.workload.target import lab_cluster
+
+    assert not lab_cluster(lab.pool)[1].is_running(), "q left the lab's PostgreSQL running"

@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 import time
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError
@@ -82,15 +82,19 @@ def need_terminal(what: str) -> None:
                         "`zfsmon export`/`zfsmon info` read recordings without one)")
 
 
-def _soak(args: argparse.Namespace) -> Tuple[List[Collector], Callable[[], None], dict]:
-    """The soak runner and pg_stat_database collector, and how to clean up (a lab cluster is stopped)."""
+def _soak(args: argparse.Namespace, record: Optional[str]) -> Tuple[List[Collector], Callable[[], None], dict]:
+    """The soak runner and pg_stat_database collector, and how to clean up (a lab cluster is stopped).
+
+    pgbench's output is tee'd beside the recording (as `zfsmon soak` does), else into the current directory.
+    """
     from zfsmon.sources.pgstat import PgStatCollector
     from zfsmon.workload import target
     from zfsmon.workload.soak import LOOP, SoakCollector, SoakPlan
 
     pgb_args = target.check_pgbench_args(args.pgbench_args or [])
     tgt = target.prepare(args.lab, dbname=args.dbname, conn=args.conn)
-    log = os.path.abspath(f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
+    log = os.path.abspath(os.path.splitext(record)[0] + ".pgbench.log" if record else
+                          f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
     try:
         target.ensure_database(tgt, args.init_scale, log, quiet=False)
         if args.cold:
@@ -139,12 +143,12 @@ def run(args: argparse.Namespace) -> int:
     extra_meta: dict = {}
     if args.attach:
         collectors += _attach(args)
+    path = None if args.no_record else (args.record or default_out(time.time()))
     if args.soak:
-        more, cleanup, extra_meta = _soak(args)
+        more, cleanup, extra_meta = _soak(args, path)
         collectors += more
     if not collectors:
         raise UserError("no source is available on this host: " + "; ".join(skipped) + " (see `zfsmon doctor`)")
-    path = None if args.no_record else (args.record or default_out(time.time()))
     rec = None
     lock = threading.Lock()
     if path is not None:
