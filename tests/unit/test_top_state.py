@@ -108,3 +108,16 @@ def test_threshold_table_is_documented():
 
     doc = (REPO / "docs" / "dashboard.md").read_text()
     assert thresholds.render_markdown() in doc
+
+
+def test_findings_panel_shows_a_correlation_lag_in_whole_seconds():
+    """The lag is a count of measured steps (~1.001 s), so it shows as -3s, not -3.003s."""
+    from zfsmon.analysis.findings import Finding, Report
+    from zfsmon.views.top import panels
+
+    rep = Report(0.0, 60.0, 1.001, {}, [Finding("correlation", "", {"spearman": 0.87, "best_lag_s": -3.003,
+                                                                   "with": "l2_hit_pct"}),
+                                        Finding("correlation", "", {"spearman": 0.5, "best_lag_s": 120.12,
+                                                                   "with": "arc_hit_pct"})])
+    text = panels.findings(rep, _at(0.0), panels.ViewOptions(), 100, False).plain
+    assert "r +0.87 lag -3s" in text and "r +0.50 lag +2m" in text, text

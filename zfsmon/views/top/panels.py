@@ -302,8 +302,8 @@ def findings(report, state: TopState, opts: ViewOptions, width: int, compact: bo
             r, lag = n.get("spearman"), n.get("best_lag_s")
             words = DRIVER_WORDS.get(str(n.get("with")), str(n.get("with")))
             text = f"TPS~{words}: r {r:+.2f}" if isinstance(r, float) else f"TPS~{words}: {n.get('note', '-')}"
-            if isinstance(lag, (int, float)) and lag:
-                text += f" lag {lag:g}s"
+            if isinstance(lag, (int, float)) and round(lag):  # whole seconds: the step is a measured ~1.001 s
+                text += f" lag {'-' if lag < 0 else '+'}{fmt.age(abs(round(lag)))}"
             parts.append(Text(text, no_wrap=True, overflow="ellipsis"))
         else:
             parts.append(Text(f.text, no_wrap=compact, overflow="ellipsis"))
