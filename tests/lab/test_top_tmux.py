@@ -192,11 +192,13 @@ def test_top_soak_on_the_lab_as_the_demo_runs_it(lab, require_postgres, tmp_path
     rec_path = tmp_path / "soak.zfsmon"
     rc_file = tmp_path / "rc"
     cmd = (f"unset COLUMNS LINES; cd {tmp_path} && {sys.executable} -m zfsmon top --pool {lab.pool} --lab {lab.pool} "
-           f"--soak --cold --init-scale 2 -T 5 --pause 1 --record {rec_path} -- -S -c 2 -j 1; echo $? > {rc_file}")
+           f"--soak --cold --init-scale 2 -T 5 --pause 1 --record {rec_path} -- -S -c 2 -j 1; "
+           f"echo $? > {rc_file}; sleep 300")  # the pane stays, so what zfsmon printed on exit can be read
     _tmux("new-session", "-d", "-s", session, "-x", "130", "-y", "45", f"cd {REPO} && export PYTHONPATH={REPO}; {cmd}")
     try:
-        screen = _wait(session, lambda s: re.search(r"^\s*run\s+[\d.]+K?\s", s, re.M) is not None
-                       and re.search(r"runs ended in window: [1-9]", s) is not None, 180)
+        screen = _wait(session, lambda s: rc_file.exists() or (re.search(r"^\s*run\s+[\d.]+K?\s", s, re.M) is not None
+                       and re.search(r"runs ended in window: [1-9]", s) is not None), 180)
+        assert not rc_file.exists(), f"zfsmon top exited early ({rc_file.read_text().strip()}):\n{screen}"
         assert re.search(r"^\s*run\s+[\d.]+K?\s", screen, re.M), screen
         assert "LIVE" in screen and "Read path" in screen, screen
         assert re.search(r"PG buf\s+[\d.]+%", screen), screen  # pg_stat_database reached the read path

@@ -25,6 +25,15 @@ DEFAULT_PORT = 55432
 PG_ROOT_GLOB = "/usr/lib/postgresql/*/bin"
 
 
+def running_port(pidfile: Path) -> Optional[int]:
+    """The port in a running server's postmaster.pid (its 4th line), or None if unreadable."""
+    try:
+        lines = pidfile.read_text(encoding="utf-8", errors="replace").splitlines()
+        return int(lines[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _version_key(path: str) -> tuple:
     ver = Path(path).parent.name
     return tuple(int(p) if p.isdigit() else 0 for p in ver.split("."))
@@ -149,6 +158,11 @@ class PgCluster:
         os.chmod(path, 0o700)
 
     def is_running(self) -> bool:
+        """Whether the server runs; if it does, clients follow it to the port it listens on.
+
+        The lab's one cluster may have been started by another zfsmon command with another ``--port``
+        (`soak --lab --port 5500` while `top --soak --lab` starts): connecting to our default port would fail.
+        """
         pid = self.datadir / "postmaster.pid"
         if not pid.exists():
             return False
@@ -156,14 +170,19 @@ class PgCluster:
             self._run([self._bin("pg_ctl"), "-D", str(self.datadir), "status"], timeout=20)
         except UserError:
             return False
+        port = running_port(pid)
+        if port is not None:
+            self.port = port
         return True
 
     def start(self) -> None:
         self.logfile.touch(exist_ok=True)
         self._chown(self.logfile)
         os.chmod(self.logfile, 0o600)
+        # -p: the port asked for now wins over the one written into postgresql.conf at initdb
         self._run([self._bin("pg_ctl"), "-D", str(self.datadir), "-l", str(self.logfile), "-w",
-                   "-t", str(self.start_timeout), "start"], timeout=self.start_timeout + 10)
+                   "-t", str(self.start_timeout), "-o", f"-p {int(self.port)}", "start"],
+                  timeout=self.start_timeout + 10)
 
     def stop(self, timeout: int = 60) -> None:
         """Fast shutdown; immediate if that does not finish. Safe when not running."""

@@ -33,10 +33,11 @@ class Target:
     cluster: Optional[PgCluster] = None
     lab_pool: Optional[str] = None
     meta: Dict[str, str] = field(default_factory=dict)
+    owned: bool = True  # False: the lab cluster was already running (another zfsmon command's): leave it be
 
     def stop(self) -> None:
         """Stop the lab cluster, if this target started one; a failure is a warning, not an error."""
-        if self.cluster is None:
+        if self.cluster is None or not self.owned:
             return
         try:
             self.cluster.stop()
@@ -71,12 +72,17 @@ def prepare(lab: Optional[str] = None, port: int = DEFAULT_PORT, dbname: Optiona
                 say(f"creating a PostgreSQL cluster in {cluster.datadir} (port {cluster.port}, shared_buffers "
                     f"{cluster.shared_buffers})")
                 cluster.init()
-            if not cluster.is_running():
+            if cluster.is_running():  # e.g. a `soak --lab` in another terminal; its port is adopted
+                target.owned = False
+                say(f"using the lab's PostgreSQL cluster that is already running (port {cluster.port}); "
+                    "it is left running afterwards")
+            else:
                 cluster.start()
             cluster.createdb(dbname)
         except BaseException:
             target.stop()
             raise
+        target.conninfo = cluster.conninfo(dbname)
         env.update(cluster.env(dbname))
         return target
     conninfo = conn or ""
@@ -154,6 +160,9 @@ def cold_start(tgt: Target, say: Callable[[str], None] = lambda m: print(f"zfsmo
     """
     if tgt.cluster is None or tgt.lab_pool is None:
         raise UserError("--cold needs --lab: only a lab pool can be exported and imported to empty its caches")
+    if not tgt.owned:
+        raise UserError("--cold would stop the lab's PostgreSQL cluster, which another command started and is "
+                        "using: stop that first, or leave out --cold")
     from zfsmon import lab as labmod
 
     tgt.cluster.stop()
