@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import free_loopback_port
 from zfsmon.model import EventKind, Kind, Role
 from zfsmon.store import Recording
 
 pytestmark = [pytest.mark.lab, pytest.mark.postgres, pytest.mark.slow]
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _zfsmon(*args: str, timeout: float) -> subprocess.CompletedProcess:
@@ -31,7 +25,7 @@ def _zfsmon(*args: str, timeout: float) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def port() -> int:
-    return _port()
+    return free_loopback_port()
 
 
 def test_loop_soak_on_lab(lab, require_postgres, tmp_path: Path, port: int) -> None:

@@ -29,26 +29,30 @@ def _screen(session: str) -> str:
     return _tmux("capture-pane", "-p", "-t", session)
 
 
-def _row(screen: str, name: str):
-    """The numbers of a tree row: r/s w/s rB/s wB/s as printed (humanized)."""
+def _cells(screen: str, name: str):
+    """The words of the tree row of vdev/leaf ``name`` (the first line that starts with it), or None."""
     for line in screen.splitlines():
         parts = line.split()
-        if parts and parts[0] == name and len(parts) >= 5:
-            return parts[1:5]
+        if parts[:1] == [name]:
+            return parts
     return None
 
 
-_DEV_AT_WIDE, _DEV_AT_NARROW = 8, 6  # the device-ops cell's place in a leaf row split on blanks
+def _row(screen: str, name: str):
+    """The numbers of a tree row: r/s w/s rB/s wB/s as printed (humanized)."""
+    cells = _cells(screen, name)
+    return cells[1:5] if cells and len(cells) >= 5 else None
+
+
+def _dev_at(screen: str) -> int:
+    """Where a leaf row's device-ops cell is, split on blanks: 'dev ops' on a wide screen, 'dev' on a narrow one."""
+    return 8 if "dev ops" in screen else 6
 
 
 def _dev_cell(screen: str, name: str):
-    """The device-level ops cell of a leaf row (column 'dev ops' on a wide screen, 'dev' on a narrow one)."""
-    dev_at = _DEV_AT_WIDE if "dev ops" in screen else _DEV_AT_NARROW
-    for line in screen.splitlines():
-        parts = line.split()
-        if parts and parts[0] == name:
-            return parts[dev_at] if len(parts) > dev_at else None
-    return None
+    """The device-level ops cell of a leaf row, or None while it is still empty."""
+    cells, at = _cells(screen, name), _dev_at(screen)
+    return cells[at] if cells and len(cells) > at else None
 
 
 def _nonzero(cells) -> bool:
@@ -112,12 +116,12 @@ def test_top_in_tmux_against_the_lab(lab, tmp_path):
         # the device-level view next to ZFS's: /proc/diskstats ops of each data leaf's loop device
         # (zfs-fuse writes through the host page cache, so a device can say 0 while ZFS writes: GOOSE / G!)
         for leaf in leaves:
-            c = next(ln.split() for ln in lines if ln.split()[:1] == [leaf])
+            c = _cells(screen, leaf)
             dev = _dev_cell(screen, leaf)
             assert dev is not None and re.match(r"^[\d.]+[KMG]?$", dev), screen
             zfs_ops = sum(float(re.match(r"[\d.]+", x).group()) for x in c[1:3])
             if zfs_ops >= 2 and dev == "0":  # well above the 1 op/s below which a leaf is only "idle"
-                marker_at = _DEV_AT_WIDE + 2 if "dev ops" in screen else _DEV_AT_NARROW + 1  # wide: after dev lat
+                marker_at = _dev_at(screen) + (2 if "dev ops" in screen else 1)  # wide: after dev lat
                 assert len(c) > marker_at and c[marker_at] in ("GOOSE", "G!"), (leaf, screen)
         # L2ARC and SLOG panels show numbers, not dashes
         screen = _wait(session, lambda s: re.search(r"L2 hit \d", s) and re.search(r"SLOG w \d", s), 60)

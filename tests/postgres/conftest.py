@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from typing import Iterator
 
 import pytest
 
-from tests.conftest import _postgres_missing, need
+from tests.conftest import _postgres_missing, free_loopback_port, need
 from zfsmon.workload.pgcluster import PgCluster
 
 DB = "bench"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +23,7 @@ def pg() -> Iterator[PgCluster]:
     # /var/tmp, not pytest's tmp_path: that is private to root and the server runs as postgres
     top = tempfile.mkdtemp(prefix="zfsmon-pgtest-", dir="/var/tmp")
     os.chmod(top, 0o755)
-    cluster = PgCluster(os.path.join(top, "data"), port=_free_port(), listen_addresses="127.0.0.1",
+    cluster = PgCluster(os.path.join(top, "data"), port=free_loopback_port(), listen_addresses="127.0.0.1",
                         start_timeout=60)
     try:
         cluster.init()

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.postgres.conftest import _free_port
+from tests.conftest import free_loopback_port
 from zfsmon.workload.pgcluster import PgCluster, running_port
 
 pytestmark = [pytest.mark.postgres]
@@ -21,11 +21,11 @@ def _psql_port(c: PgCluster) -> str:
 
 
 def test_a_running_cluster_is_found_on_its_port_and_a_start_takes_the_asked_port(pg: PgCluster):
-    other = PgCluster(pg.datadir, port=_free_port())  # the same data directory, asked for another port
+    other = PgCluster(pg.datadir, port=free_loopback_port())  # the same data directory, asked for another port
     assert other.is_running() and other.port == pg.port  # followed to where it listens
     assert _psql_port(other) == str(pg.port)
     assert running_port(pg.datadir / "postmaster.pid") == pg.port
-    wanted = _free_port()
+    wanted = free_loopback_port()
     pg.stop(timeout=30)
     moved = PgCluster(pg.datadir, port=wanted)
     try:

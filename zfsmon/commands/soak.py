@@ -32,7 +32,7 @@ from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError
 from zfsmon.workload import session, target
 from zfsmon.workload.pgcluster import DEFAULT_PORT
-from zfsmon.workload.soak import CONTINUOUS, LOOP, SoakCollector, SoakPlan
+from zfsmon.workload.soak import CONTINUOUS, LOOP, SoakCollector, SoakPlan, tee_log_for
 
 NAME = "soak"
 HELP = "run a pgbench soak (loop or continuous) and record it with the ZFS sources"
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--run-seconds must be at least 1")
     now = time.time()
     out = args.out or f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.zfsmon"
-    log = args.log or (os.path.splitext(out)[0] + ".pgbench.log")
+    log = args.log or tee_log_for(out)
     for path in (out, log):
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent):

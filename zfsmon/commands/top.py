@@ -89,11 +89,11 @@ def _soak(args: argparse.Namespace, record: Optional[str]) -> Tuple[List[Collect
     """
     from zfsmon.sources.pgstat import PgStatCollector
     from zfsmon.workload import target
-    from zfsmon.workload.soak import LOOP, SoakCollector, SoakPlan
+    from zfsmon.workload.soak import LOOP, SoakCollector, SoakPlan, tee_log_for
 
     pgb_args = target.check_pgbench_args(args.pgbench_args or [])
     tgt = target.prepare(args.lab, dbname=args.dbname, conn=args.conn)
-    log = os.path.abspath(os.path.splitext(record)[0] + ".pgbench.log" if record else
+    log = os.path.abspath(tee_log_for(record) if record else
                           f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
     try:
         target.ensure_database(tgt, args.init_scale, log, quiet=False)

@@ -366,7 +366,7 @@ def read_stat_dir(path: str, names: Optional[Sequence[str]] = None, tries: int =
         for name in os.listdir(dfd) if names is None else names:
             for _ in range(tries):
                 raw = _read_small(name, dfd)
-                if raw is None or raw.endswith(b"\n") or not raw:
+                if not raw or raw.endswith(b"\n"):  # a directory (None), an empty file, or whole
                     break
             else:
                 continue  # torn every time: better no value this poll than a wrong one

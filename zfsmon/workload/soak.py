@@ -59,6 +59,11 @@ class SoakPlan:
         return 10 if self.mode == CONTINUOUS else None
 
 
+def tee_log_for(recording: str) -> str:
+    """Where a soak tees pgbench's output by default: beside its recording, ``NAME.pgbench.log``."""
+    return os.path.splitext(recording)[0] + ".pgbench.log"
+
+
 def run_argv(plan: SoakPlan, seconds: int) -> List[str]:
     """The pgbench command line of one run lasting ``seconds``."""
     argv = [plan.pgbench, "-T", str(int(seconds))]
