@@ -31,8 +31,8 @@ from zfsmon import metrics  # noqa: E402
 from zfsmon.model import Entity, Kind, Role, Sample  # noqa: E402
 from zfsmon.sources import detect  # noqa: E402
 from zfsmon.store import Recorder, Recording, codec  # noqa: E402
-from zfsmon.views import export as view  # noqa: E402
-from zfsmon.views.units import human_size, parse_size  # noqa: E402
+from zfsmon.units import human_size, parse_size  # noqa: E402
+from zfsmon.views import csv_export as view  # noqa: E402
 
 POOL = "tank"
 T0 = 1_700_000_000.0

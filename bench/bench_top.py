@@ -33,7 +33,7 @@ from zfsmon.store import Recorder, Recording  # noqa: E402
 from zfsmon.views.top import panels  # noqa: E402
 from zfsmon.views.top.app import LiveFeed, TopApp  # noqa: E402
 from zfsmon.views.top.replay import ReplayCursor  # noqa: E402
-from zfsmon.views.top_state import TopState  # noqa: E402
+from zfsmon.views.top.state import TopState  # noqa: E402
 
 
 class WithDevices(Synthetic):

@@ -30,9 +30,9 @@ from typing import Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from zfsmon import lab as labmod  # noqa: E402
-from zfsmon.analysis.goose import is_grouping_vdev  # noqa: E402
 from zfsmon.lab.config import LabConfig  # noqa: E402
 from zfsmon.model import Sample  # noqa: E402
+from zfsmon.names import is_grouping_vdev  # noqa: E402
 from zfsmon.sources.pgbench import parse_summaries  # noqa: E402
 from zfsmon.trace import TraceCollector  # noqa: E402
 from zfsmon.workload.pgcluster import PgCluster  # noqa: E402

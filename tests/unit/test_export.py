@@ -15,7 +15,7 @@ from zfsmon.cli import main
 from zfsmon.model import Kind, ParseError, Sample
 from zfsmon.sources import zpool_iostat
 from zfsmon.store import Recorder, Recording
-from zfsmon.views.export import iso, neutralise, num
+from zfsmon.views.csv_export import iso, neutralise, num
 
 
 @pytest.fixture

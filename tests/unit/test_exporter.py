@@ -30,7 +30,7 @@ from zfsmon.sources import arcstats, zpool_iostat
 from zfsmon.sources.base import PolledCollector
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recording
-from zfsmon.views.exporter import LABELS, LatestValues, latest_from_recording, prom_name
+from zfsmon.views.prometheus import LABELS, LatestValues, latest_from_recording, prom_name
 
 NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 Scrape = Dict[str, Tuple[str, str, List[Tuple[str, Dict[str, str], float]]]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import TEST_DATA, fixture_files
+from zfsmon import names
 from zfsmon.analysis import goose
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Entity, Kind, Sample
@@ -75,7 +76,7 @@ def test_lab_capture_leaves_against_diskstats_numbers():
     busy, idle = reports[1], reports[2]
     assert set(busy) == {"loop1", "loop2", "loop3", "loop4", "loop5", "loop6"}  # SLOG/cache are vdev rows
     assert (busy["loop1"], busy["loop2"], busy["loop3"], busy["loop4"]) == (384, 374, 322, 321)
-    leaf_devs = {leaf: goose.guess_devices(f"/dev/{leaf}", {"loop1", "loop2", "loop3", "loop4", "loop6"})
+    leaf_devs = {leaf: names.guess_devices(f"/dev/{leaf}", {"loop1", "loop2", "loop3", "loop4", "loop6"})
                  for leaf in busy}
     assert leaf_devs["loop1"] == ["loop1"] and leaf_devs["loop5"] == []
     # the captured /proc/diskstats counts for these devices, as rates over one second from zero
@@ -102,7 +103,7 @@ def test_lab_capture_leaves_against_diskstats_numbers():
 def test_leaves_sharing_a_disk_are_judged_together():
     # two partitions of one disk, the device layer accounting only the whole disk
     zops = {"sdb1": 300.0, "sdb2": 100.0}
-    devs = {leaf: goose.guess_devices(leaf, {"sdb", "sdc"}) for leaf in zops}
+    devs = {leaf: names.guess_devices(leaf, {"sdb", "sdc"}) for leaf in zops}
     assert devs == {"sdb1": ["sdb"], "sdb2": ["sdb"]}
     vs = goose.judge(zops, {"sdb": 30.0}, devs)
     assert [v.verdict for v in vs] == [goose.GOOSE_EGG] * 2 and all(v.zfs_ops == 400.0 for v in vs)
@@ -112,17 +113,17 @@ def test_leaves_sharing_a_disk_are_judged_together():
 
 
 def test_name_rules():
-    assert goose.whole_disk("nvme0n1p3") == "nvme0n1" and goose.whole_disk("loop3p1") == "loop3"
-    assert goose.whole_disk("c0t0d0s0") == "c0t0d0" and goose.whole_disk("xvda2") == "xvda"
-    assert goose.is_grouping_vdev("mirror-0") and goose.is_grouping_vdev("raidz2-1")
-    assert goose.is_grouping_vdev("draid1:4d:8c:1s-0") and not goose.is_grouping_vdev("loop5")
-    assert goose.whole_disk("sdb") is None and goose.whole_disk("loop3") is None
+    assert names.whole_disk("nvme0n1p3") == "nvme0n1" and names.whole_disk("loop3p1") == "loop3"
+    assert names.whole_disk("c0t0d0s0") == "c0t0d0" and names.whole_disk("xvda2") == "xvda"
+    assert names.is_grouping_vdev("mirror-0") and names.is_grouping_vdev("raidz2-1")
+    assert names.is_grouping_vdev("draid1:4d:8c:1s-0") and not names.is_grouping_vdev("loop5")
+    assert names.whole_disk("sdb") is None and names.whole_disk("loop3") is None
     known = set(_iostat("-xnp"))  # c0t0d0, c0t0d0s0, c0t0d0s1, an NFS mount
-    assert goose.guess_devices("c0t0d0", known) == ["c0t0d0", "c0t0d0s0"]
-    assert goose.guess_devices("/dev/dsk/c0t0d0s1", known) == ["c0t0d0s1", "c0t0d0"]
-    assert goose.guess_devices("wwn-5000c5002e38e0eb", known) == []
-    assert goose.candidate_paths("/dev/loop3") == ["/dev/loop3"]
-    assert "/dev/disk/by-id/wwn-5000c5002e38e0eb" in goose.candidate_paths("wwn-5000c5002e38e0eb")
+    assert names.guess_devices("c0t0d0", known) == ["c0t0d0", "c0t0d0s0"]
+    assert names.guess_devices("/dev/dsk/c0t0d0s1", known) == ["c0t0d0s1", "c0t0d0"]
+    assert names.guess_devices("wwn-5000c5002e38e0eb", known) == []
+    assert names.candidate_paths("/dev/loop3") == ["/dev/loop3"]
+    assert "/dev/disk/by-id/wwn-5000c5002e38e0eb" in names.candidate_paths("wwn-5000c5002e38e0eb")
 
 
 def test_leaf_ops_skip_the_since_import_report():

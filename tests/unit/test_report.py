@@ -16,7 +16,7 @@ from tests.unit import report_data as rd
 from zfsmon.cli import main
 from zfsmon.model import Kind, Role, Sample
 from zfsmon.store import Recording
-from zfsmon.views import report
+from zfsmon.views import report_pdf as report
 
 EXPECTED_PANELS = [
     "data vdevs: read ops/s", "data vdevs: write ops/s", "log vdevs: read ops/s", "log vdevs: write ops/s",

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.unit.store_data import POOL, T0, records, samples_of
+from zfsmon.analysis.downsample import downsample
 from zfsmon.model import EventKind, Kind, Role
 from zfsmon.store import Recorder, Recording, RecordingError, codec, schema
-from zfsmon.store.downsample import downsample
 
 # --- codec ---------------------------------------------------------------------------------------------------
 

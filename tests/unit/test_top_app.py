@@ -16,7 +16,7 @@ from zfsmon.store import Recorder, Recording
 from zfsmon.views.top import panels
 from zfsmon.views.top.app import KEYS, LiveFeed, TopApp, help_text
 from zfsmon.views.top.replay import ReplayCursor
-from zfsmon.views.top_state import TopState
+from zfsmon.views.top.state import TopState
 
 HEADINGS = ["Vdevs", "ARC / L2ARC", "ZIL / SLOG", "Workload", "Read path", "Findings"]
 

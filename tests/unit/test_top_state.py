@@ -8,7 +8,7 @@ from tests.unit import top_data
 from zfsmon.model import Kind, Role
 from zfsmon.sources import arcstats
 from zfsmon.views import thresholds
-from zfsmon.views.top_state import TopState, area_of_source
+from zfsmon.views.top.state import TopState, area_of_source
 
 
 @pytest.fixture

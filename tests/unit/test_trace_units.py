@@ -16,8 +16,8 @@ from zfsmon.trace import catalog
 from zfsmon.trace.collector import TraceCollector, explain_stderr, preflight
 from zfsmon.trace.histogram import Histogram, bucket_of, bucket_upper, is_bucket
 from zfsmon.trace.protocol import hist_from_metrics, parse_text
-from zfsmon.trace.report import Totals, csv_rows, histogram_lines, table
 from zfsmon.trace.resolve import Names, mounted_filesystems
+from zfsmon.views.trace_text import Totals, csv_rows, histogram_lines, table
 
 DATA = TEST_DATA / "trace"
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import TEST_DATA, fixture_files
-from zfsmon.views.units import (
+from zfsmon.units import (
     human_count,
     human_ns,
     human_size,

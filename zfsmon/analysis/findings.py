@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from zfsmon import names
 from zfsmon.analysis import readpath
 from zfsmon.analysis.correlate import (
     Cells,
@@ -375,7 +376,7 @@ def _goose(samples: Sequence[Sample], step: float, start: Optional[float], end: 
     grid, leaf_cells = align_all(leaf_pts, step, start, end)
     dev_cells = {d: align_all({d: pts}, step, grid[0], grid[-1])[1][d] for d, pts in dev_gauge.items()} \
         if grid else {}
-    mapping = {leaf: goose.guess_devices(leaf, dev_cells.keys()) for leaf in leaf_cells}
+    mapping = {leaf: names.guess_devices(leaf, dev_cells.keys()) for leaf in leaf_cells}
     tally: Dict[str, Dict[str, int]] = {}
     worst: Dict[str, goose.Verdict] = {}
     for i in range(len(grid)):

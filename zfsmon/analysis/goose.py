@@ -9,67 +9,22 @@ decided on so a user can check the verdict.
 
 Pure: leaf names, device names and per-second rates in, verdicts out. Finding
 which kernel device a leaf path is (symlinks, sysfs) is I/O and lives in
-:mod:`zfsmon.sources.diskstats`; the name rules that need no file system are
-here, so captures from other machines (illumos ``c0t1d0``) can be matched too.
+:mod:`zfsmon.sources.diskstats`; the name rules that need no file system are in
+:mod:`zfsmon.names`, so captures from other machines (illumos ``c0t1d0``) can be matched too.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon.model import Kind, Sample
+from zfsmon.names import is_grouping_vdev
 
 GOOSE_EGG = "goose egg"
 NOT_GOOSE_EGG = "not goose egg"
 IDLE = "idle"  # ZFS did too little in the interval to judge
 UNKNOWN = "unknown"  # no device-level numbers for this leaf
-
-#: directories a bare leaf name (``wwn-0x5000c500...``, ``sdb1``, ``gpt/data0``) may be relative to
-DEV_DIRS = ("/dev", "/dev/disk/by-id", "/dev/disk/by-vdev", "/dev/disk/by-path", "/dev/disk/by-partuuid",
-            "/dev/disk/by-partlabel", "/dev/disk/by-label", "/dev/mapper", "/dev/dsk")
-
-# Linux partition names: sdb1 -> sdb, vda2 -> vda, nvme0n1p3 -> nvme0n1, mmcblk0p1 -> mmcblk0, loop3p1 -> loop3
-_PART_PLAIN = re.compile(r"^((?:[shv]|xv)d[a-z]+)(\d+)$")
-_PART_P = re.compile(r"^((?:nvme\d+n\d+)|(?:mmcblk\d+)|(?:loop\d+)|(?:nbd\d+))p(\d+)$")
-# illumos: c0t1d0s0 / c0t1d0p1 -> c0t1d0 (iostat -xn names whole disks c0t1d0, -p adds slices)
-_GROUPING = re.compile(r"^(mirror|raidz[123]?|draid[123]?(:[0-9a-z:]+)?|spare|replacing|root)(-\d+)?$")
-_ILLUMOS_SLICE = re.compile(r"^(c\d+(?:t[0-9A-Fa-f]+)?d\d+)([sp]\d+)$")
-
-
-def candidate_paths(leaf: str) -> List[str]:
-    """Paths a leaf name may stand for, to be resolved on the host (absolute names are taken as they are)."""
-    if leaf.startswith("/"):
-        return [leaf]
-    return [f"{d}/{leaf}" for d in DEV_DIRS]
-
-
-def whole_disk(name: str) -> Optional[str]:
-    """The disk a partition/slice name belongs to, by naming rule alone; None if ``name`` is not a partition."""
-    for rx in (_PART_PLAIN, _PART_P, _ILLUMOS_SLICE):
-        m = rx.match(name)
-        if m:
-            return m.group(1)
-    return None
-
-
-def guess_devices(leaf: str, known: Collection[str]) -> List[str]:
-    """Device names (among ``known``) a leaf maps to without touching the host, most specific first.
-
-    ``/dev/loop3`` -> ``loop3``; ``sdb1`` -> ``sdb1`` then ``sdb``; illumos
-    ``c0t1d0`` -> ``c0t1d0`` (or its ``s0`` slice with ``iostat -p``). Names
-    that need the host's symlinks (``wwn-...``, ``gpt/...``) give [] here.
-    """
-    base = leaf.rsplit("/", 1)[-1] if leaf.startswith("/dev/") else leaf
-    names = [base]
-    disk = whole_disk(base)
-    if disk:
-        names.append(disk)
-    if re.match(r"^c\d+(?:t[0-9A-Fa-f]+)?d\d+$", base):
-        names.append(base + "s0")  # ZFS puts a whole-disk vdev's data in slice 0
-    return [n for n in names if n in known]
-
 
 def device_ops_per_s(values: Mapping[str, float]) -> Optional[float]:
     """Operations per second from one device's numbers.
@@ -83,11 +38,6 @@ def device_ops_per_s(values: Mapping[str, float]) -> Optional[float]:
         if r in values or w in values:
             return float(values.get(r, 0.0)) + float(values.get(w, 0.0))
     return None
-
-
-def is_grouping_vdev(name: str) -> bool:
-    """mirror-0, raidz2-1, draid1:4d:8c:1s-0, spare-3, replacing-0: vdevs made of other vdevs, not devices."""
-    return _GROUPING.match(name) is not None
 
 
 def leaf_ops(samples: Iterable[Sample]) -> Dict[str, float]:

@@ -21,7 +21,7 @@ from zfsmon.commands._timearg import When, seconds
 from zfsmon.errors import UserError
 from zfsmon.model import Kind
 from zfsmon.store import Recording
-from zfsmon.views import export as view
+from zfsmon.views import csv_export as view
 
 NAME = "export"
 HELP = "export a recording to CSV (per entity kind or long) or JSON lines"

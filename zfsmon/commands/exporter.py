@@ -70,7 +70,7 @@ def serve(latest, host: str, port: int):
     """Start the HTTP server in a daemon thread; returns (server, bound port)."""
     from prometheus_client import CollectorRegistry, start_http_server
 
-    from zfsmon.views.exporter import ZfsmonCollector
+    from zfsmon.views.prometheus import ZfsmonCollector
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ZfsmonCollector(latest))
@@ -93,7 +93,7 @@ def _skipped_text(skipped: object) -> str:
 def _live(args: argparse.Namespace):
     """The sampler feeding a LatestValues (stale entities dropped after three missed intervals)."""
     from zfsmon.engine import Sampler
-    from zfsmon.views.exporter import LatestValues
+    from zfsmon.views.prometheus import LatestValues
 
     try:
         from zfsmon.host import probe
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         if args.sources:
             raise UserError("SOURCES and --from-recording do not go together")
         from zfsmon.store import Recording
-        from zfsmon.views.exporter import latest_from_recording
+        from zfsmon.views.prometheus import latest_from_recording
 
         with Recording.open(args.from_recording) as rec:
             latest = latest_from_recording(rec)

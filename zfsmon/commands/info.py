@@ -11,7 +11,7 @@ from typing import Dict, List
 
 from zfsmon.model import EventKind, Kind
 from zfsmon.store import Recording
-from zfsmon.views.export import iso
+from zfsmon.views.csv_export import iso
 
 NAME = "info"
 HELP = "describe a recording: time range, interval, host, pools, topology changes, events, size"

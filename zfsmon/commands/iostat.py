@@ -21,6 +21,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from zfsmon import names
 from zfsmon.analysis import goose
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.commands._timearg import seconds
@@ -123,8 +124,8 @@ class DeviceView:
                 self.ops[r.entity.name] = ops
 
     def __call__(self, leaf: str) -> Optional[float]:
-        names = goose.guess_devices(leaf, self.ops.keys())
-        return self.ops[names[0]] if names else None
+        devices = names.guess_devices(leaf, self.ops.keys())
+        return self.ops[devices[0]] if devices else None
 
 
 class _Printer:

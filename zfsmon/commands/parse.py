@@ -15,7 +15,7 @@ from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError
 from zfsmon.model import Event, ParseError, Record, Sample
 from zfsmon.sources import detect
-from zfsmon.views import export as view
+from zfsmon.views import csv_export as view
 
 NAME = "parse"
 HELP = "parse a captured text log (zpool iostat, arcstats, arcstat, pgbench) and print its samples as CSV"

@@ -21,9 +21,9 @@ from typing import List
 from zfsmon import __version__
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError
-from zfsmon.sources.registry import trace_collectors
 from zfsmon.store import RecordingError
 from zfsmon.store.schema import SUFFIX
+from zfsmon.trace import trace_collectors
 
 NAME = "record"
 HELP = "record all available sources into a recording file (SQLite)"

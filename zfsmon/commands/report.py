@@ -43,7 +43,7 @@ def default_out(recording: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from zfsmon.store import Recording
-    from zfsmon.views import report as view
+    from zfsmon.views import report_pdf as view
 
     out = args.out or default_out(args.file)
     if os.path.splitext(out)[1].lower() not in view.FORMATS:

@@ -126,11 +126,12 @@ def run(args: argparse.Namespace) -> int:
     from zfsmon.commands.record import default_out, host_meta
     from zfsmon.engine import Sampler
     from zfsmon.host import probe
-    from zfsmon.sources.registry import build_collectors, trace_collectors
+    from zfsmon.sources.registry import build_collectors
     from zfsmon.store import Recorder, RecordingError
+    from zfsmon.trace import trace_collectors
     from zfsmon.views.top import panels
     from zfsmon.views.top.app import TopApp
-    from zfsmon.views.top_state import TopState
+    from zfsmon.views.top.state import TopState
 
     need_terminal("zfsmon top")
     if args.soak and args.attach:

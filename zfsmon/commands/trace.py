@@ -23,7 +23,7 @@ from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.trace import catalog
 from zfsmon.trace.collector import TraceCollector
 from zfsmon.trace.protocol import TraceParser
-from zfsmon.trace.report import Totals, csv_rows, table
+from zfsmon.views.trace_text import Totals, csv_rows, table
 
 NAME = "trace"
 HELP = "run a DTrace/bpftrace script: per-vdev latency histograms, ARC, ZIL, txg"

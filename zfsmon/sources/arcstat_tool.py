@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 from zfsmon.metrics.arc import ARCSTAT_COLUMNS, BYTES, COUNT, PERCENT, TIME
 from zfsmon.model import Entity, Kind, ParseError, Sample
-from zfsmon.views.units import parse_size
+from zfsmon.units import parse_size
 
 _ENTITIES = {Kind.ARC: Entity(Kind.ARC, "arc"), Kind.L2ARC: Entity(Kind.L2ARC, "l2arc"),
              Kind.ZIL: Entity(Kind.ZIL, "zil")}

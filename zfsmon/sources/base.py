@@ -8,24 +8,12 @@ collector keeps going, so one broken source never stops the others.
 from __future__ import annotations
 
 import abc
-import queue
 import time
-from typing import Callable, List, Optional, TypeVar
+from typing import Callable, List, Optional
 
 from zfsmon.model import Event, EventKind, ParseError, Record
 
 Clock = Callable[[], float]
-T = TypeVar("T")
-
-
-def drain(q: queue.Queue[T]) -> List[T]:
-    """Everything a reader thread has queued so far, without waiting."""
-    out: List[T] = []
-    while True:
-        try:
-            out.append(q.get_nowait())
-        except queue.Empty:
-            return out
 
 
 class Collector(abc.ABC):

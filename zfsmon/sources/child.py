@@ -18,7 +18,8 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.model import Event, EventKind, ParseError, Record
-from zfsmon.sources.base import Clock, Collector, drain
+from zfsmon.queues import drain
+from zfsmon.sources.base import Clock, Collector
 
 
 def terminate_group(proc: subprocess.Popen, steps: Sequence[Tuple[int, float]]) -> None:

@@ -19,6 +19,7 @@ import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
+from zfsmon.names import candidate_paths
 from zfsmon.sources.base import Clock, PolledCollector
 
 PATH = "/proc/diskstats"
@@ -134,12 +135,10 @@ def parent_disk(name: str, sys_block: str = SYS_BLOCK) -> Optional[str]:
 def resolve_leaves(leaves: Sequence[str], sys_block: str = SYS_BLOCK) -> Dict[str, List[str]]:
     """Leaf name (as ``zpool status`` prints it) -> kernel names to look for, most specific first.
 
-    Candidate paths come from :func:`zfsmon.analysis.goose.candidate_paths`; the
+    Candidate paths come from :func:`zfsmon.names.candidate_paths`; the
     first that resolves wins; a partition also lists its whole disk, because
     some kernels account I/O only on the disk.
     """
-    from zfsmon.analysis.goose import candidate_paths
-
     out: Dict[str, List[str]] = {}
     for leaf in leaves:
         for cand in candidate_paths(leaf):

@@ -3,7 +3,7 @@
 ``fsstat zfs 5`` tells what applications asked of ZFS (reads, writes, lookups)
 next to what the disks did. Each row ends with the entity (``zfs``, ``/``,
 ``/export/home``); numbers are "smart numbers" of at most 5 characters,
-1024-based (``2.86M`` is 3000000), read with :mod:`zfsmon.views.units`.
+1024-based (``2.86M`` is 3000000), read with :mod:`zfsmon.units`.
 
 The first row of an entity counts everything since the module was loaded or
 the file system mounted; later rows count one interval. The parser adds them
@@ -27,7 +27,7 @@ from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sam
 from zfsmon.sources.base import Clock
 from zfsmon.sources.child import StreamCollector, StreamParser
 from zfsmon.sources.illumos_iostat import printed_ts
-from zfsmon.views.units import parse_count
+from zfsmon.units import parse_count
 
 SOURCE = "fsstat"
 

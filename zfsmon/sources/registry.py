@@ -113,15 +113,3 @@ def build_collectors(host: Host, interval: float, pools: Optional[Sequence[str]]
         else:
             collectors.append(made)
     return collectors, skipped
-
-
-def trace_collectors(names: Sequence[str], interval: float, pools: Optional[Sequence[str]] = None) -> List[Collector]:
-    """`--trace NAME` for `top`/`record`: one tracing script (dtrace/ or bpftrace/) per name, as a source."""
-    from zfsmon.trace import SCRIPTS, TraceCollector
-
-    out: List[Collector] = []
-    for name in names:
-        if name not in SCRIPTS:
-            raise UserError(f"unknown trace script {name} (known: {', '.join(sorted(SCRIPTS))})")
-        out.append(TraceCollector(name, max(1, int(round(interval))), pools=tuple(pools or ())))
-    return out

@@ -36,7 +36,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 from zfsmon.model import SECTION_ROLES, Entity, Event, EventKind, Kind, ParseError, Record, Role, Sample
 from zfsmon.sources.child import StreamCollector, StreamParser
 from zfsmon.sources.zpool_status import Topology, TreeBuilder, indent_depth, read_topology, run_zpool
-from zfsmon.views.units import is_missing, parse_count, parse_duration_ns, parse_size
+from zfsmon.units import is_missing, parse_count, parse_duration_ns, parse_size
 
 __all__ = ["Column", "Header", "parse_header", "scripted_header", "ZpoolIostatParser", "parse_text",
            "ZpoolIostatCollector", "iostat_argv", "read_once"]
@@ -553,7 +553,7 @@ class ZpoolIostatParser(StreamParser):
 
 def _bucket_label(kind: str, label: str) -> str:
     """The canonical, lower-case bucket name: ``4K`` and ``4096`` are both ``4k``; ``131us`` stays."""
-    from zfsmon.views.units import human_ns, human_size  # formatting lives with the views
+    from zfsmon.units import human_ns, human_size  # formatting lives with the views
 
     if kind == "rq":
         return human_size(parse_size(label)).lower()

@@ -28,7 +28,7 @@ Reading (replay, export, info; safe while a recorder is still writing)::
 Timestamps are float epoch seconds (UTC). Opening anything that is not a
 readable recording raises :class:`RecordingError`, a UserError.
 Downsampling (``every`` seconds; counters summed as deltas, gauges averaged
-with min/max) is :func:`zfsmon.store.downsample.downsample`.
+with min/max) is :func:`zfsmon.analysis.downsample.downsample`.
 """
 
 from zfsmon.store.errors import RecordingError, RecordingFull

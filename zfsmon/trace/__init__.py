@@ -5,6 +5,6 @@
 """
 
 from zfsmon.trace.catalog import SCRIPTS
-from zfsmon.trace.collector import TraceCollector
+from zfsmon.trace.collector import TraceCollector, trace_collectors
 
-__all__ = ["SCRIPTS", "TraceCollector"]
+__all__ = ["SCRIPTS", "TraceCollector", "trace_collectors"]

@@ -17,12 +17,13 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from zfsmon.errors import UserError
 from zfsmon.host import zfs_fuse_pid
 from zfsmon.model import Event, EventKind, ParseError, Record
-from zfsmon.sources.base import Clock, drain
+from zfsmon.queues import drain
+from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector
 from zfsmon.sources.zpool_status import Topology, read_topology
 from zfsmon.trace import catalog
@@ -198,3 +199,13 @@ class TraceCollector(StreamCollector):
     @property
     def child_pid(self) -> Optional[int]:
         return self._proc.pid if self._proc is not None else None
+
+
+def trace_collectors(names: Sequence[str], interval: float, pools: Optional[Sequence[str]] = None) -> List[Collector]:
+    """`--trace NAME` for `top`/`record`: one tracing script (dtrace/ or bpftrace/) per name, as a source."""
+    out: List[Collector] = []
+    for name in names:
+        if name not in catalog.SCRIPTS:
+            raise UserError(f"unknown trace script {name} (known: {', '.join(sorted(catalog.SCRIPTS))})")
+        out.append(TraceCollector(name, max(1, int(round(interval))), pools=tuple(pools or ())))
+    return out

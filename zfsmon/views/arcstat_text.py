@@ -22,7 +22,7 @@ from zfsmon.metrics.arc import (
     Column,
 )
 from zfsmon.model import Kind
-from zfsmon.views.units import MISSING, human_count, human_size
+from zfsmon.units import MISSING, human_count, human_size
 
 Values = Mapping[Kind, Mapping[str, float]]
 

@@ -4,7 +4,7 @@ Rows of one pool are grouped the way ``zpool status`` groups them -- data
 vdevs, then ``logs``, ``cache``, ``special``, ``dedup``, ``spares`` -- even where
 the platform's own iostat omits a heading (zfs-fuse prints the SLOG as a
 plain data row).  Numbers are humanised exactly as ``zpool iostat`` does
-(:mod:`zfsmon.views.units`); ``parsable`` prints exact integers, ``scripted``
+(:mod:`zfsmon.units`); ``parsable`` prints exact integers, ``scripted``
 drops headers and indentation and separates fields by tabs, :func:`csv_header`
 / :func:`csv_rows` write one line per sample.
 
@@ -20,7 +20,7 @@ from collections import OrderedDict
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from zfsmon.model import Entity, Kind, Role, Sample
-from zfsmon.views.units import MISSING, human_count, human_ns, human_size
+from zfsmon.units import MISSING, human_count, human_ns, human_size
 
 __all__ = ["COLUMN_GROUPS", "IostatTable", "csv_header", "csv_rows", "DeviceOps", "SECTION_HEADINGS"]
 

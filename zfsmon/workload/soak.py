@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import IO, Dict, List, Mapping, Optional, Sequence
 
 from zfsmon.model import Event, EventKind, Record
-from zfsmon.sources.base import Clock, Collector, drain
+from zfsmon.queues import drain
+from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import terminate_group
 from zfsmon.sources.pgbench import PgbenchTextParser, init_size_estimate
 

@@ -23,10 +23,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from zfsmon.model import Event, EventKind, Record
-from zfsmon.sources.base import drain
+from zfsmon.queues import drain
 from zfsmon.views.top import panels
 from zfsmon.views.top.replay import ReplayCursor
-from zfsmon.views.top_state import SORTS, WINDOWS, TopState
+from zfsmon.views.top.state import SORTS, WINDOWS, TopState
 
 #: below this the screen says so instead of drawing a garbled dashboard
 MIN_SIZE = (60, 18)
@@ -490,7 +490,7 @@ class TopApp(App):
 
 def export_window(state: TopState, directory: str, now: float) -> str:
     """The window's samples as a long CSV (``zfsmon export`` columns), events beside it; returns the path."""
-    from zfsmon.views import export
+    from zfsmon.views import csv_export as export
 
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     base = os.path.join(directory, f"zfsmon-top-{stamp}")

@@ -1,6 +1,6 @@
 """Numbers and sparklines for the dashboard's panels: humanized by default, exact with the raw toggle.
 
-Formatting of sizes/counts/times is :mod:`zfsmon.views.units` (the shapes ZFS
+Formatting of sizes/counts/times is :mod:`zfsmon.units` (the shapes ZFS
 tools print); this only adds the dashboard's choices on top: ``µs`` for
 microseconds, a raw mode, percentages, and block-character sparklines.
 """
@@ -11,7 +11,8 @@ from typing import Optional, Sequence, Tuple
 
 from rich.text import Text
 
-from zfsmon.views import thresholds, units
+from zfsmon import units
+from zfsmon.views import thresholds
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 

@@ -1,4 +1,4 @@
-"""Each panel of the dashboard as a rich renderable built from :class:`~zfsmon.views.top_state.TopState`.
+"""Each panel of the dashboard as a rich renderable built from :class:`~zfsmon.views.top.state.TopState`.
 
 Pure functions of (state, options, size): the widgets in :mod:`zfsmon.views.top.app`
 only place them. Every panel starts with its heading line, so a panel that
@@ -18,7 +18,7 @@ from zfsmon.analysis.findings import DRIVERS
 from zfsmon.model import EventKind
 from zfsmon.views import thresholds
 from zfsmon.views.top import fmt
-from zfsmon.views.top_state import TopState, TreeRow
+from zfsmon.views.top.state import TopState, TreeRow
 
 HEADING = "bold reverse"
 DRIVER_WORDS = dict(DRIVERS)

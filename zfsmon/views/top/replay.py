@@ -4,7 +4,7 @@ Only the window ending at the cursor is read (``Recording.samples(start=...,
 end=...)``, with one window of margin each side kept in memory so that steps
 do not read again), so a 24-hour recording opens as fast as a one-minute one. Moving
 forward by less than a window feeds just the new slice into the same
-:class:`~zfsmon.views.top_state.TopState`; any other move rebuilds it.
+:class:`~zfsmon.views.top.state.TopState`; any other move rebuilds it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Sample
 from zfsmon.store import Recording
-from zfsmon.views.top_state import TopState
+from zfsmon.views.top.state import TopState
 
 #: events `[` and `]` jump between (info lines such as "recording started" are not worth a stop)
 JUMP_KINDS = (EventKind.MARK, EventKind.RUN_START, EventKind.RUN_END, EventKind.ERROR, EventKind.TOPOLOGY,

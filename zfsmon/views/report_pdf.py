@@ -27,8 +27,8 @@ from zfsmon.analysis.arc import ArcAnalyzer
 from zfsmon.metrics import is_counter
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 from zfsmon.store import Recording
-from zfsmon.views.export import iso
-from zfsmon.views.units import human_size
+from zfsmon.units import human_size
+from zfsmon.views.csv_export import iso
 
 #: at most this many points per line are drawn (bucket means beyond it): a 4 h soak at 1 s stays readable
 MAX_POINTS = 2000

@@ -19,6 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from zfsmon import names
 from zfsmon.analysis import goose, readpath
 from zfsmon.analysis.arc import ArcAnalyzer
 from zfsmon.analysis.rates import RateDeriver
@@ -252,7 +253,7 @@ class TopState:
                 by_pool.setdefault(s.entity.pool, []).append(s)
         for pool, leaves in by_pool.items():
             zfs_ops = goose.leaf_ops(leaves)
-            cands = {leaf: goose.guess_devices(leaf, dev_ops) for leaf in zfs_ops}
+            cands = {leaf: names.guess_devices(leaf, dev_ops) for leaf in zfs_ops}
             for v in goose.judge(zfs_ops, dev_ops, cands):
                 self.verdicts[(pool, v.leaf)] = v
 
@@ -463,8 +464,8 @@ def _pct(hits: Optional[float], misses: Optional[float]) -> Optional[float]:
     return 100.0 * hits / (hits + misses)
 
 
-def _sum(m: Dict[str, float], names: Sequence[str]) -> Optional[float]:
-    vals = [m.get(n) for n in names]
+def _sum(m: Dict[str, float], keys: Sequence[str]) -> Optional[float]:
+    vals = [m.get(n) for n in keys]
     return None if any(v is None for v in vals) else float(sum(v for v in vals if v is not None))
 
 

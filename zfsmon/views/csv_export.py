@@ -20,9 +20,9 @@ from datetime import datetime, timezone
 from typing import IO, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from zfsmon import metrics
+from zfsmon.analysis.downsample import downsample
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Event, Kind, Sample
-from zfsmon.store.downsample import downsample
 
 #: which CSV file each entity kind goes to (vdevs and their leaves share one, with a kind column)
 KIND_FILE: Dict[Kind, str] = {
@@ -82,7 +82,7 @@ class Row:
 
 
 def rows(samples: Iterable[Sample], every: Optional[float] = None) -> Iterator[Row]:
-    """Raw readings with deltas and rates, or ``every``-second buckets (see zfsmon.store.downsample)."""
+    """Raw readings with deltas and rates, or ``every``-second buckets (see zfsmon.analysis.downsample)."""
     if every:
         for b in downsample(samples, every):
             cells = [Cell(n, True, c.last, c.delta if c.has_delta else None, c.per_s)

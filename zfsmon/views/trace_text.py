@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 from zfsmon.model import Entity, Sample
 from zfsmon.trace.histogram import Histogram
 from zfsmon.trace.protocol import hist_from_metrics
-from zfsmon.views.units import human_ns, human_size
+from zfsmon.units import human_ns, human_size
 
 CSV_FIELDS = ("ts", "script", "entity", "pool", "role", "parent", "op", "ops", "ops_s", "bytes",
               "p50_ns", "p95_ns", "p99_ns", "max_ns", "mean_ns")
