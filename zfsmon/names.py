@@ -1,14 +1,26 @@
-"""Device-name rules every layer shares: which names are vdevs made of other vdevs, which device a leaf is.
+"""Names every layer shares: the workload entities' names, and the device-name rules.
 
-Pure string rules, no file system: a reader resolving leaves on the live host
-(:mod:`zfsmon.sources.diskstats`) and the goose-egg analysis of a capture from
-another machine (illumos ``c0t1d0``) use the same ones.
+Workload entities are stored in recordings by name, so the readers that make
+them, the analysis that groups them and the views that show them spell them
+from here.
+
+The device-name rules are pure string rules, no file system: a reader
+resolving leaves on the live host (:mod:`zfsmon.sources.diskstats`) and the
+goose-egg analysis of a capture from another machine (illumos ``c0t1d0``) use
+the same ones.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Collection, List, Optional
+
+#: the workload entity of pgbench's per-interval numbers (progress lines, per-transaction and aggregate logs)
+PGBENCH = "pgbench"
+#: the workload entity of a pgbench run's summary (numbers over the whole run)
+PGBENCH_RUN = "pgbench-run"
+#: workload entities of PostgreSQL's own statistics are named ``pgstat:<database>``
+PGSTAT_PREFIX = "pgstat:"
 
 #: directories a bare leaf name (``wwn-0x5000c500...``, ``sdb1``, ``gpt/data0``) may be relative to
 DEV_DIRS = ("/dev", "/dev/disk/by-id", "/dev/disk/by-vdev", "/dev/disk/by-path", "/dev/disk/by-partuuid",
