@@ -3,14 +3,38 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from types import ModuleType
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 from zfsmon import __version__
-from zfsmon.commands import COMMANDS
+from zfsmon.commands import (
+    analyze,
+    arcstat,
+    attach,
+    doctor,
+    export,
+    exporter,
+    import_,
+    info,
+    iostat,
+    lab,
+    metrics,
+    parse,
+    record,
+    replay,
+    report,
+    soak,
+    top,
+    trace,
+)
 from zfsmon.errors import UserError
+
+#: the subcommands, in the order ``zfsmon --help`` lists them
+COMMANDS: Tuple[ModuleType, ...] = (
+    top, iostat, arcstat, record, replay, export, info, import_, parse, soak, attach, analyze, trace, report,
+    exporter, lab, doctor, metrics,
+)
 
 DESCRIPTION = """\
 zfsmon watches ZFS the way a storage engineer needs to: per-vdev I/O with each vdev's role
@@ -41,23 +65,12 @@ class _Parser(argparse.ArgumentParser):
                      f"{': ' if ' ' in self.prog else ''}{message} (see `{self.prog} --help`)\n")
 
 
-def _modules() -> List[ModuleType]:
-    mods = []
-    for name in COMMANDS:
-        try:
-            mods.append(importlib.import_module(f"zfsmon.commands.{name}"))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"zfsmon.commands.{name}":
-                raise
-    return mods
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="zfsmon", description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"zfsmon {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
-    for mod in _modules():
+    for mod in COMMANDS:
         doc = (mod.__doc__ or mod.HELP).strip()
         p = subs.add_parser(mod.NAME, help=mod.HELP, description=doc,
                             epilog=getattr(mod, "EPILOG", None),
@@ -72,7 +85,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list:
         # The dashboard is the default on a terminal; elsewhere, say how to use the tool.
-        if sys.stdout.isatty() and sys.stdin.isatty() and "top" in {m.NAME for m in _modules()}:
+        if sys.stdout.isatty() and sys.stdin.isatty():
             args_list = ["top"]
         else:
             parser.print_help()

@@ -7,9 +7,17 @@ import sys
 
 import pytest
 
-from zfsmon.cli import _modules, build_parser
+from zfsmon.cli import COMMANDS, build_parser
 
-SUBCOMMANDS = [m.NAME for m in _modules()]
+#: written out, not derived: a subcommand that disappears (or stops importing) must fail this test
+SUBCOMMANDS = ["top", "iostat", "arcstat", "record", "replay", "export", "info", "import", "parse", "soak",
+               "attach", "analyze", "trace", "report", "exporter", "lab", "doctor", "metrics"]
+
+
+def test_the_subcommands_are_exactly_these():
+    assert [m.NAME for m in COMMANDS] == SUBCOMMANDS
+    choices = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert list(choices) == SUBCOMMANDS
 
 
 def zfsmon(*args: str) -> subprocess.CompletedProcess:

@@ -1,9 +1,5 @@
 """One module per subcommand: NAME, HELP, add_arguments(parser), run(args) -> int.
 
-The order of COMMANDS is the order ``zfsmon --help`` lists them in.
+:mod:`zfsmon.cli` imports each of them by name and lists them in ``zfsmon --help`` in its order; a module
+that fails to import is an error, never a subcommand quietly missing.
 """
-
-COMMANDS = (
-    "top", "iostat", "arcstat", "record", "replay", "export", "info", "import_", "parse",
-    "soak", "attach", "analyze", "trace", "report", "exporter", "lab", "doctor", "metrics",
-)
