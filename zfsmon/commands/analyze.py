@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from zfsmon.analysis.findings import analyze
 from zfsmon.commands._timearg import When, seconds
 from zfsmon.errors import UserError
+from zfsmon.store import Recording
 
 NAME = "analyze"
 HELP = "findings of a soak recording: warm-up, cache fill, TPS correlations, decay, read path"
@@ -42,9 +44,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zfsmon.analysis.findings import analyze
-    from zfsmon.store import Recording
-
     if not 0 < args.decay_threshold < 100:
         raise UserError("--decay-threshold is a percentage between 0 and 100")
     with Recording.open(args.file) as rec:

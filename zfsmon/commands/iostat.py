@@ -26,8 +26,10 @@ from zfsmon.analysis import goose
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError
+from zfsmon.host import probe
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.sources.base import Collector
+from zfsmon.sources.registry import build_collectors
 from zfsmon.sources.zpool_iostat import ZpoolIostatCollector, read_once
 from zfsmon.sources.zpool_probe import probe_flags
 from zfsmon.sources.zpool_status import Topology, read_topology
@@ -99,9 +101,6 @@ class DeviceView:
 
     @classmethod
     def for_host(cls, interval: float) -> Optional[DeviceView]:
-        from zfsmon.host import probe
-        from zfsmon.sources.registry import build_collectors
-
         h = probe()
         for name in ("diskstats", "iostat"):
             try:

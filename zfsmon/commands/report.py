@@ -16,6 +16,8 @@ import sys
 
 from zfsmon.commands._timearg import When
 from zfsmon.errors import UserError
+from zfsmon.store import Recording
+from zfsmon.views import report_pdf as view
 
 NAME = "report"
 HELP = "plotted post-mortem report of a recording (PDF, PNG or HTML)"
@@ -42,9 +44,6 @@ def default_out(recording: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zfsmon.store import Recording
-    from zfsmon.views import report_pdf as view
-
     out = args.out or default_out(args.file)
     if os.path.splitext(out)[1].lower() not in view.FORMATS:
         raise UserError(f"{out}: the report format follows the suffix: {', '.join(view.FORMATS)}")
