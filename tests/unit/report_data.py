@@ -16,7 +16,7 @@ Timeline (seconds after T0), every value read by a parser from a capture:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 from tests.conftest import TEST_DATA, fixtures_root
 from zfsmon.model import Event, EventKind, Record
@@ -61,9 +61,10 @@ def records() -> List[Record]:
     return sorted(out, key=lambda r: r.ts)
 
 
-def write_recording(path: str) -> List[Record]:
-    """Write :func:`records` one timestamp per transaction, as a sampler would; returns what went in."""
-    recs = records()
+def write_recording(path: str, extra: Sequence[Record] = ()) -> List[Record]:
+    """Write :func:`records` (and ``extra``) one timestamp per transaction, as a sampler would; returns what went
+    in, in time order."""
+    recs = sorted(records() + list(extra), key=lambda r: r.ts)
     batches: Dict[float, List[Record]] = {}
     for r in recs:
         batches.setdefault(r.ts, []).append(r)

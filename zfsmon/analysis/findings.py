@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import readpath
+from zfsmon.analysis import arc, goose, readpath
 from zfsmon.analysis.correlate import (
     Cells,
     Correlation,
@@ -53,64 +53,81 @@ DRIVERS: Tuple[Tuple[str, str], ...] = (
 
 # ------------------------------------------------------------------------------------------- samples -> series
 
-def _pct_series(hits: List[Tuple[float, float]], misses: List[Tuple[float, float]]) -> List[Point]:
-    """Hit % per interval from two cumulative counters read at the same moments."""
+def _pg_hit_series(hits: List[Tuple[float, float]], reads: List[Tuple[float, float]]) -> List[Point]:
+    """PostgreSQL buffer hit % per interval from its two cumulative counters read at the same moments."""
     h = {t: (v, s) for t, v, s in counter_rates(hits)}
     out: List[Point] = []
-    for t, m, s in counter_rates(misses):
+    for t, m, s in counter_rates(reads):
         if t in h and h[t][0] + m > 0:
             out.append((t, 100.0 * h[t][0] / (h[t][0] + m), s))
     return out
 
 
+def _workload_group(name: str) -> Optional[str]:
+    """Which workload series an entity feeds: per-interval progress, run summaries, or pg_stat_database."""
+    if name in (names.PGBENCH, names.PGBENCH_RUN):
+        return name
+    return names.PGSTAT_PREFIX if name.startswith(names.PGSTAT_PREFIX) else None
+
+
+def _arc_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
+    """ARC/L2ARC hit % and the read path's rates, from :mod:`zfsmon.analysis.arc` (one implementation for every
+    view): counters where the window has them, else the percentages a tool (arcstat) recorded."""
+    derived = arc.derive_samples(samples)
+    for kind, hit_name, rates in ((Kind.ARC, ARC_HIT, (("hits_per_s", "arc_hits"), ("misses_per_s", "arc_misses"))),
+                                  (Kind.L2ARC, L2_HIT, (("hits_per_s", "l2_hits"),))):
+        mine = [s for s in samples if s.entity.kind == kind]
+        if any("hits" in s.metrics and "misses" in s.metrics and arc.has_counters(s) for s in mine):
+            pts = derived[kind]
+            out[hit_name] = [(d.ts, d.metrics["hit_pct"], d.interval or 0.0) for d in pts if "hit_pct" in d.metrics]
+            for metric, name in rates:
+                out[name] = [(d.ts, d.metrics[metric], d.interval or 0.0) for d in pts if metric in d.metrics]
+        else:
+            recorded = [(s.ts, float(s.metrics["hit_pct"])) for s in mine if "hit_pct" in s.metrics]
+            if recorded:
+                out[hit_name] = sorted(recorded)
+
+
 def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
     """The series findings need, from any mix of recorded samples. Missing sources just leave series out."""
+    window = [s for s in samples if not s.since_boot]
     by: Dict[Tuple[str, str], List[Tuple[float, float]]] = {}
     spans: Dict[Tuple[str, str], List[Optional[float]]] = {}
     disk_reads: Dict[Tuple[Role, str], Dict[float, List[float]]] = {}
-    for s in samples:
-        if s.since_boot:
-            continue
+    for s in window:
         e = s.entity
         if e.kind == Kind.WORKLOAD:
-            group = "run" if e.name == "pgbench-run" else "pgbench" if e.name == "pgbench" else \
-                "pgstat" if e.name.startswith("pgstat:") else ""
-            if not group:
+            group = _workload_group(e.name)
+            if group is None:
                 continue
             for m in ("tps", "latency_avg_ms", "blks_hit", "blks_read"):
                 if m in s.metrics:
                     by.setdefault((group, m), []).append((s.ts, float(s.metrics[m])))
                     spans.setdefault((group, m), []).append(s.interval)
-        elif e.kind in (Kind.ARC, Kind.L2ARC):
-            fam = "arc" if e.kind == Kind.ARC else "l2"
-            for m in ("hits", "misses", "hit_pct", "size", "asize"):
+        elif e.kind == Kind.L2ARC:
+            for m in ("size", "asize"):
                 if m in s.metrics:
-                    by.setdefault((fam, m), []).append((s.ts, float(s.metrics[m])))
+                    by.setdefault(("l2", m), []).append((s.ts, float(s.metrics[m])))
         elif e.kind in (Kind.VDEV, Kind.LEAF) and e.role in (Role.DATA, Role.CACHE) and "read_ops" in s.metrics:
             disk_reads.setdefault((e.role, e.kind.value), {}).setdefault(s.ts, []).append(float(s.metrics["read_ops"]))
     out: Dict[str, List[Point]] = {}
-    for group in ("pgbench", "run"):
+    for group in (names.PGBENCH, names.PGBENCH_RUN):
         if (group, "tps") in by:
-            out[TPS] = [(t, v, sp or 0.0) if group == "run" else (t, v) for (t, v), sp in
+            summary = group == names.PGBENCH_RUN
+            out[TPS] = [(t, v, sp or 0.0) if summary else (t, v) for (t, v), sp in
                         zip(by[(group, "tps")], spans[(group, "tps")])]
             if (group, "latency_avg_ms") in by:
-                out[LATENCY] = [(t, v, sp or 0.0) if group == "run" else (t, v) for (t, v), sp in
+                out[LATENCY] = [(t, v, sp or 0.0) if summary else (t, v) for (t, v), sp in
                                 zip(by[(group, "latency_avg_ms")], spans[(group, "latency_avg_ms")])]
             break
-    for fam, hit_name in (("arc", ARC_HIT), ("l2", L2_HIT)):
-        if (fam, "hits") in by and (fam, "misses") in by:
-            out[hit_name] = _pct_series(sorted(by[(fam, "hits")]), sorted(by[(fam, "misses")]))
-            out["arc_hits" if fam == "arc" else "l2_hits"] = list(counter_rates(sorted(by[(fam, "hits")])))
-            if fam == "arc":
-                out["arc_misses"] = list(counter_rates(sorted(by[(fam, "misses")])))
-        elif (fam, "hit_pct") in by:
-            out[hit_name] = list(by[(fam, "hit_pct")])
+    _arc_series(window, out)
     size = by.get(("l2", "size")) or by.get(("l2", "asize"))
     if size:
         out[L2_SIZE] = list(size)
-    if ("pgstat", "blks_hit") in by and ("pgstat", "blks_read") in by:
-        hits, reads = sorted(by[("pgstat", "blks_hit")]), sorted(by[("pgstat", "blks_read")])
-        out[PG_HIT] = _pct_series(hits, reads)
+    pg = names.PGSTAT_PREFIX
+    if (pg, "blks_hit") in by and (pg, "blks_read") in by:
+        hits, reads = sorted(by[(pg, "blks_hit")]), sorted(by[(pg, "blks_read")])
+        out[PG_HIT] = _pg_hit_series(hits, reads)
         out["pg_blks_hit"] = list(counter_rates(hits))
         out["pg_blks_read"] = list(counter_rates(reads))
     for role, name in ((Role.DATA, DATA_READS), (Role.CACHE, CACHE_READS)):
@@ -343,65 +360,12 @@ def _read_path(cells: Dict[str, Cells]) -> List[Finding]:
                                                  "late": late.as_dict() if late else None})]
 
 
-def _goose(samples: Sequence[Sample], step: float, start: Optional[float], end: Optional[float]) -> List[Finding]:
-    """Goose eggs (a device reading ~zero while ZFS keeps its leaf busy): per grid cell, goose.judge decides."""
-    from zfsmon.analysis import goose
-
-    leaf_pts: Dict[str, List[Point]] = {}
-    dev_gauge: Dict[str, List[Point]] = {}
-    dev_count: Dict[str, Dict[str, List[Tuple[float, float]]]] = {}
-    for smp in samples:
-        if smp.since_boot:
-            continue
-        if smp.entity.kind == Kind.LEAF:
-            ops = goose.device_ops_per_s(smp.metrics)
-            if ops is not None:
-                leaf_pts.setdefault(smp.entity.name, []).append((smp.ts, ops))
-        elif smp.entity.kind == Kind.DEVICE:
-            if "read_ops" in smp.metrics or "write_ops" in smp.metrics:
-                dev_gauge.setdefault(smp.entity.name, []).append((smp.ts, goose.device_ops_per_s(smp.metrics) or 0.0))
-            for m in ("reads", "writes"):
-                if m in smp.metrics:
-                    dev_count.setdefault(smp.entity.name, {}).setdefault(m, []).append((smp.ts, smp.metrics[m]))
-    for dev, counters in dev_count.items():
-        if dev in dev_gauge:
-            continue
-        per_ts: Dict[float, float] = {}
-        for pts in counters.values():
-            for t, rate, _span in counter_rates(sorted(pts)):
-                per_ts[t] = per_ts.get(t, 0.0) + rate
-        dev_gauge[dev] = sorted(per_ts.items())
-    if not leaf_pts or not dev_gauge:
+def _goose(window: Sequence[Sample]) -> List[Finding]:
+    """Goose eggs over the window, from :func:`zfsmon.analysis.goose.summarize_window` (every view asks it)."""
+    summary = goose.summarize_window(window)
+    if summary is None:
         return []
-    grid, leaf_cells = align_all(leaf_pts, step, start, end)
-    dev_cells = {d: align_all({d: pts}, step, grid[0], grid[-1])[1][d] for d, pts in dev_gauge.items()} \
-        if grid else {}
-    mapping = {leaf: names.guess_devices(leaf, dev_cells.keys()) for leaf in leaf_cells}
-    tally: Dict[str, Dict[str, int]] = {}
-    worst: Dict[str, goose.Verdict] = {}
-    for i in range(len(grid)):
-        zfs = {leaf: cells[i] for leaf, cells in leaf_cells.items() if cells[i] is not None}
-        dev = {d: cells[i] for d, cells in dev_cells.items() if i < len(cells) and cells[i] is not None}
-        for v in goose.judge(zfs, dev, mapping):  # type: ignore[arg-type]
-            tally.setdefault(v.leaf, {}).setdefault(v.verdict, 0)
-            tally[v.leaf][v.verdict] += 1
-            if v.verdict == goose.GOOSE_EGG and (v.leaf not in worst or v.zfs_ops > worst[v.leaf].zfs_ops):
-                worst[v.leaf] = v
-    eggs = {leaf: t.get(goose.GOOSE_EGG, 0) for leaf, t in tally.items()}
-    judged = {leaf: t.get(goose.GOOSE_EGG, 0) + t.get(goose.NOT_GOOSE_EGG, 0) for leaf, t in tally.items()}
-    nums: Dict[str, object] = {"per_leaf": tally}
-    hit = sorted(leaf for leaf, n in eggs.items() if n)
-    if hit:
-        parts = [f"{leaf} in {eggs[leaf]} of {judged[leaf]} busy intervals (e.g. ZFS {worst[leaf].zfs_ops:.0f} "
-                 f"ops/s, device {worst[leaf].device_ops or 0:.0f} ops/s)" for leaf in hit]
-        return [Finding("goose_eggs", "Goose eggs: the device layer showed (almost) nothing while ZFS was busy on "
-                        + "; ".join(parts) + ". Trust ZFS's numbers for these devices.", nums)]
-    busy = sum(judged.values())
-    if busy == 0:
-        return [Finding("goose_eggs", "Goose eggs: nothing to judge (no leaf busy enough, or no device numbers "
-                        "for the leaves).", nums)]
-    return [Finding("goose_eggs", f"No goose eggs: the device layer agreed with ZFS in all {busy} busy "
-                    f"leaf-intervals.", nums)]
+    return [Finding("goose_eggs", summary.text(), {"per_leaf": summary.per_leaf})]
 
 
 def choose_step(series: Dict[str, List[Point]]) -> float:
@@ -449,7 +413,7 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     if TPS in cells:
         findings += _decay(grid, cells[TPS], decay_threshold)
     findings += _read_path(cells)
-    findings += _goose(window, step, grid[0] if grid else start, grid[-1] if grid else end)
+    findings += _goose(window)
     t_lo = grid[0] if grid else start
     t_hi = (grid[-1] + step) if grid else end
     return Report(t_lo, t_hi, step, counts, findings, runs)

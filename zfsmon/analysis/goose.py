@@ -7,6 +7,16 @@ anything and the ZFS numbers are the truth. This module decides, per
 interval and per leaf, whether that is happening, and keeps the numbers it
 decided on so a user can check the verdict.
 
+Two questions, one set of rules. :func:`judge` answers for one interval (``zfsmon
+iostat``, the dashboard's tree). :func:`summarize_window` answers for a window
+of recorded samples (``zfsmon analyze``, ``zfsmon report`` and the dashboard's
+findings all ask it, so one window gets one answer): every ZFS reporting
+interval of a leaf is compared with what its device counted over that same
+stretch of time (readings of the two layers are taken at different moments,
+so the device's numbers are weighted by how much of the leaf's interval they
+cover). No grid is laid over the window: the leaves' own reporting intervals
+are the cells, whatever step or window start the caller's other analysis uses.
+
 Pure: leaf names, device names and per-second rates in, verdicts out. Finding
 which kernel device a leaf path is (symlinks, sysfs) is I/O and lives in
 :mod:`zfsmon.sources.diskstats`; the name rules that need no file system are in
@@ -15,16 +25,30 @@ which kernel device a leaf path is (symlinks, sysfs) is I/O and lives in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from zfsmon.model import Kind, Sample
-from zfsmon.names import is_grouping_vdev
+from zfsmon.analysis.rates import RateDeriver
+from zfsmon.model import Entity, Kind, Sample
+from zfsmon.names import guess_devices, is_grouping_vdev
 
 GOOSE_EGG = "goose egg"
 NOT_GOOSE_EGG = "not goose egg"
 IDLE = "idle"  # ZFS did too little in the interval to judge
 UNKNOWN = "unknown"  # no device-level numbers for this leaf
+#: a device's readings must cover at least this share of a leaf's interval to be compared with it
+MIN_COVER = 0.5
+
+
+def is_device_row(entity: Entity) -> bool:
+    """A ``zpool iostat`` row that is one device: a leaf, or a top-level vdev that is a disk itself.
+
+    A single-disk SLOG or data vdev and a cache device are shown as vdev rows;
+    mirror-0, raidz1-0 and the pool are not devices.
+    """
+    return entity.kind == Kind.LEAF or (entity.kind == Kind.VDEV and not is_grouping_vdev(entity.name))
+
 
 def device_ops_per_s(values: Mapping[str, float]) -> Optional[float]:
     """Operations per second from one device's numbers.
@@ -48,8 +72,7 @@ def leaf_ops(samples: Iterable[Sample]) -> Dict[str, float]:
     """
     out: Dict[str, float] = {}
     for s in samples:
-        if s.since_boot or not (s.entity.kind == Kind.LEAF
-                                or (s.entity.kind == Kind.VDEV and not is_grouping_vdev(s.entity.name))):
+        if s.since_boot or not is_device_row(s.entity):
             continue
         ops = device_ops_per_s(s.metrics)
         if ops is not None:
@@ -124,3 +147,147 @@ def summarize(verdicts: Sequence[Verdict]) -> Tuple[int, int, int, int]:
     for v in verdicts:
         counts[v.verdict] += 1
     return counts[GOOSE_EGG], counts[NOT_GOOSE_EGG], counts[IDLE], counts[UNKNOWN]
+
+
+# ------------------------------------------------------------------------------------------------- a window
+
+@dataclass(frozen=True)
+class Span:
+    """A device's ops/s over (start, end]: one interval row, or the rate between two counter readings."""
+
+    start: float
+    end: float
+    ops: float
+
+
+def device_spans(samples: Iterable[Sample]) -> Dict[str, List[Span]]:
+    """Device name -> its ops/s per reading interval, in time order.
+
+    Interval rows (``read_ops``/``write_ops``: illumos ``iostat``) describe the
+    ``interval`` before their time (or the gap since the previous row); counters
+    (``reads``/``writes``: ``/proc/diskstats``) give a rate between two readings,
+    through :class:`~zfsmon.analysis.rates.RateDeriver` (a reset starts anew).
+    A device with interval rows is read from those.
+    """
+    rows: Dict[str, List[Span]] = {}
+    counted: Dict[str, List[Span]] = {}
+    rates = RateDeriver()
+    last: Dict[str, float] = {}
+    for s in sorted((s for s in samples if s.entity.kind == Kind.DEVICE and not s.since_boot), key=lambda s: s.ts):
+        name = s.entity.name
+        prev, last[name] = last.get(name), s.ts
+        if "read_ops" in s.metrics or "write_ops" in s.metrics:
+            span = s.interval or (s.ts - prev if prev is not None else 0.0)
+            if span > 0:
+                rows.setdefault(name, []).append(Span(s.ts - span, s.ts, device_ops_per_s(s.metrics) or 0.0))
+            continue
+        d, _events = rates.update(s)
+        ops = device_ops_per_s(d.rates) if d is not None else None
+        if d is not None and ops is not None:
+            counted.setdefault(name, []).append(Span(s.ts - d.elapsed, s.ts, ops))
+    return {**counted, **rows}
+
+
+def ops_over(spans: Sequence[Span], ends: Sequence[float], start: float, end: float) -> Optional[float]:
+    """Mean ops/s of a device over (start, end], each of its spans weighted by its overlap; None if its
+    readings cover less than :data:`MIN_COVER` of it. ``ends``: the spans' end times (for bisection)."""
+    covered = total = 0.0
+    for i in range(bisect.bisect_right(ends, start), len(spans)):
+        sp = spans[i]
+        if sp.start >= end:
+            break
+        part = min(end, sp.end) - max(start, sp.start)
+        if part > 0:
+            covered += part
+            total += sp.ops * part
+    if end <= start or covered < MIN_COVER * (end - start):
+        return None
+    return total / covered
+
+
+def leaf_intervals(samples: Iterable[Sample]) -> Dict[Tuple[float, float], Dict[str, float]]:
+    """(start, end) of each ZFS report -> device row name -> ops/s in it (rows of one name are summed).
+
+    An interval is what the row's ``interval`` says it covers (else the gap since
+    that row's previous report); the since-import first report is no interval.
+    """
+    out: Dict[Tuple[float, float], Dict[str, float]] = {}
+    last: Dict[str, float] = {}
+    for s in sorted((s for s in samples if is_device_row(s.entity)), key=lambda s: s.ts):
+        key = s.entity.key
+        prev, last[key] = last.get(key), s.ts
+        ops = device_ops_per_s(s.metrics)
+        if s.since_boot or ops is None:
+            continue
+        span = s.interval or (s.ts - prev if prev is not None else 0.0)
+        if span > 0:
+            report = out.setdefault((s.ts - span, s.ts), {})
+            report[s.entity.name] = report.get(s.entity.name, 0.0) + ops
+    return out
+
+
+@dataclass
+class WindowVerdicts:
+    """Goose-egg verdicts over a window: per leaf, how many of its reporting intervals got each verdict."""
+
+    per_leaf: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    #: per leaf, its busiest goose-egg interval (the example a reader can check)
+    worst: Dict[str, Verdict] = field(default_factory=dict)
+
+    def add(self, v: Verdict) -> None:
+        tally = self.per_leaf.setdefault(v.leaf, {})
+        tally[v.verdict] = tally.get(v.verdict, 0) + 1
+        if v.verdict == GOOSE_EGG and (v.leaf not in self.worst or v.zfs_ops > self.worst[v.leaf].zfs_ops):
+            self.worst[v.leaf] = v
+
+    def eggs(self) -> Dict[str, int]:
+        return {leaf: t.get(GOOSE_EGG, 0) for leaf, t in self.per_leaf.items()}
+
+    def busy(self) -> Dict[str, int]:
+        """Per leaf, the intervals that could be judged: ZFS busy enough and device numbers there."""
+        return {leaf: t.get(GOOSE_EGG, 0) + t.get(NOT_GOOSE_EGG, 0) for leaf, t in self.per_leaf.items()}
+
+    def text(self) -> str:
+        """The verdict in one sentence, with the numbers behind it."""
+        eggs, busy = self.eggs(), self.busy()
+        hit = sorted(leaf for leaf, n in eggs.items() if n)
+        if hit:
+            parts = [f"{leaf} in {eggs[leaf]} of {busy[leaf]} busy intervals (e.g. ZFS "
+                     f"{self.worst[leaf].zfs_ops:.0f} ops/s, device {self.worst[leaf].device_ops or 0:.0f} ops/s)"
+                     for leaf in hit]
+            return ("Goose eggs: the device layer showed (almost) nothing while ZFS was busy on " + "; ".join(parts)
+                    + ". Trust ZFS's numbers for these devices.")
+        total = sum(busy.values())
+        if total == 0:
+            return "Goose eggs: nothing to judge (no leaf busy enough, or no device numbers for the leaves)."
+        return f"No goose eggs: the device layer agreed with ZFS in all {total} busy leaf-intervals."
+
+
+def summarize_window(samples: Iterable[Sample], min_ops: float = 1.0,
+                     far_below: float = 0.1) -> Optional[WindowVerdicts]:
+    """Every ZFS reporting interval of every device row in ``samples`` judged against its device.
+
+    None when the window has no ZFS device rows or no device-level numbers at
+    all (nothing to compare). Leaves map to devices by name alone
+    (:func:`zfsmon.names.guess_devices`), as a capture from another host needs.
+    """
+    samples = list(samples)
+    reports = leaf_intervals(samples)
+    spans = device_spans(samples)
+    if not reports or not spans:
+        return None
+    ends = {dev: [sp.end for sp in sps] for dev, sps in spans.items()}
+    cands: Dict[str, List[str]] = {}
+    out = WindowVerdicts()
+    for (start, end), zfs in sorted(reports.items()):
+        for leaf in zfs:
+            if leaf not in cands:
+                cands[leaf] = guess_devices(leaf, spans.keys())
+        devs: Dict[str, float] = {}
+        for dev in {d for leaf in zfs for d in cands[leaf]}:
+            ops = ops_over(spans[dev], ends[dev], start, end)
+            if ops is not None:
+                devs[dev] = ops
+        for v in judge(zfs, devs, cands, min_ops, far_below):
+            out.add(v)
+    return out

@@ -9,8 +9,10 @@ that was busy then; pgbench runs are shaded, marks, topology changes, counter
 resets and errors are vertical lines.
 
 Counters (ARC hits/misses, ZIL kstats) are turned into rates and ratios by
-:mod:`zfsmon.analysis` (the same code as ``zfsmon analyze``); the report only
-reads the recording through :class:`zfsmon.store.Recording`.
+:mod:`zfsmon.analysis.arc`, and the findings come from
+:func:`zfsmon.analysis.findings.analyze`: the same code as ``zfsmon analyze``
+and the dashboard, so one window gives one answer. The report only reads the
+recording through :class:`zfsmon.store.Recording`.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import base64
 import html
 import io
 import os
+import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from zfsmon.analysis.arc import ArcAnalyzer
-from zfsmon.metrics import is_counter
+from zfsmon import names
+from zfsmon.analysis.arc import derive_samples
+from zfsmon.analysis.findings import LATENCY, TPS, analyze, series_from_samples
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 from zfsmon.store import Recording
 from zfsmon.units import human_size
@@ -132,19 +136,6 @@ def _vdev_section(samples: Sequence[Sample]) -> Section:
     return Section("Per-vdev I/O by role (zpool iostat)", panels)
 
 
-def _derived(samples: Sequence[Sample]) -> Dict[Kind, List[Sample]]:
-    """ARC/L2ARC/ZIL counters turned into per-interval rates and ratios (resets give gaps, never spikes)."""
-    an = ArcAnalyzer()
-    out: Dict[Kind, List[Sample]] = {Kind.ARC: [], Kind.L2ARC: [], Kind.ZIL: []}
-    # only readings with counters: a tool's percentages in between (arcstat) must not break the chain
-    counted = (s for s in samples if s.entity.kind in out and any(is_counter(s.entity.kind, m) for m in s.metrics))
-    for s in sorted(counted, key=lambda s: s.ts):
-        d, _events = an.update(s)
-        if d is not None:
-            out[s.entity.kind].append(d)
-    return out
-
-
 def _gauge_lines(samples: Sequence[Sample], kind: Kind, metrics: Sequence[Tuple[str, str]]) -> List[Line]:
     """(metric, label) series of one entity kind, as recorded (levels, or percentages a tool computed)."""
     lines: Dict[str, Line] = {}
@@ -203,26 +194,14 @@ def _zil_section(samples: Sequence[Sample], derived: Dict[Kind, List[Sample]]) -
 
 
 def _workload_section(samples: Sequence[Sample]) -> Section:
-    from zfsmon.analysis.findings import LATENCY, TPS, series_from_samples
-
     series = series_from_samples(s for s in samples if s.entity.kind == Kind.WORKLOAD)
     panels = []
     for name, title, unit in ((TPS, "workload TPS", "tps"), (LATENCY, "workload latency (average)", "ms")):
         pts = series.get(name, [])
         spans = [float(p[2]) for p in pts] if pts and len(pts[0]) > 2 else None
-        lines = [Line("pgbench", [p[0] for p in pts], [p[1] for p in pts], spans)] if pts else []
+        lines = [Line(names.PGBENCH, [p[0] for p in pts], [p[1] for p in pts], spans)] if pts else []
         panels.append(Panel(title, unit, lines, empty_note="no workload (pgbench) samples in this window"))
     return Section("Workload (pgbench)", panels)
-
-
-def _findings(samples: Sequence[Sample], events: Sequence[Event], start: float, end: float
-              ) -> Tuple[List[str], bool]:
-    try:
-        from zfsmon.analysis.findings import analyze
-    except ImportError:
-        return [], False
-    report = analyze(samples, events, start=start, end=end)
-    return [f.text for f in report.findings], True
 
 
 def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = None) -> ReportData:
@@ -237,15 +216,15 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
                          f"{iso(span[1])})")
     samples = list(rec.samples(start=lo, end=hi))
     events = rec.events(lo, hi)
-    derived = _derived(samples)
+    derived = derive_samples(samples)
     sections = [_vdev_section(samples), _arc_section(samples, derived), _l2arc_section(samples, derived),
                 _zil_section(samples, derived), _workload_section(samples)]
-    findings, available = _findings(samples, events, lo, hi)
+    findings = [f.text for f in analyze(samples, events, start=lo, end=hi).findings]
     counts: Dict[str, int] = {}
     for e in rec.topology(at=hi):
         label = f"{e.role.value} {e.kind.value}" if e.role else e.kind.value
         counts[label] = counts.get(label, 0) + 1
-    return ReportData(rec.path, dict(rec.meta), lo, hi, sections, events, findings, available, counts)
+    return ReportData(rec.path, dict(rec.meta), lo, hi, sections, events, findings, True, counts)
 
 
 # --------------------------------------------------------------------------------------------------- drawing
@@ -366,8 +345,6 @@ def text_block(data: ReportData) -> str:
 
 
 def _wrap(text: str, width: int = 120) -> str:
-    import textwrap
-
     return "\n".join(textwrap.fill(line, width, subsequent_indent="  ") if line else "" for line in
                      text.splitlines())
 

@@ -24,6 +24,7 @@ from textual.widgets import Input, Static
 
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.queues import drain
+from zfsmon.views import csv_export as export
 from zfsmon.views.top import panels
 from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top.state import SORTS, WINDOWS, TopState
@@ -275,14 +276,11 @@ class TopApp(App):
             return
         self._findings_busy = True
         self._report_at = now
-        st = self.state
-        samples, events, (lo, hi), at = st.window_samples(), st.window_events(), st.window(), st.now
+        job, at = self.state.findings_job(), self.state.now
 
         def work() -> None:
-            from zfsmon.analysis import findings
-
             try:
-                report, err = findings.analyze(samples, events, start=lo, end=hi), None
+                report, err = job(), None
             except Exception as exc:  # analysis is another module: a bug there must not end the dashboard
                 report, err = None, exc
             self.call_from_thread(self._findings_done, report, at, err)
@@ -490,8 +488,6 @@ class TopApp(App):
 
 def export_window(state: TopState, directory: str, now: float) -> str:
     """The window's samples as a long CSV (``zfsmon export`` columns), events beside it; returns the path."""
-    from zfsmon.views import csv_export as export
-
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     base = os.path.join(directory, f"zfsmon-top-{stamp}")
     path, n = base + ".csv", 1

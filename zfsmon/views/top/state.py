@@ -9,7 +9,9 @@ window around the time cursor is read from a recording and fed in).
 Pure: records in, values out; no I/O, no clocks (the caller says what "now" is).
 Rates come from :mod:`zfsmon.analysis.rates` / :mod:`zfsmon.analysis.arc`,
 goose eggs from :mod:`zfsmon.analysis.goose`, read shares from
-:mod:`zfsmon.analysis.readpath`, findings from :mod:`zfsmon.analysis.findings`.
+:mod:`zfsmon.analysis.readpath`, findings from :mod:`zfsmon.analysis.findings`:
+the same code ``zfsmon analyze`` and ``zfsmon report`` use, so a window shows
+the same numbers here as there.
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import goose, readpath
-from zfsmon.analysis.arc import ArcAnalyzer
+from zfsmon.analysis import arc, findings, goose, readpath
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
 
@@ -106,7 +107,7 @@ class TopState:
         self.verdicts: Dict[Tuple[str, str], goose.Verdict] = {}  # (pool, leaf) -> latest verdict
         self.now: Optional[float] = None
         self.first: Optional[float] = None
-        self._arc = ArcAnalyzer()
+        self._arc = arc.ArcAnalyzer()
         self._rates = RateDeriver()
         # per-interval read counts for the read path: (ts, {pg_blks_hit, pg_blks_read, arc_hits, arc_misses, l2_hits})
         self._reads: Deque[Tuple[float, Dict[str, float]]] = deque()
@@ -203,15 +204,15 @@ class TopState:
 
     def _workload(self, s: Sample) -> None:
         name = s.entity.name
-        if name == "pgbench":
+        if name == names.PGBENCH:
             for m in ("tps", "latency_avg_ms"):
                 if m in s.metrics:
                     self._push("workload", m, s.ts, s.metrics[m])
-        elif name == "pgbench-run":  # a run's summary: the only numbers of a loop soak without -P
+        elif name == names.PGBENCH_RUN:  # a run's summary: the only numbers of a loop soak without -P
             for m, series in (("tps", "run_tps"), ("latency_avg_ms", "run_latency_ms")):
                 if m in s.metrics:
                     self._push("workload", series, s.ts, s.metrics[m])
-        elif name.startswith("pgstat"):
+        elif name.startswith(names.PGSTAT_PREFIX):
             d, _ = self._rates.update(s)
             if d is None:
                 return
@@ -249,7 +250,7 @@ class TopState:
         dev_ops = {n: self.derived[k].get("ops_per_s", 0.0) for n, k in devices.items()}
         by_pool: Dict[str, List[Sample]] = {}
         for s in self.latest.values():
-            if s.entity.kind == Kind.LEAF:
+            if goose.is_device_row(s.entity):
                 by_pool.setdefault(s.entity.pool, []).append(s)
         for pool, leaves in by_pool.items():
             zfs_ops = goose.leaf_ops(leaves)
@@ -269,6 +270,12 @@ class TopState:
     def window_events(self, kinds: Optional[Sequence[EventKind]] = None) -> List[Event]:
         lo, hi = self.window()
         return [e for e in self.events if lo <= e.ts <= hi and (kinds is None or e.kind in kinds)]
+
+    def findings_job(self) -> Callable[[], findings.Report]:
+        """The findings of the current window (``zfsmon analyze`` of the same samples), as a call that may run
+        in another thread: the window is copied now, so feeding on meanwhile does not change its answer."""
+        samples, events, (lo, hi) = self.window_samples(), self.window_events(), self.window()
+        return lambda: findings.analyze(samples, events, start=lo, end=hi)
 
     def pools(self) -> List[str]:
         return sorted({e.pool for e in self.entities.values() if e.kind == Kind.POOL})
@@ -356,7 +363,8 @@ class TopState:
         return row
 
     def arc(self) -> Dict[str, Optional[float]]:
-        """ARC/L2ARC numbers: interval hit % if two readings exist, else since-boot % from the counters."""
+        """ARC/L2ARC numbers: interval hit % if two readings exist, else since-boot % from the counters
+        (both from :mod:`zfsmon.analysis.arc`, as every other view computes them)."""
         out: Dict[str, Optional[float]] = {}
         raw = self.latest.get("arc:arc")
         d = self.derived.get("arc:arc", {})
@@ -368,18 +376,14 @@ class TopState:
         out["since_boot"] = 0.0
         if not d and raw is not None:
             out["since_boot"] = 1.0
-            m = raw.metrics
-            out["hit_pct"] = _pct(m.get("hits"), m.get("misses"))
-            for pre in ("demand_data_", "demand_metadata_"):
-                out[f"{pre}hit_pct"] = _pct(m.get(f"{pre}hits"), m.get(f"{pre}misses"))
-            ph = _sum(m, ("prefetch_data_hits", "prefetch_metadata_hits"))
-            pm = _sum(m, ("prefetch_data_misses", "prefetch_metadata_misses"))
-            out["prefetch_hit_pct"] = _pct(ph, pm)
+            boot = arc.since_boot(Kind.ARC, raw.metrics)
+            for k in ARC_SERIES:
+                out[k] = boot.get(k)
         l2 = self.latest.get("l2arc:l2arc")
         ld = self.derived.get("l2arc:l2arc", {})
         if l2 is not None:
             out["l2_size"] = l2.metrics.get("asize", l2.metrics.get("size"))
-            out["l2_hit_pct"] = ld.get("hit_pct") if ld else _pct(l2.metrics.get("hits"), l2.metrics.get("misses"))
+            out["l2_hit_pct"] = ld.get("hit_pct") if ld else arc.since_boot(Kind.L2ARC, l2.metrics).get("hit_pct")
             out["l2_write_bps"] = ld.get("write_bytes_per_s")
             out["l2_read_bps"] = ld.get("read_bytes_per_s")
         return out
@@ -456,17 +460,6 @@ def _sort_key(sort: str):
             return -max(m.get("total_wait_read", 0.0), m.get("total_wait_write", 0.0))
         return r.name
     return key
-
-
-def _pct(hits: Optional[float], misses: Optional[float]) -> Optional[float]:
-    if hits is None or misses is None or hits + misses <= 0:
-        return None
-    return 100.0 * hits / (hits + misses)
-
-
-def _sum(m: Dict[str, float], keys: Sequence[str]) -> Optional[float]:
-    vals = [m.get(n) for n in keys]
-    return None if any(v is None for v in vals) else float(sum(v for v in vals if v is not None))
 
 
 def _device_rates(rates: Dict[str, float], deltas: Dict[str, float]) -> Dict[str, float]:
