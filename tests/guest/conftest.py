@@ -1,0 +1,72 @@
+"""The OpenZFS guest tier: ONE QEMU guest boot per pytest session, shared by every test of the tier.
+
+Off unless asked for (``ZFSMON_GUEST=1``): a cached image costs ~10 min, a cold build ~20 min more,
+so plain ``pytest`` does not pay it. When asked for, a missing capability (root, QEMU, debootstrap)
+fails in CI and skips elsewhere (``need``). The guest runs tests/guest/scenario.sh; the tests assert on
+what it left in the output directory.
+
+Environment: ``ZFSMON_GUEST_ZFS`` (2.3, or 2.1), ``ZFSMON_GUEST_OUT`` (keep the results there, e.g. for
+tests/guest/save_captures.py), ``ZFSMON_GUEST_RESULTS`` (assert on an earlier run's output directory
+without booting), ``ZFSMON_GUEST_SRC`` (the tree shared into the guest; default this checkout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, need
+from zfsmon.lab.guest import boot, build
+from zfsmon.lab.guest.spec import GuestSpec
+
+ENABLE = "ZFSMON_GUEST"
+SCENARIO = "tests/guest/scenario.sh"
+POOL = "zguest"
+
+
+def guest_enabled() -> bool:
+    return os.environ.get(ENABLE, "").lower() in ("1", "true", "yes")
+
+
+def _why_not() -> str:
+    if os.geteuid() != 0:
+        return "the guest tier needs root"
+    if shutil.which("qemu-system-x86_64") is None:
+        return "QEMU is not installed (qemu-system-x86)"
+    return ""
+
+
+@pytest.fixture(scope="session")
+def guest_zfs() -> str:
+    return os.environ.get("ZFSMON_GUEST_ZFS", "2.3")
+
+
+@pytest.fixture(scope="session")
+def guest_out(tmp_path_factory, guest_zfs: str) -> Path:
+    """The output directory of the session's one guest run (booted here, or an earlier one given)."""
+    given = os.environ.get("ZFSMON_GUEST_RESULTS")
+    if given:
+        return Path(given)
+    if not guest_enabled():
+        pytest.skip(f"the OpenZFS guest tier is off: set {ENABLE}=1 (boots a QEMU guest: ~10 min with a cached "
+                    "image, ~30 min cold)")
+    why = _why_not()
+    need(not why, why)
+    spec = GuestSpec(zfs=guest_zfs)
+    t0 = time.monotonic()
+    was_cached = build.cached(spec) is not None
+    image = build.build(spec)
+    built = time.monotonic() - t0
+    out = Path(os.environ.get("ZFSMON_GUEST_OUT") or tmp_path_factory.mktemp("guest-out"))
+    src = Path(os.environ.get("ZFSMON_GUEST_SRC") or REPO)
+    res = boot.run(image, f"bash /mnt/zfsmon/{SCENARIO}", out, src=src, timeout=40 * 60)
+    (out / "timings.json").write_text(json.dumps({
+        "zfs": guest_zfs, "image": image.directory.name, "image_was_cached": was_cached,
+        "build_seconds": round(built), "run_seconds": round(res.seconds)}, indent=2) + "\n")
+    assert res.exit_code == 0, f"the guest scenario failed (exit {res.exit_code}); see {res.output}"
+    return out

@@ -1,0 +1,182 @@
+"""Live OpenZFS in the guest: zfsmon's numbers against the tools' own, same pool, same interval.
+
+All of it comes from the session's one guest run (conftest.guest_out): the scenario records with
+zfsmon while `zpool iostat -vp` runs beside it around a fio workload with idle time before and after,
+so both see the whole of the workload; it reads arcstats raw before and after; it captures every
+`zpool iostat` variant. Expected leaves: the runner's layout (2 mirrors, SLOG, L2ARC, by serial).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from tests.guest.conftest import POOL
+from zfsmon.model import Kind, Sample
+from zfsmon.sources.zpool_iostat import parse_text
+from zfsmon.sources.zpool_status import parse_status
+
+pytestmark = pytest.mark.guest
+
+INTERVAL = 5.0  # scenario.sh's recording interval
+#: leaf -> (role, parent): the runner's PoolLayout, as zpool names the by-id paths
+EXPECTED = {**{f"virtio-data{i}": ("data", f"mirror-{i // 2}") for i in range(4)},
+            "virtio-log0": ("log", ""), "virtio-cache0": ("cache", "")}
+
+
+def _rows(path: Path) -> List[Dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _num(text: str) -> float:
+    return float(text) if text not in ("", "-") else 0.0
+
+
+def _raw_kstat(path: Path) -> Dict[str, int]:
+    """A raw `cat /proc/spl/kstat/zfs/...` read: two header lines, then `name type value`."""
+    out = {}
+    for line in path.read_text().splitlines()[2:]:
+        parts = line.split()
+        if len(parts) == 3 and parts[2].lstrip("-").isdigit():
+            out[parts[0]] = int(parts[2])
+    return out
+
+
+def test_scenario_ran_to_the_end(guest_out: Path) -> None:
+    steps = (guest_out / "steps.tsv").read_text()
+    assert steps.rstrip().endswith("done"), steps
+    assert (guest_out / "record.exit").read_text().split() == ["record", "exit", "0"]
+    assert (guest_out / "export.log").read_text().rstrip().endswith("export exit 0")
+
+
+def test_doctor_sees_kernel_openzfs(guest_out: Path, guest_zfs: str) -> None:
+    doc = json.loads((guest_out / "doctor.json").read_text())
+    assert doc["system"] == "Linux"
+    assert doc["flavour"] == "openzfs-kmod"
+    assert doc["zfs_version"].startswith(guest_zfs + "."), doc["zfs_version"]
+    ok = {c["name"] for c in doc["checks"] if c["ok"]}
+    assert {"zpool iostat", "arcstats", "zil", "objset kstats"} <= ok, doc["checks"]
+
+
+# --- per-leaf I/O: zfsmon's recording against `zpool iostat -vp` run beside it -----------------------------
+
+def _beside_reports(text: str) -> List[Dict[str, Tuple[str, List[float]]]]:
+    """`zpool iostat -vp -T u POOL N`, read independently of zfsmon: per report, leaf -> (role, numbers)."""
+    reports: List[Dict[str, Tuple[str, List[float]]]] = []
+    role = "data"
+    for line in text.splitlines():
+        tokens = line.split()
+        if re.fullmatch(r"\d{9,11}", line.strip()):
+            reports.append({})
+            role = "data"
+        elif tokens and tokens[0] in ("logs", "cache", "special", "dedup", "spares"):
+            role = {"logs": "log", "spares": "spare"}.get(tokens[0], tokens[0])
+        elif tokens and tokens[0].startswith("virtio-") and len(tokens) == 7 and reports:
+            reports[-1][tokens[0]] = (role, [_num(t) for t in tokens[1:]])
+    return reports
+
+
+def _recorded_leaves(guest_out: Path) -> List[Dict[str, str]]:
+    return [r for r in _rows(guest_out / "export" / "vdev.csv") if r["kind"] == "leaf" and r["pool"] == POOL]
+
+
+def test_recording_has_every_leaf_with_its_role_and_parent(guest_out: Path) -> None:
+    rows = _recorded_leaves(guest_out)
+    assert {r["name"] for r in rows} == set(EXPECTED)
+    for r in rows:
+        role, parent = EXPECTED[r["name"]]
+        assert r["role"] == role, r
+        if parent:
+            assert r["parent"] == parent, r
+
+
+@pytest.mark.parametrize("metric,column", [("read_ops", 2), ("write_ops", 3), ("read_bw", 4), ("write_bw", 5)])
+def test_leaf_totals_equal_zpool_iostat_beside(guest_out: Path, metric: str, column: int) -> None:
+    """Both bracket the whole workload with idle time, so each leaf's total over the window is the same.
+
+    Each report's rate is printed as a whole number (ops/s, B/s): a total of N reports can be off by N
+    intervals' rounding each way, and no more.
+    """
+    beside = _beside_reports((guest_out / "beside-iostat-vp.txt").read_text())[1:]  # first: since import
+    assert len(beside) >= 8, "the beside run printed too few reports"
+    oracle = {name: sum(r[name][1][column] for r in beside) * INTERVAL for name in EXPECTED}
+    rows = [r for r in _recorded_leaves(guest_out) if r["since_boot"] == "0"]
+    ours = {name: sum(_num(r[metric]) * _num(r["interval"]) for r in rows if r["name"] == name) for name in EXPECTED}
+    n_ours = max(sum(1 for r in rows if r["name"] == name) for name in EXPECTED)
+    slack = INTERVAL * (len(beside) + n_ours)
+    for name in EXPECTED:
+        assert abs(ours[name] - oracle[name]) <= slack, (name, metric, ours[name], oracle[name], slack)
+    data_total = sum(oracle[n] for n in EXPECTED if EXPECTED[n][0] == "data")
+    if metric.startswith("write"):
+        assert data_total > 20 * slack, f"too little {metric} on the data leaves for the comparison to mean much"
+
+
+def test_beside_run_roles(guest_out: Path) -> None:
+    for report in _beside_reports((guest_out / "beside-iostat-vp.txt").read_text()):
+        assert {name: role for name, (role, _) in report.items()} == {n: r for n, (r, _) in EXPECTED.items()}
+
+
+# --- every captured `zpool iostat` variant: zfsmon's parser puts each leaf in its role ---------------------
+
+def _iostat_captures() -> List[str]:
+    text = (Path(__file__).with_name("scenario.sh")).read_text()
+    return re.findall(r"^capture (zpool-iostat-\S+\.txt) ", text, re.M)
+
+
+@pytest.mark.parametrize("name", _iostat_captures())
+def test_roles_in_every_iostat_variant(guest_out: Path, name: str) -> None:
+    cap = guest_out / "captures"
+    text = (cap / name).read_text()
+    assert text.strip(), f"{name} is empty: {(cap / (name + '.stderr')).read_text() if (cap / (name + '.stderr')).exists() else ''}"
+    flags = name.split("-")[-1].split(".")[0]
+    topo = parse_status((cap / "zpool-status.txt").read_text())
+    recs = parse_text(text, interval=2.0, pools=[POOL], topology=topo,
+                      flags="".join(c for c in flags if c in "lq") if "H" in flags else "",
+                      first_since_boot="y" not in flags)
+    leaves = {s.entity.name: s.entity for s in recs if isinstance(s, Sample) and s.entity.kind == Kind.LEAF}
+    if "w" in flags or "r" in flags:
+        assert all(EXPECTED[n][0] == e.role.value for n, e in leaves.items() if n in EXPECTED)
+        return
+    assert set(leaves) == set(EXPECTED), name
+    for n, e in leaves.items():
+        assert e.role is not None and e.role.value == EXPECTED[n][0], (name, n, e.role)
+        if EXPECTED[n][1]:
+            assert e.parent == EXPECTED[n][1], (name, n, e.parent)
+
+
+# --- ARC hit %: zfsmon's against two raw arcstats reads, by hand ------------------------------------------
+
+def _hit_pct(d_hits: float, d_iohits: float, d_misses: float) -> float:
+    return 100.0 * d_hits / (d_hits + d_iohits + d_misses)
+
+
+def test_arc_hit_pct_equals_raw_reads_by_hand(guest_out: Path) -> None:
+    arc = [r for r in _rows(guest_out / "export" / "arc.csv")]
+    assert len(arc) >= 8
+    checked = 0
+    for prev, cur in zip(arc, arc[1:]):
+        d = {k: _num(cur[k]) - _num(prev[k]) for k in ("hits", "iohits", "misses")}
+        if sum(d.values()) == 0:
+            continue
+        assert _num(cur["hit_pct"]) == pytest.approx(_hit_pct(d["hits"], d["iohits"], d["misses"]), abs=1e-9)
+        checked += 1
+    assert checked >= 3, "too few intervals with ARC accesses"
+    before, after = _raw_kstat(guest_out / "arcstats.before"), _raw_kstat(guest_out / "arcstats.after")
+    for k in ("hits", "iohits", "misses"):
+        assert before[k] <= _num(arc[0][k]) <= _num(arc[-1][k]) <= after[k], k
+    # the recording spans the workload with idle time on both sides: the same window hit % as the raw reads
+    by_hand = _hit_pct(*(after[k] - before[k] for k in ("hits", "iohits", "misses")))
+    ours = _hit_pct(*(_num(arc[-1][k]) - _num(arc[0][k]) for k in ("hits", "iohits", "misses")))
+    assert ours == pytest.approx(by_hand, abs=0.5)
+
+
+def test_zfsmon_arcstat_prints_hit_pct(guest_out: Path) -> None:
+    rows = _rows(guest_out / "zfsmon-arcstat.csv")
+    assert len(rows) == 3
+    assert any(k.startswith("hit") for k in rows[0]), rows[0].keys()

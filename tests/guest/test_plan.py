@@ -1,0 +1,105 @@
+"""The guest's plan, checked without booting: QEMU command line, pool layout, runner, cache key."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from zfsmon.lab.guest import boot, build, runner, spec
+from zfsmon.lab.guest.runner import PoolLayout
+from zfsmon.lab.guest.spec import GuestSpec, Image
+from zfsmon.lab.guest.steps import GuestError, mounts_under
+
+
+def _argv(tmp_path: Path, keep: bool = False):
+    img = Image(tmp_path / "img")
+    return boot.qemu_argv(img, tmp_path / "disks", tmp_path / "out", tmp_path / "src", PoolLayout(),
+                          boot.Machine(), keep, tmp_path / "console.log")
+
+
+def test_qemu_tcg_no_network_root_disk_first(tmp_path: Path) -> None:
+    argv = _argv(tmp_path)
+    assert argv[argv.index("-accel") + 1] == "tcg,thread=multi"
+    assert argv[argv.index("-cpu") + 1] == "max"
+    assert "-netdev" not in argv and argv[argv.index("-nic") + 1] == "none" and "-nodefaults" in argv
+    drives = [argv[i + 1] for i, a in enumerate(argv) if a == "-drive"]
+    devices = [argv[i + 1] for i, a in enumerate(argv) if a == "-device"]
+    assert drives[0].startswith("if=none,id=root,") and "snapshot=on" in drives[0]
+    assert devices[0] == "virtio-blk-pci,drive=root"
+    assert "root=LABEL=zfsmon-root" in argv[argv.index("-append") + 1]
+    serials = [d.split("serial=")[1] for d in devices[1:]]
+    assert serials == ["data0", "data1", "data2", "data3", "log0", "cache0"]
+    shares = [argv[i + 1] for i, a in enumerate(argv) if a == "-virtfs"]
+    assert "readonly=on" in shares[0] and "mount_tag=zfsmon_src" in shares[0]
+    assert "readonly" not in shares[1] and "mount_tag=zfsmon_out" in shares[1]
+
+
+def test_keep_puts_the_console_here_and_does_not_power_off(tmp_path: Path) -> None:
+    argv = _argv(tmp_path, keep=True)
+    assert argv[argv.index("-serial") + 1] == "mon:stdio"
+    assert "zfsmon.keep=1" in argv[argv.index("-append") + 1]
+    assert "zfsmon.keep=1" not in _argv(tmp_path)[argv.index("-append") + 1]
+
+
+def test_pool_layout_two_mirrors_slog_l2arc_by_id() -> None:
+    argv = PoolLayout().create_argv()
+    assert argv[:6] == ["zpool", "create", "-f", "-o", "ashift=12", "zguest"]
+    by_id = "/dev/disk/by-id/virtio-"
+    assert argv[6:] == ["mirror", by_id + "data0", by_id + "data1", "mirror", by_id + "data2", by_id + "data3",
+                        "log", by_id + "log0", "cache", by_id + "cache0"]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_guest_scripts_are_valid_bash(tmp_path: Path) -> None:
+    for name, text in (("runner", runner.RUNNER_SH), ("pool", PoolLayout().script()),
+                       ("command", runner.command_script("zpool status", PoolLayout()))):
+        f = tmp_path / name
+        f.write_text(text)
+        cp = subprocess.run(["bash", "-n", str(f)], capture_output=True, text=True)
+        assert cp.returncode == 0, (name, cp.stderr)
+    scenario = Path(__file__).with_name("scenario.sh")
+    assert subprocess.run(["bash", "-n", str(scenario)]).returncode == 0
+
+
+def test_cache_key_follows_the_inputs(monkeypatch) -> None:
+    base = GuestSpec().key()
+    assert base.startswith("openzfs-2.3-") and GuestSpec("2.1").key().startswith("openzfs-2.1-")
+    assert GuestSpec().key() == base  # stable
+    assert dataclasses.replace(GuestSpec(), arc_max_mib=512).key() != base
+    monkeypatch.setattr(spec, "WHEELS", spec.WHEELS + ("extra==1",))
+    assert GuestSpec().key() != base
+    monkeypatch.undo()
+    monkeypatch.setattr(spec, "TOOL_PACKAGES", spec.TOOL_PACKAGES + ("strace",))
+    assert GuestSpec().key() != base
+
+
+def test_versions_and_suites() -> None:
+    assert GuestSpec("2.1").suites == ("bookworm",)
+    assert GuestSpec("2.3").suites == ("bookworm", "bookworm-backports")
+    with pytest.raises(ValueError):
+        GuestSpec("2.2")
+
+
+def test_sources_list_has_contrib_and_backports_only_for_2_3() -> None:
+    m = "http://mirror.invalid/debian"
+    assert "backports" not in build.sources_list(GuestSpec("2.1"), m)
+    assert f"deb {m} bookworm-backports main contrib" in build.sources_list(GuestSpec("2.3"), m)
+    assert f"deb {m} bookworm main contrib" in build.sources_list(GuestSpec("2.1"), m)
+
+
+def test_missing_image_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(boot.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(boot.os, "geteuid", lambda: 0)
+    with pytest.raises(GuestError, match="build it first"):
+        boot.check_can_boot(Image(tmp_path))
+    monkeypatch.setattr(boot.shutil, "which", lambda name: None)
+    with pytest.raises(GuestError, match="QEMU is not installed"):
+        boot.check_can_boot(Image(tmp_path))
+
+
+def test_nothing_mounted_under_a_fresh_directory(tmp_path: Path) -> None:
+    assert mounts_under(tmp_path) == []

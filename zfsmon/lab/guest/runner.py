@@ -1,0 +1,124 @@
+"""What the guest runs at boot: written by the host into the output share for each run.
+
+Kept out of the image (the image only has a oneshot unit that starts
+``/mnt/out/guest-runner.sh``), so changing it needs no rebuild. The runner
+loads the module, sets up the pool (``guest-pool.sh``), runs the command
+(``guest-command.sh``) with its output in ``guest-output.log``, writes the
+exit code to ``guest-exit``, and powers the guest off unless ``zfsmon.keep=1``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from zfsmon.lab.guest.inguest import OUT_MOUNT, SRC_MOUNT
+
+POOL_SCRIPT = "guest-pool.sh"
+COMMAND_SCRIPT = "guest-command.sh"
+OUTPUT_LOG = "guest-output.log"
+EXIT_FILE = "guest-exit"
+#: exit codes of the runner itself (the command's own are passed through)
+EXIT_NO_MODULE = 125
+EXIT_NO_POOL = 124
+
+RUNNER_SH = f"""\
+#!/bin/bash
+# zfsmon guest runner: module, pool, the host's command, its exit code, power off.
+set -u
+OUT={OUT_MOUNT}
+keep=0
+grep -qw zfsmon.keep=1 /proc/cmdline && keep=1
+finish() {{
+    sync
+    [ "$keep" = 1 ] || systemctl poweroff --no-block
+}}
+trap finish EXIT
+exec >>"$OUT/{OUTPUT_LOG}" 2>&1
+say() {{ printf '[guest %6.1fs] %s\\n' "$(cut -d' ' -f1 /proc/uptime)" "$*"; }}
+say "booted: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {{print int($2/1024)}}' /proc/meminfo) MiB"
+modprobe zfs || {{ say "modprobe zfs failed"; echo {EXIT_NO_MODULE} > "$OUT/{EXIT_FILE}"; exit 0; }}
+say "zfs module $(cat /sys/module/zfs/version), zfs_arc_max $(cat /sys/module/zfs/parameters/zfs_arc_max)"
+export ZFSMON_OUT=$OUT ZFSMON_SRC={SRC_MOUNT} PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 HOME=/root LANG=C.UTF-8
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+if [ -f "$OUT/{POOL_SCRIPT}" ]; then
+    t=$(cut -d' ' -f1 /proc/uptime)
+    say "pool set-up: $OUT/{POOL_SCRIPT}"
+    if ! bash -eux "$OUT/{POOL_SCRIPT}"; then
+        say "pool set-up failed"; echo {EXIT_NO_POOL} > "$OUT/{EXIT_FILE}"; exit 0
+    fi
+    say "pool ready in $(awk -v t="$t" '{{printf "%.0f", $1 - t}}' /proc/uptime) s"
+fi
+cd "$OUT"
+say "running {COMMAND_SCRIPT}"
+bash "$OUT/{COMMAND_SCRIPT}"
+rc=$?
+say "command exited $rc"
+echo "$rc" > "$OUT/{EXIT_FILE}"
+"""
+
+
+@dataclass(frozen=True)
+class Disk:
+    """One virtio disk of the pool, named by its serial: /dev/disk/by-id/virtio-SERIAL in the guest."""
+
+    serial: str
+    role: str  # data, log, cache
+    size_mib: int
+
+    @property
+    def by_id(self) -> str:
+        return f"/dev/disk/by-id/virtio-{self.serial}"
+
+
+def _default_disks() -> Tuple[Disk, ...]:
+    return (*(Disk(f"data{i}", "data", 1024) for i in range(4)), Disk("log0", "log", 512),
+            Disk("cache0", "cache", 1024))
+
+
+@dataclass(frozen=True)
+class PoolLayout:
+    """2 mirrors of data disks + SLOG + L2ARC, and one dataset with PostgreSQL's record size."""
+
+    pool: str = "zguest"
+    dataset: str = "db"
+    recordsize: str = "8k"
+    disks: Tuple[Disk, ...] = field(default_factory=_default_disks)
+
+    def by_role(self, role: str) -> List[Disk]:
+        return [d for d in self.disks if d.role == role]
+
+    def create_argv(self) -> List[str]:
+        data = [d.by_id for d in self.by_role("data")]
+        argv = ["zpool", "create", "-f", "-o", "ashift=12", self.pool]
+        for i in range(0, len(data), 2):
+            argv += ["mirror", *data[i:i + 2]]
+        if self.by_role("log"):
+            argv += ["log", *(d.by_id for d in self.by_role("log"))]
+        if self.by_role("cache"):
+            argv += ["cache", *(d.by_id for d in self.by_role("cache"))]
+        return argv
+
+    def script(self) -> str:
+        """The guest's pool set-up: wait for udev's by-id links, create the pool and the dataset."""
+        links = " ".join(d.by_id for d in self.disks)
+        return "\n".join([
+            "udevadm settle -t 60 || true",
+            f"for l in {links}; do",
+            "    for _ in $(seq 120); do [ -e \"$l\" ] && break; sleep 0.5; done",
+            "    [ -e \"$l\" ] || { echo \"missing disk $l\"; exit 1; }",
+            "done",
+            shlex.join(self.create_argv()),
+            shlex.join(["zfs", "create", "-o", f"recordsize={self.recordsize}", f"{self.pool}/{self.dataset}"]),
+            f"zpool status {self.pool}",
+            "",
+        ])
+
+
+def command_script(command: str, layout: Optional[PoolLayout]) -> str:
+    """The host's command, with the pool's names in the environment."""
+    env = [] if layout is None else [f"export ZFSMON_POOL={shlex.quote(layout.pool)}",
+                                     f"export ZFSMON_DATASET={shlex.quote(layout.pool + '/' + layout.dataset)}",
+                                     f"export ZFSMON_MOUNT={shlex.quote('/' + layout.pool + '/' + layout.dataset)}"]
+    return "\n".join(["#!/bin/bash", *env, command, ""])
