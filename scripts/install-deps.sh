@@ -10,7 +10,8 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 2
 fi
 
-PKGS=(zfs-fuse bpftrace postgresql postgresql-contrib tmux util-linux procps kmod)
+PKGS=(zfs-fuse bpftrace postgresql postgresql-contrib tmux util-linux procps kmod
+      qemu-system-x86 qemu-utils debootstrap e2fsprogs)  # the last line: the OpenZFS guest (zfsmon guest)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
