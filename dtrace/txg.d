@@ -22,6 +22,11 @@
  *           args[]: the same on illumos, and compile-checkable where the
  *           probe does not exist (docs/tracing.md, "Compile check").
  *
+ * CONSTANTS None: no number of the kernel is used. Probe arguments checked:
+ *           spa_sync(spa_t *spa, uint64_t txg) in OpenZFS module/zfs/spa.c
+ *           zfs-2.1.16, zfs-2.2.11, zfs-2.3.9 and in illumos-gate; the pool
+ *           name is the spa_name member, read through the kernel's CTF.
+ *
  * OVERHEAD  Negligible: one sync per pool every few seconds.
  *
  * OUTPUT    zfsmon trace protocol v1 (docs/tracing.md): @lat/@max/@sum[POOL,

@@ -25,6 +25,14 @@
  *           The device is named by dev_pathname (/devices/...:a), which is
  *           the target of its /dev/dsk/cXtYdZsN link.
  *
+ * CONSTANTS No number is written here. Read vs write is b_flags & B_READ,
+ *           the io provider library's own inline: illumos-gate
+ *           usr/src/lib/libdtrace/common/io.d.in 38f1dde9a66e has
+ *           "inline int B_READ = @B_READ@;", filled in from <sys/buf.h> when
+ *           illumos is built, so it follows the platform. bufinfo_t and
+ *           devinfo_t members are the io provider's Stable translated
+ *           interface (same file), not kernel layout.
+ *
  * OVERHEAD  Two aggregations and one associative-array update per I/O: ~1-3
  *           us of CPU per I/O; at 50k IOPS a few % of one CPU. Slow lines
  *           only above SLOW_MS.

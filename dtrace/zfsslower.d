@@ -22,6 +22,14 @@
  *           argument of args[0]; Evolving) for the op counts; profile:::tick-$1s,
  *           dtrace:::BEGIN, dtrace:::END.
  *
+ * CONSTANTS None: no number of the kernel is used (the file system is
+ *           matched by name, fi_fs == "zfs"). Probe arguments: illumos-gate
+ *           usr/src/uts/common/fs/zfs/zfs_vnops.c zfs_read/zfs_write(vnode_t
+ *           *vp, uio_t *uio, int ioflag, cred_t *cr, caller_context_t *ct),
+ *           so arg0 is the vnode and arg1 the uio (present in illumos-gate
+ *           master of early 2025, per issue 17's review); members are read
+ *           through the kernel's CTF.
+ *
  * OVERHEAD  Two probes per read/write plus one per VFS operation: at 200k
  *           ops/s about 5 % of one CPU. Slow lines only above SLOW_MS.
  *

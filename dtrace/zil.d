@@ -22,7 +22,19 @@
  *           io_vd->vdev_top->vdev_islog), profile:::tick-$1s,
  *           dtrace:::BEGIN, dtrace:::END. Stability: fbt is Unstable - these
  *           are kernel functions whose signatures have held since 2008 but
- *           may change. ZIO_TYPE_WRITE is 2 in every release.
+ *           may change.
+ *
+ * CONSTANTS No number of the kernel is written here: a SLOG write is
+ *           io_type == ZIO_TYPE_WRITE, the kernel's own enumerator (enum
+ *           zio_type, from its CTF; D resolves it as the right operand of a
+ *           comparison with a zio_type_t). Checked: illumos-gate
+ *           usr/src/uts/common/sys/fs/zfs.h db860a9da66f has ZIO_TYPE_WRITE
+ *           = 2 (NULL, READ, WRITE, FREE, CLAIM, IOCTL; TRIM appended later),
+ *           zio.h 6e1f5caa9321 declares io_type as zio_type_t; OpenZFS
+ *           include/sys/fs/zfs.h zfs-2.1.16, zfs-2.2.11, zfs-2.3.9: WRITE = 2
+ *           too (2.3 renamed IOCTL to FLUSH, same value 5). zil_commit(zilog_t
+ *           *, uint64_t) and vdev_disk_io_start/done(zio_t *) take the
+ *           pointer as arg0 in all of them.
  *
  * OVERHEAD  Commits: two probes per commit, negligible below 100k/s. SLOG:
  *           vdev_disk_io_start fires for every disk I/O (predicate filters
@@ -37,8 +49,6 @@
 #pragma D option defaultargs
 #pragma D option switchrate=10hz
 #pragma D option dynvarsize=16m
-
-inline int ZIO_WRITE = 2;
 
 dtrace:::BEGIN
 {
@@ -85,7 +95,7 @@ fbt::zil_commit:return
 }
 
 fbt::vdev_disk_io_start:entry
-/((zio_t *)arg0)->io_type == ZIO_WRITE && ((zio_t *)arg0)->io_vd->vdev_top->vdev_islog/
+/((zio_t *)arg0)->io_type == ZIO_TYPE_WRITE && ((zio_t *)arg0)->io_vd->vdev_top->vdev_islog/
 {
 	slog_ts[arg0] = timestamp;
 }

@@ -21,7 +21,7 @@ from zfsmon.trace.protocol import MAPS, TraceParser, parse_text
 
 SCRIPTS = sorted((REPO / "dtrace").glob("*.d")) + sorted((REPO / "bpftrace").glob("*.bt"))
 IDS = [f"{p.parent.name}/{p.name}" for p in SCRIPTS]
-SECTIONS = ("PURPOSE", "USAGE", "PLATFORM", "PROBES", "OVERHEAD", "OUTPUT")
+SECTIONS = ("PURPOSE", "USAGE", "PLATFORM", "PROBES", "CONSTANTS", "OVERHEAD", "OUTPUT")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
@@ -40,7 +40,7 @@ def _code(text: str) -> str:
 def _clauses(text: str) -> List[Tuple[List[str], str, str]]:
     """(probe descriptions, predicate, body) of every top-level clause."""
     code = "\n".join(ln for ln in _code(text).splitlines()
-                     if not ln.startswith(("#pragma", "#!", "inline ")))
+                     if not ln.startswith(("#pragma", "#!", "#define", "inline ")))
     out = []
     i, depth, start = 0, 0, 0
     for i, ch in enumerate(code):

@@ -10,12 +10,14 @@ otherwise.
 from __future__ import annotations
 
 import os
+import platform
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from zfsmon.errors import UserError
+from zfsmon.host import detect_flavour, version_tuple
 
 #: what a script needs from zfsmon at start, passed as extra positional arguments after INTERVAL
 NEEDS_PID = "zfs-fuse pid"
@@ -29,6 +31,9 @@ class TraceScript:
     files: Dict[str, str]  # platform family ("dtrace" | "bpftrace") -> path relative to the repo
     args: tuple = ()  # extra positional arguments after INTERVAL, in order (NEEDS_*)
     needs_zfs_module: bool = False  # Linux: needs OpenZFS kernel module probes (kprobes / zfs tracepoints)
+    #: bpftrace: the oldest OpenZFS (major, minor) whose kernel constants the script writes were checked for
+    #: (its CONSTANTS header); an older module has them elsewhere, so the script is refused there
+    openzfs_min: tuple = ()
 
 
 SCRIPTS: Dict[str, TraceScript] = {s.name: s for s in (
@@ -39,7 +44,7 @@ SCRIPTS: Dict[str, TraceScript] = {s.name: s for s in (
     TraceScript("vdevlat", "per-vdev I/O latency histograms with roles (picks the right script per platform)",
                 {"bpftrace": "bpftrace/blklat.bt", "dtrace": "dtrace/vdevlat.d"}, (NEEDS_SLOW,)),
     TraceScript("arc", "ARC and L2ARC hits/misses by kind (demand/prefetch, data/metadata) and L2ARC feed",
-                {"bpftrace": "bpftrace/arc.bt", "dtrace": "dtrace/arc.d"}, (), True),
+                {"bpftrace": "bpftrace/arc.bt", "dtrace": "dtrace/arc.d"}, (), True, openzfs_min=(0, 8)),
     TraceScript("zil", "zil_commit latency and commits per second (and SLOG write latency with D)",
                 {"bpftrace": "bpftrace/zil.bt", "dtrace": "dtrace/zil.d"}, (NEEDS_SLOW,), True),
     TraceScript("zfsslower", "ZFS read/write latency per filesystem, slow-op outliers, fsstat-like op counts",
@@ -87,10 +92,36 @@ def script_path(spec: TraceScript, family: str) -> Path:
     return path
 
 
+def openzfs_module_version() -> Optional[str]:
+    """The loaded OpenZFS kernel module's version (``2.3.1-1``), or None where there is none."""
+    flavour, version, _why = detect_flavour(platform.system())
+    return version if flavour == "openzfs-kmod" else None
+
+
+def check_openzfs(spec: TraceScript, family: str, zfs_version: Optional[str]) -> None:
+    """Refuse a bpftrace script on an OpenZFS older than the constants it writes were checked for.
+
+    Silent is the danger: arc.bt run on 0.7 would test the wrong metadata bit and still print numbers.
+    An unknown version (no module) passes: the module check of the preflight reports that.
+    """
+    if family != "bpftrace" or not spec.openzfs_min or not zfs_version:
+        return
+    have = version_tuple(zfs_version)[:2]
+    if have and have < spec.openzfs_min:
+        least = ".".join(str(n) for n in spec.openzfs_min)
+        raise UserError(f"trace {spec.name!r}: {spec.files[family]} writes OpenZFS kernel constants checked for "
+                        f"OpenZFS {least} and later (see its CONSTANTS header); this host runs {zfs_version}")
+
+
 def argv_for(spec: TraceScript, interval: int, family: str, pid: Optional[int] = None,
-             slow_ms: int = 0, tracer: Optional[str] = None) -> List[str]:
-    """The command line: ``bpftrace -q -B line FILE INTERVAL ...`` or ``dtrace -q -s FILE INTERVAL ...``."""
+             slow_ms: int = 0, tracer: Optional[str] = None, zfs_version: Optional[str] = None) -> List[str]:
+    """The command line: ``bpftrace -q -B line FILE INTERVAL ...`` or ``dtrace -q -s FILE INTERVAL ...``.
+
+    ``zfs_version`` is the OpenZFS module's version for :func:`check_openzfs`; None reads it from this host.
+    """
     path = str(script_path(spec, family))
+    if family == "bpftrace" and spec.openzfs_min:
+        check_openzfs(spec, family, zfs_version if zfs_version is not None else openzfs_module_version())
     extra: List[str] = []
     for need in spec.args:
         if need == NEEDS_PID:

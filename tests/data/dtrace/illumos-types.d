@@ -10,7 +10,35 @@
  * kernel's own types (CTF) are the right ones.
  *
  * tests/unit/test_dtrace_compile.py puts this in front of each script.
+ *
+ * Enumerations: only the enumerators the scripts name, with illumos-gate's
+ * values (provenance beside each). Declared here they are global D names;
+ * on illumos they come from the kernel's CTF and D shows them only as the
+ * right operand of a comparison with a value of their enum type, so this
+ * compile check alone would not catch a script that used one elsewhere:
+ * tests/unit/test_script_constants.py holds the scripts to that rule.
  */
+
+/* provenance: illumos/illumos-gate usr/src/uts/common/sys/fs/zfs.h db860a9da66f: ZIO_TYPE_NULL = 0, ZIO_TYPE_READ = 1, ZIO_TYPE_WRITE = 2 */
+typedef enum zio_type {
+	ZIO_TYPE_NULL = 0,
+	ZIO_TYPE_READ = 1,
+	ZIO_TYPE_WRITE = 2
+} zio_type_t;
+
+/* provenance: illumos/illumos-gate usr/src/uts/common/fs/zfs/sys/arc.h 356e1b4941ba: ARC_BUFC_INVALID = 0, ARC_BUFC_DATA = 1, ARC_BUFC_METADATA = 2 */
+typedef enum arc_buf_contents {
+	ARC_BUFC_INVALID = 0,
+	ARC_BUFC_DATA = 1,
+	ARC_BUFC_METADATA = 2
+} arc_buf_contents_t;
+
+/* provenance: illumos/illumos-gate usr/src/uts/common/fs/zfs/sys/arc.h 356e1b4941ba: ARC_FLAG_PREFETCH = 1 << 2, ARC_FLAG_PROTECTED = 1 << 15, ARC_FLAG_BUFC_METADATA = 1 << 17 */
+typedef enum arc_flags {
+	ARC_FLAG_PREFETCH = 1 << 2,
+	ARC_FLAG_PROTECTED = 1 << 15,
+	ARC_FLAG_BUFC_METADATA = 1 << 17
+} arc_flags_t;
 
 typedef struct spa {
 	char spa_name[256];		/* ZFS_MAX_DATASET_NAME_LEN */
@@ -28,13 +56,14 @@ struct vdev {
 };
 
 typedef struct zio {
-	int io_type;			/* zio_type_t */
+	zio_type_t io_type;
 	uint64_t io_size;
 	vdev_t *io_vd;
 } zio_t;
 
 typedef struct arc_buf_hdr {
-	uint32_t b_flags;		/* arc_flags_t */
+	arc_buf_contents_t b_type;
+	arc_flags_t b_flags;
 } arc_buf_hdr_t;
 
 typedef struct refstr {
