@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
-from typing import List
+from typing import Awaitable, Callable, List, TypeVar, Union
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_DATA = Path(__file__).resolve().parent / "data"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+T = TypeVar("T")
+#: what a wait is for, in the failure message; a callable is asked at the deadline (e.g. for the last screen)
+What = Union[str, Callable[[], str]]
 
 
 def need(ok: bool, why: str) -> None:
@@ -41,14 +46,81 @@ def fixtures() -> Path:
     return root
 
 
+#: fixtures folders that fixture_files() found missing or empty, for the reason given to need() below
+_MISSING_FIXTURES: List[Path] = []
+#: the reason pytest gives a test parametrized over an empty list (pytest 7 to 9 all start with this)
+_EMPTY_PARAMETER_SET = "got empty parameter set"
+_VANISHED = pytest.StashKey[str]()
+
+
 def fixture_files(sub: str) -> List[Path]:
-    """For parametrize: every file of a fixtures folder (new files get tested automatically)."""
+    """For parametrize: every file of a fixtures folder (new files get tested automatically).
+
+    A missing folder gives an empty list; the tests parametrized over it do not vanish: they go through
+    need() when they run (pytest_collection_modifyitems below), so they fail in CI and skip elsewhere.
+    """
     d = fixtures_root() / sub
-    return sorted(p for p in d.glob("*") if p.is_file()) if d.is_dir() else []
+    files = sorted(p for p in d.glob("*") if p.is_file()) if d.is_dir() else []
+    if not files:
+        _MISSING_FIXTURES.append(d)
+    return files
 
 
 def fixture_ids(paths: List[Path]) -> List[str]:
     return [p.name for p in paths]
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    """A test parametrized over nothing (shared fixtures missing, or a filter over them matching no file) would
+    be skipped by pytest with a generic reason, in CI too: it goes through need() instead (pytest_runtest_setup)."""
+    for item in items:
+        empty = [m for m in item.own_markers
+                 if m.name == "skip" and str(m.kwargs.get("reason", "")).startswith(_EMPTY_PARAMETER_SET)]
+        if not empty:
+            continue
+        item.own_markers[:] = [m for m in item.own_markers if m not in empty]
+        missing = ", ".join(sorted({str(d) for d in _MISSING_FIXTURES}))
+        item.stash[_VANISHED] = (f"shared fixtures missing or empty: {missing} (set ZFSMON_FIXTURES)" if missing else
+                                 "parametrized over an empty list: a filter over the fixtures matched no file")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    why = item.stash.get(_VANISHED, None)
+    if why is not None:
+        need(False, why)
+
+
+def _timed_out(timeout: float, what: What) -> None:
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what() if callable(what) else what}")
+
+
+def wait_until(predicate: Callable[[], T], timeout: float, what: What, step: float = 0.1) -> T:
+    """Poll ``predicate`` until it returns something true (which is returned); fail after ``timeout`` seconds.
+
+    Tests wait for the condition they need, never for a fixed time: a busy machine only makes them slower.
+    Give a generous ``timeout`` (tens of seconds): it only bounds a test that would otherwise hang.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        got = predicate()
+        if got:
+            return got
+        if time.monotonic() >= deadline:
+            _timed_out(timeout, what)
+        time.sleep(step)
+
+
+async def wait_until_async(predicate: Callable[[], T], timeout: float, what: What,
+                           pause: Callable[[float], Awaitable[object]], step: float = 0.05) -> T:
+    """:func:`wait_until` inside an event loop: ``pause`` yields to it (Textual's ``pilot.pause``) between polls."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = predicate()
+        if got:
+            return got
+        if time.monotonic() >= deadline:
+            _timed_out(timeout, what)
+        await pause(step)
 
 
 def free_loopback_port() -> int:

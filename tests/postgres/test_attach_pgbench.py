@@ -10,6 +10,7 @@ from typing import List
 
 import pytest
 
+from tests.conftest import wait_until
 from tests.postgres.conftest import DB
 from zfsmon.model import Event, EventKind, Record, Sample
 from zfsmon.sources.pgstat import PgStatCollector, entity_for
@@ -20,15 +21,23 @@ from zfsmon.workload.soak import LOOP, SoakCollector, SoakPlan
 pytestmark = pytest.mark.postgres
 
 
-def _follow_while(proc: subprocess.Popen, col: AttachCollector, limit: float = 60.0) -> List[Record]:
-    out: List[Record] = []
-    t_end = time.monotonic() + limit
-    while proc.poll() is None and time.monotonic() < t_end:
+def _poll_until(col: AttachCollector, out: List[Record], done, what: str, timeout: float = 120.0) -> None:
+    """Poll ``col`` every 0.2 s (as `zfsmon attach` would, so lines get their arrival times) until ``done()``."""
+    def polled() -> bool:
         out.extend(col.poll())
-        time.sleep(0.2)
-    proc.wait(timeout=10)
-    time.sleep(0.2)
+        return done()
+    wait_until(polled, timeout, what, step=0.2)
+
+
+def _poll_until_exit(col: AttachCollector, out: List[Record], proc: subprocess.Popen) -> None:
+    """Poll while pgbench runs, then once more: once it has exited, all it wrote is in the file."""
+    _poll_until(col, out, lambda: proc.poll() is not None, "pgbench to finish")
     out.extend(col.poll())
+
+
+def _follow_while(proc: subprocess.Popen, col: AttachCollector) -> List[Record]:
+    out: List[Record] = []
+    _poll_until_exit(col, out, proc)
     col.stop()
     out.extend(col.poll())
     return out
@@ -70,9 +79,7 @@ def test_attach_survives_truncation_mid_run(pg: PgCluster, pg_env: dict, tmp_pat
         proc = subprocess.Popen([pg.pgbench(), "-T", "6", "-P", "1", "-c", "2", "-N", DB], stdout=fh,
                                 stderr=subprocess.STDOUT, env=pg_env)
         recs: List[Record] = []
-        while log.read_text().count("progress:") < 2:
-            recs.extend(col.poll())
-            time.sleep(0.1)
+        _poll_until(col, recs, lambda: log.read_text().count("progress:") >= 2, "two progress lines")
         recs.extend(col.poll())
         before = len(_progress(recs))
         with open(log, "r+") as t:
@@ -94,10 +101,7 @@ def test_attach_file_rewritten_by_next_run(pg: PgCluster, pg_env: dict, tmp_path
         with open(log, "w") as fh:
             proc = subprocess.Popen([pg.pgbench(), "-T", "3", "-P", "1", "-c", "2", "-N", DB], stdout=fh,
                                     stderr=subprocess.STDOUT, env=pg_env)
-            while proc.poll() is None:
-                recs.extend(col.poll())
-                time.sleep(0.2)
-        recs.extend(col.poll())
+            _poll_until_exit(col, recs, proc)
     col.stop()
     recs.extend(col.poll())
     ends = [e for e in _kind(recs, EventKind.RUN_END) if "tps" in e.data]
@@ -124,12 +128,21 @@ def test_attach_from_start_imports_history(pg: PgCluster, pg_env: dict, tmp_path
 def test_pgstat_counts_reads(pg: PgCluster, pg_env: dict) -> None:
     col = PgStatCollector(pg.conninfo(DB))
     first = col.poll()
+    (a,) = first
+    assert isinstance(a, Sample), first
     subprocess.run([pg.pgbench(), "-T", "1", "-c", "2", "-S", DB], env=pg_env, check=True, capture_output=True,
                    timeout=60)
-    time.sleep(0.6)  # the statistics collector flushes at most every 500 ms (PostgreSQL 15)
-    second = col.poll()
+
+    def counted() -> List[Record]:
+        """A poll that shows pgbench's transactions (backends flush their statistics at most every 500 ms in
+        PostgreSQL 15, and at their exit: a few polls may come first)."""
+        got = col.poll()
+        moved = any(isinstance(r, Sample) and r.metrics["xact_commit"] > a.metrics["xact_commit"] for r in got)
+        return got if moved else []
+
+    second = wait_until(counted, 60, "pg_stat_database to count pgbench's transactions", step=0.2)
     col.stop()
-    (a,), (b,) = first, second
+    (b,) = second
     assert isinstance(a, Sample) and isinstance(b, Sample) and a.entity == entity_for(DB)
     assert b.metrics["xact_commit"] > a.metrics["xact_commit"]
     assert b.metrics["blks_hit"] + b.metrics["blks_read"] > a.metrics["blks_hit"] + a.metrics["blks_read"]

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from tests.conftest import wait_until_async
 from tests.unit import top_data
 from zfsmon.model import EventKind
 from zfsmon.store import Recorder, Recording
@@ -24,6 +25,12 @@ HEADINGS = ["Vdevs", "ARC / L2ARC", "ZIL / SLOG", "Workload", "Read path", "Find
 def screen_text(app) -> str:
     update = app.screen._compositor.render_update(full=True)
     return "\n".join("".join(seg.text for seg in strip) for strip in update.strips)
+
+
+def _showing(app, *words: str) -> str:
+    """The screen's text once it shows every one of ``words``, else "" (a condition to wait for)."""
+    text = screen_text(app)
+    return text if all(w in text for w in words) else ""
 
 
 @pytest.fixture
@@ -45,6 +52,11 @@ def run(coro):
 async def _settle(pilot):
     await pilot.pause()
     await pilot.pause()
+
+
+async def _until(pilot, predicate, what: str, timeout: float = 30.0):
+    """Wait, in small pilot pauses, for what the app does on its timers or in threads (never a fixed time)."""
+    return await wait_until_async(predicate, timeout, what, pilot.pause)
 
 
 def test_80x24_has_every_heading_whole(recording):
@@ -120,13 +132,39 @@ def test_help_lists_every_key_and_keys_do_it(recording):
             assert app.opts.raw
             await pilot.press("down")
             await _settle(pilot)
-            assert app.query_one("#treebox").scroll_y >= 0
+            box = app.query_one("#treebox")
+            assert box.scroll_y == min(1, box.max_scroll_y)  # scrolls if the tree is taller than its box
             await pilot.press("slash")
             await _settle(pilot)
             await pilot.press(*"loop5", "enter")
             await _settle(pilot)
             text = screen_text(app)
             assert app.opts.filter == "loop5" and "loop5" in text and "mirror-0" not in text
+    run(go())
+
+
+def test_arrow_and_page_keys_scroll_a_tall_tree(recording):
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            await pilot.press("tab")  # ziocap: data, logs and cache, taller than the tree's box at 80x24
+            await _settle(pilot)
+            box = app.query_one("#treebox")
+            bottom = box.max_scroll_y
+            assert bottom >= 2 and box.scroll_y == 0
+            await pilot.press("down")
+            await _settle(pilot)
+            assert box.scroll_y == 1
+            await pilot.press("pagedown")
+            await _settle(pilot)
+            assert box.scroll_y == bottom
+            await pilot.press("up")
+            await _settle(pilot)
+            assert box.scroll_y == bottom - 1
+            await pilot.press("pageup")
+            await _settle(pilot)
+            assert box.scroll_y == 0
     run(go())
 
 
@@ -179,7 +217,7 @@ def test_pause_stops_updates(tmp_path, fixtures):
         app, feed = _live_app(tmp_path)
         async with app.run_test(size=(120, 40)) as pilot:
             feed.sink(first)
-            await pilot.pause(0.4)
+            await _until(pilot, lambda: app.state.fed > 0, "the first records to be fed")
             app.redraw()
             await _settle(pilot)
             await pilot.press("p")
@@ -188,7 +226,7 @@ def test_pause_stops_updates(tmp_path, fixtures):
             assert "PAUSED" in before
             n = app.state.fed
             feed.sink(later)
-            await pilot.pause(0.6)
+            await _until(pilot, lambda: app.held, "the later records to be taken (and held) while paused")
             app.redraw()
             await _settle(pilot)
             assert app.state.fed == n and screen_text(app) == before
@@ -201,16 +239,21 @@ def test_pause_stops_updates(tmp_path, fixtures):
 def test_mark_lands_in_the_recording(tmp_path, fixtures):
     path = str(tmp_path / "live.zfsmon")
     rec = Recorder(path, {"host": "fixture-host"})
+    written = []
+
+    def on_mark(text: str) -> None:
+        rec.mark(text)
+        written.append(text)
 
     async def go():
-        app, feed = _live_app(tmp_path, on_mark=rec.mark)
+        app, feed = _live_app(tmp_path, on_mark=on_mark)
         async with app.run_test(size=(100, 30)) as pilot:
             feed.sink(top_data.records())
-            await pilot.pause(0.4)
+            await _until(pilot, lambda: app.state.fed > 0, "the records to be fed")
             await pilot.press("m")
             await _settle(pilot)
             await pilot.press(*"checkpoint", "space", *"now", "enter")
-            await pilot.pause(0.5)  # the mark is written from a worker thread
+            await _until(pilot, lambda: written, "the mark to be written (from a worker thread)")
             await pilot.press("space")
             await _settle(pilot)
             await pilot.press("escape")  # cancelled: nothing written
@@ -261,7 +304,7 @@ def test_resize_relayouts(recording):
             await _settle(pilot)
             assert app.query_one("#body").has_class("narrow")
             await pilot.resize_terminal(160, 45)
-            await pilot.pause(0.5)
+            await _until(pilot, lambda: not app.query_one("#body").has_class("narrow"), "the wide layout")
             await _settle(pilot)
             assert not app.query_one("#body").has_class("narrow")
             text = screen_text(app)
@@ -330,13 +373,12 @@ def test_a_hung_source_shows_stale_and_the_screen_goes_on(tmp_path, fixtures):
         sampler.run_in_thread()
         try:
             async with app.run_test(size=(120, 40)) as pilot:
-                await pilot.pause(2.5)
-                text = screen_text(app)
+                text = await _until(pilot, lambda: _showing(app, "ziocap", "loop5", "stale: last data"),
+                                    "the hung source's data, shown as stale")
                 assert "ziocap" in text and "loop5" in text  # what it printed before hanging is shown
                 assert "stale: last data" in text  # ... as stale, with its age
                 n = app.redraws
-                await pilot.pause(1.5)
-                assert app.redraws > n  # the hung child never froze the screen
+                await _until(pilot, lambda: app.redraws > n, "a redraw after the source hung")  # never frozen
         finally:
             sampler.stop()
     run(go())
@@ -344,7 +386,7 @@ def test_a_hung_source_shows_stale_and_the_screen_goes_on(tmp_path, fixtures):
 
 def test_a_failing_source_shows_its_error_and_the_others_go_on(tmp_path, fixtures):
     from zfsmon.sources.child import StreamCollector
-    from zfsmon.sources.pgbench import PgbenchTextParser
+    from zfsmon.sources.pgbench_text import PgbenchTextParser
     from zfsmon.sources.zpool_iostat import ZpoolIostatParser
 
     broken = StreamCollector([str(tmp_path / "no-such-zpool"), "iostat", "-v", "1"], ZpoolIostatParser(),
@@ -356,8 +398,8 @@ def test_a_failing_source_shows_its_error_and_the_others_go_on(tmp_path, fixture
         sampler.run_in_thread()
         try:
             async with app.run_test(size=(120, 40)) as pilot:
-                await pilot.pause(2.5)
-                text = screen_text(app)
+                text = await _until(pilot, lambda: _showing(app, "error: zpool_iostat: cannot run", "TPS", "310"),
+                                    "the failing source's error and the other source's data")
                 vdevs = text[text.index(" Vdevs "):]
                 assert "error: zpool_iostat: cannot run" in vdevs.splitlines()[1]
                 assert "TPS" in text and "310" in text  # pgbench's last progress line, read through a real child
@@ -370,11 +412,9 @@ def test_findings_panel_shows_the_analysis(recording):
     async def go():
         app = replay_app(recording)
         async with app.run_test(size=(160, 45)) as pilot:
-            await pilot.pause(2.0)
-            await _settle(pilot)
-            assert app.report is not None
+            await _until(pilot, lambda: app.report is not None, "the findings (computed in a worker thread)")
             shown = [f for f in app.report.findings if f.topic not in ("data", "correlation")]
             assert shown, app.report.findings
-            panel = app.query_one("#findings").render()
-            assert shown[0].text[:30] in str(panel)
+            await _until(pilot, lambda: shown[0].text[:30] in str(app.query_one("#findings").render()),
+                         "the findings panel to show the first finding")
     run(go())
