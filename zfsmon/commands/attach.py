@@ -22,8 +22,9 @@ import sys
 import time
 
 from zfsmon.commands._timearg import seconds
+from zfsmon.engine import Session, check_output_path, tty_progress, zfs_collectors_or_warn
 from zfsmon.errors import UserError
-from zfsmon.workload import session
+from zfsmon.sources.pgstat import PgStatCollector
 from zfsmon.workload.attach import LOG, TEXT, AttachCollector
 
 NAME = "attach"
@@ -59,9 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out = args.out or f"attach-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.zfsmon"
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise UserError(f"{out}: directory {parent} does not exist")
+    check_output_path(out)
     for path in args.logs:
         if os.path.isdir(path):
             raise UserError(f"{path} is a directory; give the log file(s)")
@@ -69,18 +68,16 @@ def run(args: argparse.Namespace) -> int:
     follower = AttachCollector(args.logs, from_start=args.from_start,
                                fmt=None if args.format == "auto" else args.format, pause=args.pause,
                                aggregate_interval=args.aggregate_interval, tx_extra=tx_extra)
-    collectors = [follower]
-    if args.conn or args.pgstat:
-        from zfsmon.sources.pgstat import PgStatCollector
-        collectors.append(PgStatCollector(args.conn or ""))
-    if not args.no_zfs:
-        zfs = session.zfs_collectors_or_warn(args.interval)
-        collectors += zfs
-    meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "attach",
-            "pgbench_log": ", ".join(os.path.abspath(p) for p in args.logs)}
-    print(f"zfsmon: following {', '.join(args.logs)}; recording into {out}", file=sys.stderr)
-    outcome = session.record(out, collectors, args.interval, meta, duration=args.duration,
-                             progress=session.tty_progress(out))
+    with Session(args.interval, [follower], progress=tty_progress(out)) as session:
+        if args.conn or args.pgstat:
+            session.collectors.append(PgStatCollector(args.conn or ""))
+        if not args.no_zfs:
+            session.collectors += zfs_collectors_or_warn(args.interval)
+        meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "attach",
+                "pgbench_log": ", ".join(os.path.abspath(p) for p in args.logs)}
+        print(f"zfsmon: following {', '.join(args.logs)}; recording into {out}", file=sys.stderr)
+        session.record_into(out, meta)
+        outcome = session.run(duration=args.duration)
     print(f"\nzfsmon: {out}: {outcome.intervals} intervals, {outcome.samples} samples, {outcome.events} events, "
           f"{follower.lines} log lines", file=sys.stderr)
     if outcome.failure:

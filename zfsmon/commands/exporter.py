@@ -12,13 +12,29 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import signal
 import sys
-import threading
-from typing import Tuple
+from typing import List, Tuple
 
 from zfsmon.commands._timearg import seconds
+from zfsmon.engine import Session, pick_collectors
 from zfsmon.errors import UserError
+from zfsmon.host import probe
+from zfsmon.sources.base import Collector
+from zfsmon.store import Recording
+
+try:  # the `exporter` extra; without it the other commands work and this one says what to install
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from zfsmon.views.prometheus import LatestValues, ZfsmonCollector, latest_from_recording
+except ImportError as _missing:
+    if not (_missing.name or "").startswith("prometheus_client"):
+        raise
+    HAVE_PROMETHEUS = False
+else:
+    HAVE_PROMETHEUS = True
+
+#: what `zfsmon exporter` says when prometheus_client is not installed
+INSTALL_HINT = "the exporter needs prometheus_client (pip install 'zfsmon[exporter]')"
 
 NAME = "exporter"
 HELP = "Prometheus exporter: the latest samples on http://127.0.0.1:9134/metrics"
@@ -66,12 +82,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def serve(latest, host: str, port: int):
+def serve(latest: LatestValues, host: str, port: int):
     """Start the HTTP server in a daemon thread; returns (server, bound port)."""
-    from prometheus_client import CollectorRegistry, start_http_server
-
-    from zfsmon.views.prometheus import ZfsmonCollector
-
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ZfsmonCollector(latest))
     try:
@@ -90,60 +102,39 @@ def _skipped_text(skipped: object) -> str:
     return ""
 
 
-def _live(args: argparse.Namespace):
-    """The sampler feeding a LatestValues (stale entities dropped after three missed intervals)."""
-    from zfsmon.engine import Sampler
-    from zfsmon.views.prometheus import LatestValues
-
-    try:
-        from zfsmon.host import probe
-        from zfsmon.sources.registry import build_collectors
-    except ImportError as exc:
-        raise UserError(f"live sampling is not available in this build ({exc}); use --from-recording") from None
-    collectors, skipped = build_collectors(probe(), args.interval, pools=args.pool, names=args.sources or None)
+def _live(args: argparse.Namespace) -> List[Collector]:
+    """The collectors to sample: every available source, or the SOURCES named."""
+    collectors, skipped = pick_collectors(probe(), args.interval, args.pool, args.sources)
     if not collectors:
         why = _skipped_text(skipped)
         raise UserError("no source is available on this host" + (f" ({why})" if why else "") +
                         " (see `zfsmon doctor`)")
-    latest = LatestValues(stale_after=3 * args.interval + 5)
-    sampler = Sampler(collectors, args.interval, sinks=[latest.add])
-    return latest, sampler, [c.name for c in collectors]
+    return collectors
 
 
 def run(args: argparse.Namespace) -> int:
+    if not HAVE_PROMETHEUS:
+        raise UserError(INSTALL_HINT)
     host, port = parse_listen(args.listen)
-    sampler = None
-    if args.from_recording:
+    collectors: List[Collector] = []
+    if args.from_recording:  # no sampling: the values are those of the recording's end
         if args.sources:
             raise UserError("SOURCES and --from-recording do not go together")
-        from zfsmon.store import Recording
-        from zfsmon.views.prometheus import latest_from_recording
-
         with Recording.open(args.from_recording) as rec:
             latest = latest_from_recording(rec)
         what = f"the last values of {args.from_recording}"
     else:
-        latest, sampler, names = _live(args)
-        what = f"{', '.join(names)} every {args.interval:g} s"
+        collectors = _live(args)
+        latest = LatestValues(stale_after=3 * args.interval + 5)  # stale entities go after three missed intervals
+        what = f"{', '.join(c.name for c in collectors)} every {args.interval:g} s"
     server, bound = serve(latest, host, port)
-    if not is_loopback(host):
-        print(f"zfsmon: note: listening on {host}, not loopback: anyone who can reach it can read the metrics",
-              file=sys.stderr)
-    shown = f"[{host}]" if ":" in host else host
-    print(f"zfsmon: serving {what} on http://{shown}:{bound}/metrics", file=sys.stderr, flush=True)
-    stop = threading.Event()
-    main = threading.current_thread() is threading.main_thread()  # signals can only be caught there
-    old = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
-    try:
-        if sampler is not None:
-            sampler.run_in_thread()
-        stop.wait(args.duration)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        if sampler is not None:
-            sampler.stop()
-        server.shutdown()
-        server.server_close()
+    with Session(args.interval, collectors, sinks=[latest.add]) as session:
+        session.add_cleanup(server.server_close)
+        session.add_cleanup(server.shutdown)
+        if not is_loopback(host):
+            print(f"zfsmon: note: listening on {host}, not loopback: anyone who can reach it can read the metrics",
+                  file=sys.stderr)
+        shown = f"[{host}]" if ":" in host else host
+        print(f"zfsmon: serving {what} on http://{shown}:{bound}/metrics", file=sys.stderr, flush=True)
+        session.run(duration=args.duration)
     return 0
-

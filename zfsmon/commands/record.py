@@ -10,20 +10,19 @@ it is being written.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import shlex
 import socket
 import sys
 import time
-from typing import List
 
 from zfsmon import __version__
 from zfsmon.commands._timearg import seconds
+from zfsmon.engine import Session, check_output_path, pick_collectors, tty_progress
 from zfsmon.errors import UserError
-from zfsmon.store import RecordingError
+from zfsmon.host import detect_flavour, probe
+from zfsmon.sources.registry import NAMES
 from zfsmon.store.schema import SUFFIX
-from zfsmon.trace import trace_collectors
 
 NAME = "record"
 HELP = "record all available sources into a recording file (SQLite)"
@@ -37,8 +36,6 @@ examples:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from zfsmon.sources.registry import NAMES
-
     p.add_argument("sources", nargs="*", metavar="SOURCES", help="sources to record, of: " + ", ".join(NAMES) +
                    " (default: every one this host has; see `zfsmon doctor`)")
     p.add_argument("--pool", action="append", default=[], metavar="POOL", help="only this pool (repeatable)")
@@ -59,8 +56,6 @@ def default_out(now: float) -> str:
 
 
 def host_meta(interval: float) -> dict:
-    from zfsmon.host import detect_flavour
-
     system = platform.system()
     flavour, version, _why = detect_flavour(system)
     return {"host": socket.gethostname(), "platform": f"{system} {platform.release()} {platform.machine()}",
@@ -68,36 +63,18 @@ def host_meta(interval: float) -> dict:
             "argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{interval:g}"}
 
 
-def _collectors(interval: float, wanted: List[str], pools: List[str]):
-    """The sources to record: those named, or every one this host has (as `zfsmon doctor` finds them)."""
-    from zfsmon.host import probe
-    from zfsmon.sources.registry import build_collectors
-
-    collectors, skipped = build_collectors(probe(), interval, pools or None, wanted or None)
+def run(args: argparse.Namespace) -> int:
+    out = args.out or default_out(time.time())
+    check_output_path(out)
+    collectors, skipped = pick_collectors(probe(), args.interval, args.pool, args.sources, args.trace)
     if not collectors:
         raise UserError("no source is available on this host: " + "; ".join(skipped))
-    return collectors
-
-
-def run(args: argparse.Namespace) -> int:
-    from zfsmon.workload.session import record, tty_progress
-
-    out = args.out or default_out(time.time())
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise UserError(f"{out}: directory {parent} does not exist")
-    collectors = _collectors(args.interval, args.sources, args.pool)
-    collectors += trace_collectors(args.trace, args.interval, args.pool)
     if not args.quiet:
         print(f"zfsmon: recording {', '.join(c.name for c in collectors)} every {args.interval:g} s into {out}",
               file=sys.stderr)
-    try:
-        outcome = record(out, collectors, args.interval, host_meta(args.interval), duration=args.duration,
-                         progress=None if args.quiet else tty_progress(out))
-    except RecordingError:
-        for c in collectors:
-            c.stop()
-        raise
+    with Session(args.interval, collectors, progress=None if args.quiet else tty_progress(out)) as session:
+        session.record_into(out, host_meta(args.interval))
+        outcome = session.run(duration=args.duration)
     if not args.quiet:
         print(f"\nzfsmon: {out}: {outcome.intervals} intervals, {outcome.samples} samples, "
               f"{outcome.events} events", file=sys.stderr)

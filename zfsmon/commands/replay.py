@@ -10,8 +10,14 @@ opened read-only; it can still be growing (a recorder writing it).
 from __future__ import annotations
 
 import argparse
+import os
 
 from zfsmon.commands._timearg import seconds
+from zfsmon.commands.top import need_terminal
+from zfsmon.store import Recording
+from zfsmon.views.top import panels
+from zfsmon.views.top.app import TopApp
+from zfsmon.views.top.replay import ReplayCursor
 
 NAME = "replay"
 HELP = "replay a recording in the dashboard, with a time cursor"
@@ -31,14 +37,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
-    from zfsmon.commands.top import need_terminal
-    from zfsmon.store import Recording
-    from zfsmon.views.top import panels
-    from zfsmon.views.top.app import TopApp
-    from zfsmon.views.top.replay import ReplayCursor
-
     rec = Recording.open(args.file)  # a RecordingError (UserError) for anything that is not a recording
     try:
         cursor = ReplayCursor(rec, args.window)

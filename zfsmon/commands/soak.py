@@ -29,8 +29,10 @@ import sys
 import time
 
 from zfsmon.commands._timearg import seconds
+from zfsmon.engine import Session, check_output_path, zfs_collectors_or_warn
 from zfsmon.errors import UserError
-from zfsmon.workload import session, target
+from zfsmon.sources.pgstat import PgStatCollector
+from zfsmon.workload import target
 from zfsmon.workload.pgcluster import DEFAULT_PORT
 from zfsmon.workload.soak import CONTINUOUS, LOOP, SoakCollector, SoakPlan, tee_log_for
 
@@ -97,38 +99,33 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.zfsmon"
     log = args.log or tee_log_for(out)
     for path in (out, log):
-        parent = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(parent):
-            raise UserError(f"{path}: directory {parent} does not exist")
+        check_output_path(path)
 
-    tgt = target.prepare(args.lab, args.port, args.dbname, args.conn)
-    env, dbname, conninfo, pgbench = tgt.env, tgt.dbname, tgt.conninfo, tgt.pgbench
-    try:
+    with Session(args.interval) as session:
+        tgt = target.prepare(args.lab, args.port, args.dbname, args.conn)
+        session.add_cleanup(tgt.stop)
         target.ensure_database(tgt, args.init_scale, log, args.quiet)
         if args.cold:
             target.cold_start(tgt)
         plan = SoakPlan(mode=args.mode, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
-                        total=total, pgbench_args=pgb_args, dbname=dbname, tee=log,
+                        total=total, pgbench_args=pgb_args, dbname=tgt.dbname, tee=log,
                         aggregate_interval=args.aggregate_interval,
                         log_prefix=(os.path.splitext(os.path.abspath(log))[0] + ".agg") if args.aggregate_interval
-                        else None, pgbench=pgbench, env=env)
+                        else None, pgbench=tgt.pgbench, env=tgt.env)
         soak = SoakCollector(plan, echo=None if args.quiet else sys.stderr)
-        collectors = [soak]
+        session.collectors.append(soak)
         if not args.no_pgstat:
-            from zfsmon.sources.pgstat import PgStatCollector
-            collectors.append(PgStatCollector(conninfo))
+            session.collectors.append(PgStatCollector(tgt.conninfo))
         if not args.no_zfs:
-            zfs = session.zfs_collectors_or_warn(args.interval, tgt.lab_pool)
-            collectors += zfs
+            session.collectors += zfs_collectors_or_warn(args.interval, tgt.lab_pool)
         meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "soak",
                 "soak_mode": args.mode, "pgbench_log": os.path.abspath(log),
                 "pgbench_args": shlex.join(pgb_args)}
         meta.update(tgt.meta)
         print(f"zfsmon: soak ({args.mode}) recording into {out}; pgbench output in {log}"
               f"{'' if total is None else f'; for {total:g} s'}", file=sys.stderr)
-        outcome = session.record(out, collectors, args.interval, meta, duration=None, done=soak.finished)
-    finally:
-        tgt.stop()
+        session.record_into(out, meta)
+        outcome = session.run(done=soak.finished)
     done = len(soak.parser.summaries)
     print(f"zfsmon: {out}: {outcome.intervals} intervals, {outcome.samples} samples, {outcome.events} events; "
           f"pgbench runs: {soak.runs_started} started, {done} completed", file=sys.stderr)

@@ -21,14 +21,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional
 
 from zfsmon.commands._timearg import seconds
+from zfsmon.commands.record import default_out, host_meta
+from zfsmon.engine import Session, check_output_path, pick_collectors
 from zfsmon.errors import UserError
-from zfsmon.model import Event, EventKind, Record
+from zfsmon.host import probe
+from zfsmon.model import Event, EventKind
 from zfsmon.sources.base import Collector
+from zfsmon.sources.pgstat import PgStatCollector
+from zfsmon.views.top import panels
+from zfsmon.views.top.app import LiveFeed, TopApp
+from zfsmon.views.top.state import TopState
+from zfsmon.workload import target
+from zfsmon.workload.attach import AttachCollector
+from zfsmon.workload.soak import LOOP, SoakCollector, SoakPlan, tee_log_for
 
 NAME = "top"
 HELP = "live dashboard of all sources (vdevs by role, ARC/L2ARC, ZIL, workload), recorded as it runs"
@@ -82,131 +91,70 @@ def need_terminal(what: str) -> None:
                         "`zfsmon export`/`zfsmon info` read recordings without one)")
 
 
-def _soak(args: argparse.Namespace, record: Optional[str]) -> Tuple[List[Collector], Callable[[], None], dict]:
-    """The soak runner and pg_stat_database collector, and how to clean up (a lab cluster is stopped).
+def _soak(args: argparse.Namespace, record: Optional[str], session: Session) -> dict:
+    """Add the soak runner and pg_stat_database to ``session`` (and the lab cluster's stop to its cleanups);
+    the recording's extra meta.
 
     pgbench's output is tee'd beside the recording (as `zfsmon soak` does), else into the current directory.
     """
-    from zfsmon.sources.pgstat import PgStatCollector
-    from zfsmon.workload import target
-    from zfsmon.workload.soak import LOOP, SoakCollector, SoakPlan, tee_log_for
-
     pgb_args = target.check_pgbench_args(args.pgbench_args or [])
     tgt = target.prepare(args.lab, dbname=args.dbname, conn=args.conn)
+    session.add_cleanup(tgt.stop)
     log = os.path.abspath(tee_log_for(record) if record else
                           f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
-    try:
-        target.ensure_database(tgt, args.init_scale, log, quiet=False)
-        if args.cold:
-            target.cold_start(tgt)
-    except BaseException:
-        tgt.stop()
-        raise
+    target.ensure_database(tgt, args.init_scale, log, quiet=False)
+    if args.cold:
+        target.cold_start(tgt)
     plan = SoakPlan(mode=LOOP, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
                     pgbench_args=pgb_args, dbname=tgt.dbname, tee=log, pgbench=tgt.pgbench, env=tgt.env)
-    meta: dict = {"kind": "soak", "pgbench_log": log, **tgt.meta}
-    return [SoakCollector(plan), PgStatCollector(tgt.conninfo)], tgt.stop, meta
+    session.collectors += [SoakCollector(plan), PgStatCollector(tgt.conninfo)]
+    return {"kind": "soak", "pgbench_log": log, **tgt.meta}
 
 
 def _attach(args: argparse.Namespace) -> List[Collector]:
-    from zfsmon.workload.attach import AttachCollector
-
     for path in args.attach:
         if not os.path.exists(path):
             raise UserError(f"{path}: no such file to attach to")
     out: List[Collector] = [AttachCollector(args.attach)]
     if args.conn:
-        from zfsmon.sources.pgstat import PgStatCollector
-
         out.append(PgStatCollector(args.conn))
     return out
 
 
 def run(args: argparse.Namespace) -> int:
-    from zfsmon.commands.record import default_out, host_meta
-    from zfsmon.engine import Sampler
-    from zfsmon.host import probe
-    from zfsmon.sources.registry import build_collectors
-    from zfsmon.store import Recorder, RecordingError
-    from zfsmon.trace import trace_collectors
-    from zfsmon.views.top import panels
-    from zfsmon.views.top.app import TopApp
-    from zfsmon.views.top.state import TopState
-
     need_terminal("zfsmon top")
     if args.soak and args.attach:
         raise UserError("--soak and --attach are two ways to get a workload: choose one")
+    path = None if args.no_record else (args.record or default_out(time.time()))
+    if path is not None:
+        check_output_path(path)  # before a soak starts a database
     host = probe()
     names = [n.strip() for n in args.sources.split(",") if n.strip()] if args.sources else None
-    collectors, skipped = build_collectors(host, args.interval, args.pool or None, names)
-    collectors += trace_collectors(args.trace, args.interval, args.pool)
-    cleanup: Callable[[], None] = lambda: None  # noqa: E731
-    extra_meta: dict = {}
+    collectors, skipped = pick_collectors(host, args.interval, args.pool, names, args.trace)
     if args.attach:
         collectors += _attach(args)
-    path = None if args.no_record else (args.record or default_out(time.time()))
-    if args.soak:
-        more, cleanup, extra_meta = _soak(args, path)
-        collectors += more
-    if not collectors:
-        raise UserError("no source is available on this host: " + "; ".join(skipped) + " (see `zfsmon doctor`)")
-    rec = None
-    lock = threading.Lock()
-    if path is not None:
-        parent = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(parent):
-            cleanup()
-            raise UserError(f"{path}: directory {parent} does not exist")
-        try:
-            rec = Recorder(path, {**host_meta(args.interval), **extra_meta})
-        except RecordingError:
-            cleanup()
-            raise
-    from zfsmon.views.top.app import LiveFeed
-
     feed = LiveFeed()
-    failed: List[str] = []
-
-    def record(records: List[Record]) -> None:
-        if rec is None or failed:
-            return
-        try:
-            with lock:
-                rec.write(records)
-        except RecordingError as exc:
-            failed.append(str(exc))
-            feed.sink([Event(time.time(), EventKind.ERROR, f"recording stopped: {exc}", source="record")])
-
-    record.__name__ = "recorder"
-
-    def mark(text: str) -> None:
-        if rec is None or failed:
-            raise RuntimeError("not recording")
-        with lock:
-            rec.mark(text)
-
-    info = panels.HeaderInfo(host=host.hostname, platform=f"{host.system} {host.release}",
-                             zfs=f"{host.flavour} {host.zfs_version}".strip(),
-                             recording=os.path.abspath(path) if path else "", mode="live", started=time.time())
-    state = TopState(args.window)
-    if skipped:
-        state.feed([Event(time.time(), EventKind.INFO, f"skipped {s}", source="top") for s in skipped])
-    app = TopApp(state, info, args.interval, feed=feed, on_mark=mark if rec is not None else None,
-                 export_dir=os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
-    sampler = Sampler(collectors, args.interval, sinks=[record, feed.sink])
-    sampler.run_in_thread()
-    try:
+    with Session(args.interval, collectors, sinks=[feed.sink]) as session:
+        extra_meta = _soak(args, path, session) if args.soak else {}
+        if not session.collectors:
+            raise UserError("no source is available on this host: " + "; ".join(skipped) +
+                            " (see `zfsmon doctor`)")
+        if path is not None:
+            session.record_into(path, {**host_meta(args.interval), **extra_meta})
+        info = panels.HeaderInfo(host=host.hostname, platform=f"{host.system} {host.release}",
+                                 zfs=f"{host.flavour} {host.zfs_version}".strip(),
+                                 recording=os.path.abspath(path) if path else "", mode="live", started=time.time())
+        state = TopState(args.window)
+        if skipped:
+            state.feed([Event(time.time(), EventKind.INFO, f"skipped {s}", source="top") for s in skipped])
+        app = TopApp(state, info, args.interval, feed=feed, on_mark=session.mark if path is not None else None,
+                     export_dir=os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
+        session.start(on_end=app.exit)  # the sampler in a thread: the screen keeps the main thread
         app.run()
-    finally:
-        sampler.stop()
-        if rec is not None:
-            with lock:
-                rec.close()
-        cleanup()
-    if rec is not None:
-        print(f"zfsmon: {path}: {rec.samples_written} samples, {rec.events_written} events "
+    outcome = session.close()
+    if path is not None:
+        print(f"zfsmon: {path}: {outcome.samples} samples, {outcome.events} events "
               f"(replay: zfsmon replay {path})", file=sys.stderr)
-    if failed:
-        raise UserError(failed[0], exit_code=1)
+    if outcome.failure:
+        raise UserError(outcome.failure, exit_code=1)
     return 0
-

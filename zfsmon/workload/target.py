@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
+from zfsmon import lab as labmod
 from zfsmon.errors import UserError
 from zfsmon.workload.pgcluster import DEFAULT_PORT, PgCluster
 from zfsmon.workload.soak import init_argv, init_message
@@ -47,8 +48,6 @@ class Target:
 
 def lab_cluster(pool: str, port: int = DEFAULT_PORT):
     """The lab's LabInfo and the cluster that lives (or will live) on its dataset."""
-    from zfsmon import lab as labmod
-
     info = labmod.info(pool)
     if info is None:
         raise UserError(f"no lab named {pool} is up (start one with `zfsmon lab up --pool {pool}`)")
@@ -163,8 +162,6 @@ def cold_start(tgt: Target, say: Callable[[str], None] = lambda m: print(f"zfsmo
     if not tgt.owned:
         raise UserError("--cold would stop the lab's PostgreSQL cluster, which another command started and is "
                         "using: stop that first, or leave out --cold")
-    from zfsmon import lab as labmod
-
     tgt.cluster.stop()
     labmod.cold_cache(tgt.lab_pool, log=say)
     tgt.cluster.start()

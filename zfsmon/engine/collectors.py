@@ -1,0 +1,50 @@
+"""Which collectors a run samples: the host's sources and tracing scripts, chosen the same way for every command.
+
+`record`, `top` and `exporter` take every source this host has (or the ones
+named) plus the tracing scripts asked for; `soak` and `attach` add the host's
+ZFS sources to their workload and warn when a source their findings need cannot
+run.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional, Sequence, Tuple
+
+from zfsmon.host import Host, probe
+from zfsmon.names import PGBENCH
+from zfsmon.sources.base import Collector
+from zfsmon.sources.pgstat import PgStatCollector
+from zfsmon.sources.registry import build_collectors
+from zfsmon.trace import trace_collectors
+
+#: sources a soak's findings depend on: say so when one of them cannot run
+KEY_SOURCES = ("zpool", "arcstats")
+
+
+def pick_collectors(host: Host, interval: float, pools: Optional[Sequence[str]] = None,
+                    names: Optional[Sequence[str]] = None,
+                    traces: Sequence[str] = ()) -> Tuple[List[Collector], List[str]]:
+    """The host's sources (every one it has, or those ``names``), then one per tracing script in ``traces``,
+    and why the sources left out were skipped. An unknown or unavailable source named is a UserError."""
+    collectors, skipped = build_collectors(host, interval, list(pools) if pools else None, names or None)
+    return collectors + trace_collectors(list(traces), interval, list(pools or ())), skipped
+
+
+def zfs_collectors(interval: float, pool: Optional[str] = None) -> Tuple[List[Collector], List[str]]:
+    """The host's ZFS (and device) collectors, chosen as ``zfsmon top``/``record`` choose them, and why others
+    were skipped; never a workload source (the soak or attach brings its own). ``pool`` narrows zpool iostat."""
+    collectors, skipped = pick_collectors(probe(), interval, [pool] if pool else None)
+    return [c for c in collectors if c.name not in (PGBENCH, PgStatCollector.name)], skipped
+
+
+def zfs_collectors_or_warn(interval: float, pool: Optional[str] = None) -> List[Collector]:
+    """:func:`zfs_collectors`, telling the user on stderr when a source the findings need cannot run."""
+    zfs, skipped = zfs_collectors(interval, pool)
+    if not zfs:
+        print("zfsmon: warning: no ZFS collector is available here (" + "; ".join(skipped) +
+              "); recording the workload only", file=sys.stderr)
+    for why in skipped:
+        if zfs and why.split(":", 1)[0] in KEY_SOURCES:
+            print(f"zfsmon: warning: not recording {why}", file=sys.stderr)
+    return zfs
