@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import TEST_DATA
 from tests.unit import report_data as rd
+from zfsmon import names
 from zfsmon.analysis import findings as fd
 from zfsmon.analysis import goose
 from zfsmon.cli import main
@@ -164,3 +165,22 @@ def test_a_restart_inside_the_window_gives_no_ratio_in_any_view(tmp_path) -> Non
     for name, v in views.items():
         assert v["arc"] == want, name
     assert views["findings"] == views["report"] == views["dashboard"]
+
+
+def test_postgres_buffer_hit_pct_is_one_series_in_findings_and_the_dashboard() -> None:
+    """Two databases' pg_stat_database counters, one reset by pg_stat_reset(): each database is its own chain.
+
+    Before, findings ran one database's counters into the other's (blks_hit of bench and of postgres taken as one
+    counter), so its PostgreSQL hit % differed from the dashboard's.
+    """
+    t0 = 1_700_000_000.0
+    readings = {"bench": [(9000, 1000), (9900, 1100), (100, 50), (1000, 150)],  # reset between +10 and +20
+                "postgres": [(50, 5), (60, 5), (60, 5), (90, 15)]}
+    recs: List[Record] = [Sample(t0 + 10 * i, Entity(Kind.WORKLOAD, names.PGSTAT_PREFIX + db),
+                                 {"blks_hit": hit, "blks_read": read, "xact_commit": 10.0 * i}, source="pgstat")
+                          for i in range(4) for db, rows in readings.items() for hit, read in [rows[i]]]
+    series = fd.series_from_samples([r for r in recs if isinstance(r, Sample)])
+    dash = _dashboard(recs, 3600.0)
+    want = [(t0 + 10, 90.0), (t0 + 10, 100.0), (t0 + 30, 90.0), (t0 + 30, 75.0)]  # postgres +20: no reads, no %
+    assert [(p[0], p[1]) for p in series[fd.PG_HIT]] == want
+    assert dash.spark("workload", "pg_hit_pct") == want

@@ -22,10 +22,10 @@ from zfsmon.analysis.correlate import (
     Point,
     align_all,
     correlate,
-    counter_rates,
     median,
     smooth,
 )
+from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 
 # canonical series names ------------------------------------------------------------------------------------------
@@ -53,21 +53,27 @@ DRIVERS: Tuple[Tuple[str, str], ...] = (
 
 # ------------------------------------------------------------------------------------------- samples -> series
 
-def _pg_hit_series(hits: List[Tuple[float, float]], reads: List[Tuple[float, float]]) -> List[Point]:
-    """PostgreSQL buffer hit % per interval from its two cumulative counters read at the same moments."""
-    h = {t: (v, s) for t, v, s in counter_rates(hits)}
-    out: List[Point] = []
-    for t, m, s in counter_rates(reads):
-        if t in h and h[t][0] + m > 0:
-            out.append((t, 100.0 * h[t][0] / (h[t][0] + m), s))
-    return out
-
-
-def _workload_group(name: str) -> Optional[str]:
-    """Which workload series an entity feeds: per-interval progress, run summaries, or pg_stat_database."""
-    if name in (names.PGBENCH, names.PGBENCH_RUN):
-        return name
-    return names.PGSTAT_PREFIX if name.startswith(names.PGSTAT_PREFIX) else None
+def _pg_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
+    """PostgreSQL buffer hit % and block rates per interval of each database's pg_stat_database counters, from
+    :func:`zfsmon.analysis.readpath.pg_buffers` (as the dashboard has them); a reset starts a new baseline."""
+    pg = sorted((s for s in samples if s.entity.kind == Kind.WORKLOAD and s.entity.name.startswith(names.PGSTAT_PREFIX)
+                 and "blks_hit" in s.metrics and "blks_read" in s.metrics), key=lambda s: s.ts)
+    if not pg:
+        return
+    rates = RateDeriver()
+    hit_pct: List[Point] = []
+    hits: List[Point] = []
+    reads: List[Point] = []
+    for s in pg:
+        d, _events = rates.update(s)
+        figs = readpath.pg_buffers(d.deltas, d.elapsed) if d is not None else None
+        if d is None or figs is None:
+            continue
+        if "hit_pct" in figs:
+            hit_pct.append((s.ts, figs["hit_pct"], d.elapsed))
+        hits.append((s.ts, figs["blks_hit_per_s"], d.elapsed))
+        reads.append((s.ts, figs["blks_read_per_s"], d.elapsed))
+    out[PG_HIT], out["pg_blks_hit"], out["pg_blks_read"] = hit_pct, hits, reads
 
 
 def _arc_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
@@ -97,10 +103,10 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
     for s in window:
         e = s.entity
         if e.kind == Kind.WORKLOAD:
-            group = _workload_group(e.name)
-            if group is None:
+            group = e.name  # pg_stat_database: _pg_series
+            if group not in (names.PGBENCH, names.PGBENCH_RUN):
                 continue
-            for m in ("tps", "latency_avg_ms", "blks_hit", "blks_read"):
+            for m in ("tps", "latency_avg_ms"):
                 if m in s.metrics:
                     by.setdefault((group, m), []).append((s.ts, float(s.metrics[m])))
                     spans.setdefault((group, m), []).append(s.interval)
@@ -124,12 +130,7 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
     size = by.get(("l2", "size")) or by.get(("l2", "asize"))
     if size:
         out[L2_SIZE] = list(size)
-    pg = names.PGSTAT_PREFIX
-    if (pg, "blks_hit") in by and (pg, "blks_read") in by:
-        hits, reads = sorted(by[(pg, "blks_hit")]), sorted(by[(pg, "blks_read")])
-        out[PG_HIT] = _pg_hit_series(hits, reads)
-        out["pg_blks_hit"] = list(counter_rates(hits))
-        out["pg_blks_read"] = list(counter_rates(reads))
+    _pg_series(window, out)
     for role, name in ((Role.DATA, DATA_READS), (Role.CACHE, CACHE_READS)):
         per_ts = disk_reads.get((role, "leaf")) or disk_reads.get((role, "vdev"))
         if per_ts:

@@ -13,7 +13,7 @@ as a ratio. Without pg_stat_database the shares are of ZFS reads alone. Pure.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,22 @@ class ReadPath:
         parts = [(n, v) for n, v in (("PostgreSQL buffers", self.pg_buffers), ("ARC", self.arc),
                                       ("L2ARC", self.l2arc), ("disks", self.disks)) if v is not None]
         return ", ".join(f"{n} {v:.1f}%" for n, v in parts)
+
+
+def pg_buffers(deltas: Mapping[str, float], elapsed: float) -> Optional[Dict[str, float]]:
+    """PostgreSQL's buffer reads in one interval of pg_stat_database counters (deltas over ``elapsed`` s).
+
+    The one place the buffer hit % is computed (findings and the dashboard).
+    None without both counters; no ``hit_pct`` without block requests ("no
+    reads" is not "all misses").
+    """
+    hit, read = deltas.get("blks_hit"), deltas.get("blks_read")
+    if hit is None or read is None or elapsed <= 0:
+        return None
+    out = {"blks_hit": hit, "blks_read": read, "blks_hit_per_s": hit / elapsed, "blks_read_per_s": read / elapsed}
+    if hit + read > 0:
+        out["hit_pct"] = 100.0 * hit / (hit + read)
+    return out
 
 
 def shares(pg_hit: Optional[float] = None, pg_read: Optional[float] = None, arc_hits: Optional[float] = None,

@@ -214,16 +214,13 @@ class TopState:
                     self._push("workload", series, s.ts, s.metrics[m])
         elif name.startswith(names.PGSTAT_PREFIX):
             d, _ = self._rates.update(s)
-            if d is None:
+            pg = readpath.pg_buffers(d.deltas, d.elapsed) if d is not None else None
+            if pg is None:
                 return
-            hit, read = d.deltas.get("blks_hit"), d.deltas.get("blks_read")
-            if hit is None or read is None:
-                return
-            self.derived[s.entity.key] = {"blks_hit_per_s": d.rates["blks_hit"], "blks_read_per_s": d.rates["blks_read"]}
-            if hit + read > 0:
-                pct = 100.0 * hit / (hit + read)
-                self.derived[s.entity.key]["hit_pct"] = pct
-                self._push("workload", "pg_hit_pct", s.ts, pct)
+            self.derived[s.entity.key] = {k: pg[k] for k in ("blks_hit_per_s", "blks_read_per_s", "hit_pct") if k in pg}
+            if "hit_pct" in pg:
+                self._push("workload", "pg_hit_pct", s.ts, pg["hit_pct"])
+            hit, read = pg["blks_hit"], pg["blks_read"]
             self._read_now.update(pg_blks_hit=hit, pg_blks_read=read)
             self._reads.append((s.ts, {"pg_blks_hit": hit, "pg_blks_read": read}))
 
