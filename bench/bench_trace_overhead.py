@@ -33,7 +33,7 @@ from zfsmon import lab as labmod  # noqa: E402
 from zfsmon.lab.config import LabConfig  # noqa: E402
 from zfsmon.model import Sample  # noqa: E402
 from zfsmon.names import is_grouping_vdev  # noqa: E402
-from zfsmon.sources.pgbench import parse_summaries  # noqa: E402
+from zfsmon.sources.pgbench_text import parse_summaries  # noqa: E402
 from zfsmon.trace import TraceCollector  # noqa: E402
 from zfsmon.workload.pgcluster import PgCluster  # noqa: E402
 

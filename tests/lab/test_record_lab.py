@@ -19,7 +19,7 @@ from zfsmon.cli import main
 from zfsmon.engine import Sampler
 from zfsmon.model import Kind, Role
 from zfsmon.sources import arcstats
-from zfsmon.sources.zpool_iostat import ZpoolIostatCollector
+from zfsmon.sources.zpool_iostat_collector import ZpoolIostatCollector
 from zfsmon.store import Recorder, Recording
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]

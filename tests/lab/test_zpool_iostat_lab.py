@@ -13,7 +13,7 @@ from tests.lab.helpers import write_file
 from zfsmon import lab as labmod
 from zfsmon.lab.config import LabConfig
 from zfsmon.model import Event, EventKind, Kind, Record, Role, Sample
-from zfsmon.sources.zpool_iostat import ZpoolIostatCollector
+from zfsmon.sources.zpool_iostat_collector import ZpoolIostatCollector
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

@@ -20,7 +20,7 @@ from typing import Dict, List, Sequence
 
 from tests.conftest import TEST_DATA, fixtures_root
 from zfsmon.model import Event, EventKind, Record
-from zfsmon.sources import arcstat_tool, arcstats, pgbench, zil, zpool_iostat
+from zfsmon.sources import arcstat_tool, arcstats, detect, pgbench_text, zil, zpool_iostat
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recorder
 
@@ -45,7 +45,7 @@ def records() -> List[Record]:
     fx = fixtures_root()
     topo = parse_status(_read(FUSE / "zpool_status_ziocap.txt"))
     out: List[Record] = []
-    out += pgbench.shift(pgbench.parse_text(_read(fx / "pgbench" / PGBENCH)), T0)
+    out += detect.shift(pgbench_text.parse_text(_read(fx / "pgbench" / PGBENCH)), T0)
     out += zpool_iostat.parse_text(_read(FUSE / "zpool_iostat_-T_u_-v_ziocap_1_4_writes.txt"), interval=1.0,
                                    topology=topo)
     out += zpool_iostat.parse_text(_read(FUSE / "zpool_iostat_-v_ziocap_1_8_cache-removed-readded.txt"),

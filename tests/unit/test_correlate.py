@@ -12,7 +12,7 @@ from zfsmon.analysis import correlate as c
 from zfsmon.analysis import findings as fd
 from zfsmon.analysis import readpath
 from zfsmon.model import Entity, Event, Kind, Role, Sample
-from zfsmon.sources import pgbench as pb
+from zfsmon.sources import pgbench_text as pb
 
 # Anscombe's quartet, set I: r = 0.816 (Anscombe 1973)
 AX = [10, 8, 13, 9, 11, 14, 6, 4, 12, 7, 5]

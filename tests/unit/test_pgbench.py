@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import TEST_DATA, fixture_files, fixture_ids
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
-from zfsmon.sources import pgbench as pb
+from zfsmon.sources import pgbench, pgbench_log, pgbench_text
 from zfsmon.workload.soak import CONTINUOUS, LOOP, SoakPlan, init_argv, next_run_seconds, run_argv
 
 SHARED = fixture_files("pgbench")
@@ -45,18 +45,18 @@ def test_fixture_sets_present(fixtures: Path) -> None:
 def test_every_capture_parses(path: Path) -> None:
     text = path.read_text()
     first = next(line for line in text.splitlines() if line.strip())
-    fmt = pb.detect_log_format(first)
+    fmt = pgbench_log.detect_log_format(first)
     if fmt == "text":
-        recs = pb.parse_text(text)
+        recs = pgbench_text.parse_text(text)
         if "init" in path.name:  # pgbench -i output: no run, nothing to report
             assert recs == []
             return
-        summaries = pb.parse_summaries(text)
+        summaries = pgbench_text.parse_summaries(text)
         assert summaries and all(s.tps and s.tps > 0 for s in summaries)
         assert len(_events(recs, EventKind.RUN_START)) == len(_events(recs, EventKind.RUN_END)) == len(summaries)
         assert len(_samples(recs, "pgbench")) == text.count("progress: ")
     else:
-        samples = pb.parse_log(text, tx_extra=("retries",) if "retries" in path.name else None)
+        samples = pgbench_log.parse_log(text, tx_extra=("retries",) if "retries" in path.name else None)
         assert samples and all(s.metrics["tps"] >= 0 for s in samples)
         n_lines = len([line for line in text.splitlines() if line.strip()])
         if fmt == "aggregate":
@@ -70,13 +70,13 @@ def test_every_capture_parses(path: Path) -> None:
 
 def test_pg14_progress_and_summary_exact() -> None:
     text = _text("pg14.0__")
-    recs = pb.parse_text(text)
+    recs = pgbench_text.parse_text(text)
     prog = _samples(recs)
     assert len(prog) == 60
     assert prog[0].metrics == {"tps": 948.8, "latency_avg_ms": 8.420, "latency_stddev_ms": 4.406, "run": 1.0}
     assert prog[0].ts - _events(recs, EventKind.RUN_START)[0].ts == 60.0
     assert prog[-1].metrics["tps"] == 607.4 and prog[-1].interval == 60.0
-    (s,) = pb.parse_summaries(text)
+    (s,) = pgbench_text.parse_summaries(text)
     assert (s.version, s.tps, s.tps_including, s.initial_connection_ms) == ("14.0", 646.976461, None, 22.962)
     assert (s.processed, s.duration_s, s.clients, s.latency_avg_ms, s.latency_stddev_ms) == \
         (2329112, 3600.0, 8, 12.352, 20.234)
@@ -85,57 +85,57 @@ def test_pg14_progress_and_summary_exact() -> None:
 
 
 def test_pre14_including_excluding_prefers_excluding() -> None:
-    (s,) = pb.parse_summaries(_text("tpcb-like_-M_prepared"))
+    (s,) = pgbench_text.parse_summaries(_text("tpcb-like_-M_prepared"))
     assert (s.tps_including, s.tps_excluding, s.tps) == (1692.568166, 1693.073378, 1693.073378)
     assert (s.query_mode, s.scale, s.threads, s.latency_avg_ms) == ("prepared", 50, 10, 5.908)
 
 
 def test_pg95_latency_average_colon() -> None:
-    (s,) = pb.parse_summaries(_text("latency_average_colon"))
+    (s,) = pgbench_text.parse_summaries(_text("latency_average_colon"))
     assert (s.latency_avg_ms, s.tps, s.transaction_type) == (9.188, 108.832630, "TPC-B (sort of)")
 
 
 def test_statement_latencies_ignored_and_processed_of() -> None:
-    (s,) = pb.parse_summaries(_text("summary_with_statement_latencies"))
+    (s,) = pgbench_text.parse_summaries(_text("summary_with_statement_latencies"))
     assert (s.processed, s.processed_of, s.transactions_per_client, s.latency_stddev_ms, s.tps) == \
         (10000, 10000, 1000, 2.715, 622.977698)
 
 
 def test_oldest_summary_without_latency() -> None:
-    (s,) = pb.parse_summaries(_text("typical_summary_old"))
+    (s,) = pgbench_text.parse_summaries(_text("typical_summary_old"))
     assert s.latency_avg_ms is None and s.tps == 85.296346
 
 
 def test_pg15_failed_and_pg17_select_only() -> None:
-    recs = pb.parse_text(_text("pg15.2-ubuntu"))
+    recs = pgbench_text.parse_text(_text("pg15.2-ubuntu"))
     assert [p.metrics["failed"] for p in _samples(recs)] == [0.0] * 10
-    (s,) = pb.parse_summaries(_text("pg15.2-ubuntu"))
+    (s,) = pgbench_text.parse_summaries(_text("pg15.2-ubuntu"))
     assert (s.max_tries, s.failed, s.tps) == (1, 0, 578.908410)
-    (s17,) = pb.parse_summaries(_text("pg17.5-ubuntu"))
+    (s17,) = pgbench_text.parse_summaries(_text("pg17.5-ubuntu"))
     assert (s17.transaction_type, s17.tps, s17.latency_avg_ms, s17.latency_stddev_ms) == \
         ("<builtin: select only>", 2885.165356, 0.347, None)
 
 
 def test_progress_lag_skipped_retried() -> None:
     text = _text("lag_skipped_retried")
-    prog = _samples(pb.parse_text(text))
+    prog = _samples(pgbench_text.parse_text(text))
     assert prog[3].metrics == {"tps": 750.0, "latency_avg_ms": 0.851, "latency_stddev_ms": 0.599, "failed": 0.0,
                                "lag_ms": 0.118, "skipped": 2.0, "retried": 0.0, "retries": 0.0, "run": 1.0}
-    (s,) = pb.parse_summaries(text)
+    (s,) = pgbench_text.parse_summaries(text)
     assert (s.skipped, s.retried, s.retries, s.lag_avg_ms, s.lag_max_ms, s.max_tries) == (2, 0, 0, 0.094, 2.108, 3)
 
 
 def test_progress_failed_and_retried_counts() -> None:
-    prog = _samples(pb.parse_text(_text("serialization_retried")))
+    prog = _samples(pgbench_text.parse_text(_text("serialization_retried")))
     assert (prog[0].metrics["failed"], prog[0].metrics["retried"], prog[0].metrics["retries"]) == (4116, 5444, 5444)
-    (s,) = pb.parse_summaries(_text("serialization_retried"))
+    (s,) = pgbench_text.parse_summaries(_text("serialization_retried"))
     assert (s.failed, s.retried, s.retries, s.tps) == (8994, 12011, 12011, 2987.324586)
-    (f,) = pb.parse_summaries(_text("serialization_failed"))
+    (f,) = pgbench_text.parse_summaries(_text("serialization_failed"))
     assert (f.failed, f.processed) == (26070, 11096)
 
 
 def test_progress_timestamp_is_used() -> None:
-    recs = pb.parse_text(_text("progress-timestamp"))
+    recs = pgbench_text.parse_text(_text("progress-timestamp"))
     prog = _samples(recs)
     assert [p.ts for p in prog] == [1795331723.561, 1795331724.561, 1795331725.561, 1795331726.561]
     assert prog[1].interval == pytest.approx(1.0)
@@ -144,7 +144,7 @@ def test_progress_timestamp_is_used() -> None:
 
 
 def test_loop_of_runs_virtual_clock() -> None:
-    recs = pb.parse_text(_text("loop_3x"), pause=1.0)
+    recs = pgbench_text.parse_text(_text("loop_3x"), pause=1.0)
     runs = _samples(recs, "pgbench-run")
     assert [r.metrics["tps"] for r in runs] == [5947.915604, 5514.898393, 5443.421333]
     assert [r.metrics["run"] for r in runs] == [1.0, 2.0, 3.0]
@@ -154,7 +154,7 @@ def test_loop_of_runs_virtual_clock() -> None:
 
 
 def test_live_stream_uses_arrival_time() -> None:
-    p = pb.PgbenchTextParser()
+    p = pgbench_text.PgbenchTextParser()
     lines = _text("pg12-ubuntu").splitlines()
     out: List[Record] = []
     for i, line in enumerate(lines):
@@ -167,7 +167,7 @@ def test_live_stream_uses_arrival_time() -> None:
 
 def test_killed_run_then_new_run() -> None:
     lines = _text("pg15.2-ubuntu").splitlines()
-    p = pb.PgbenchTextParser()
+    p = pgbench_text.PgbenchTextParser()
     out: List[Record] = []
     for line in lines[:6]:  # banner, vacuum, 4 progress lines: then pgbench is killed
         out.extend(p.feed(line, 10.0))
@@ -179,58 +179,58 @@ def test_killed_run_then_new_run() -> None:
 
 
 def test_aggregate_logs_exact() -> None:
-    docs = pb.parse_log(_text("aggregate-interval_log"))
+    docs = pgbench_log.parse_log(_text("aggregate-interval_log"))
     assert docs[0].ts == 1345828503 and docs[0].interval == 2.0
     assert docs[0].metrics["tps"] == 2800.5
     assert docs[0].metrics["latency_avg_ms"] == pytest.approx(1542744 / 5601 / 1000)
-    two = pb.parse_log(_text("--aggregate-interval1_log_2threads"))
+    two = pgbench_log.parse_log(_text("--aggregate-interval1_log_2threads"))
     assert two[0].ts == 1795331740 and two[0].metrics["transactions"] == 1359 + 1371
-    lag = {s.ts: s.metrics for s in pb.parse_log(_text("aggregate-interval1_log_lag_skipped"))}
+    lag = {s.ts: s.metrics for s in pgbench_log.parse_log(_text("aggregate-interval1_log_lag_skipped"))}
     assert lag[1795331745]["skipped"] == 1 and lag[1795331745]["transactions"] == 394 + 416
     assert lag[1795331744]["lag_ms"] == pytest.approx((32723 + 31382) / (291 + 292) / 1000)
-    retried = {s.ts: s.metrics for s in pb.parse_log(_text("aggregate-interval1_log_retried"))}
+    retried = {s.ts: s.metrics for s in pgbench_log.parse_log(_text("aggregate-interval1_log_retried"))}
     assert retried[1795331765]["retried"] == 1971 + 1997
 
 
 def test_agg_line_columns() -> None:
-    a = pb.parse_agg_line("1795331744 416 312733 291937643 318 5079 45607 8136743 0 991 1 0 0 0 0")
+    a = pgbench_log.parse_agg_line("1795331744 416 312733 291937643 318 5079 45607 8136743 0 991 1 0 0 0 0")
     assert (a.count, a.max_us, a.sum_lag_us, a.skipped, a.retried, a.failed) == (416, 5079, 45607, 1, 0, 0)
-    old = pb.parse_agg_line("1345828501 5601 1542744 483552416 61 2573")
+    old = pgbench_log.parse_agg_line("1345828501 5601 1542744 483552416 61 2573")
     assert old.skipped is None and old.failed is None
     with pytest.raises(ParseError):
-        pb.parse_agg_line("1345828501 5601 1542744 483552416 61")
+        pgbench_log.parse_agg_line("1345828501 5601 1542744 483552416 61")
 
 
 def test_per_transaction_logs_exact() -> None:
-    docs = pb.parse_log(_text("log_per_transaction.txt"))
+    docs = pgbench_log.parse_log(_text("log_per_transaction.txt"))
     assert [(s.ts, s.metrics["transactions"]) for s in docs] == [(1175850569, 2), (1175850570, 2)]
     assert docs[0].metrics["latency_avg_ms"] == pytest.approx((2241 + 2465) / 2 / 1000)
-    sk = pb.parse_log(_text("rate100_latency-limit5_skipped"))
+    sk = pgbench_log.parse_log(_text("rate100_latency-limit5_skipped"))
     assert sk[0].metrics["skipped"] == 2 and sk[0].metrics["transactions"] == 5
     assert sk[0].metrics["latency_avg_ms"] == pytest.approx((4621 + 6173 + 4722 + 4142 + 2465) / 5 / 1000)
-    t = pb.parse_tx_line("2 1 failed 0 1795331767 27922 1", extra=("retries",))
+    t = pgbench_log.parse_tx_line("2 1 failed 0 1795331767 27922 1", extra=("retries",))
     assert (t.status, t.latency_us, t.retries, t.epoch) == ("failed", None, 1, 1795331767.027922)
-    fails = pb.parse_log(_text("failed_retries_first200"), tx_extra=("retries",))
+    fails = pgbench_log.parse_log(_text("failed_retries_first200"), tx_extra=("retries",))
     assert sum(s.metrics.get("failed", 0) for s in fails) == _text("failed_retries_first200").count("failed")
 
 
 def test_malformed_lines_are_parse_errors() -> None:
     with pytest.raises(ParseError) as ei:
-        pb.parse_progress("progress: 6.0 s, lots tps, lat 1 ms stddev 2", "soak.log", 7)
+        pgbench_text.parse_progress("progress: 6.0 s, lots tps, lat 1 ms stddev 2", "soak.log", 7)
     assert "soak.log:7" in str(ei.value)
-    p = pb.PgbenchTextParser()
+    p = pgbench_text.PgbenchTextParser()
     p.feed("transaction type: <builtin: TPC-B (sort of)>", 0.0)
     with pytest.raises(ParseError):
         p.feed("tps = fast (without initial connection time)", 0.0)
-    lp = pb.PgbenchLogParser()
+    lp = pgbench_log.PgbenchLogParser()
     with pytest.raises(ParseError):
         lp.feed("1 2 3 4 5 6 7 8 9", 0.0)
     with pytest.raises(ParseError):
-        pb.parse_tx_line("0 1 2241 0 1175850568 1995598")
+        pgbench_log.parse_tx_line("0 1 2241 0 1175850568 1995598")
 
 
 def test_stream_log_parser_emits_with_lateness() -> None:
-    p = pb.PgbenchLogParser(interval=1.0, lateness=2)
+    p = pgbench_log.PgbenchLogParser(interval=1.0, lateness=2)
     lines = _text("--aggregate-interval1_log_2threads").splitlines()
     first = p.feed(lines[0], 0.0) + p.feed(lines[1], 0.0)
     assert first == []  # 1795331739 is kept open until 2 intervals newer data arrives
@@ -239,7 +239,7 @@ def test_stream_log_parser_emits_with_lateness() -> None:
 
 
 def test_init_estimate_and_soak_argv() -> None:
-    assert pb.init_size_estimate(10) == 7_600_000 + 157_000_000
+    assert pgbench.init_size_estimate(10) == 7_600_000 + 157_000_000
     plan = SoakPlan(mode=LOOP, run_seconds=58, pgbench_args=["-c", "30", "-j", "10", "-N"], dbname="db")
     assert run_argv(plan, 58) == ["pgbench", "-T", "58", "-c", "30", "-j", "10", "-N", "db"]
     cont = SoakPlan(mode=CONTINUOUS, aggregate_interval=10, log_prefix="/tmp/x.agg", pgbench_args=["-S"])
@@ -258,8 +258,8 @@ _LINES = [line for p in ALL for line in p.read_text().splitlines()]
        st.integers(min_value=0, max_value=60), st.booleans())
 def test_random_and_truncated_input_only_parse_errors(lines: List[str], cut: int, virtual: bool) -> None:
     mangled = [line[: len(line) - cut % (len(line) + 1)] if i % 2 else line for i, line in enumerate(lines)]
-    for parser in (pb.PgbenchTextParser(virtual_clock=virtual), pb.PgbenchLogParser(),
-                   pb.PgbenchLogParser(tx_extra=("retries",))):
+    for parser in (pgbench_text.PgbenchTextParser(virtual_clock=virtual), pgbench_log.PgbenchLogParser(),
+                   pgbench_log.PgbenchLogParser(tx_extra=("retries",))):
         for i, line in enumerate(mangled):
             try:
                 parser.feed(line, float(i))

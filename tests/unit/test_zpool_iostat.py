@@ -13,13 +13,9 @@ from hypothesis import strategies as st
 from tests.conftest import TEST_DATA, fixture_files, fixture_ids
 from zfsmon import metrics
 from zfsmon.model import Event, EventKind, Kind, ParseError, Role, Sample
-from zfsmon.sources.zpool_iostat import (
-    ZpoolIostatParser,
-    iostat_argv,
-    parse_header,
-    parse_text,
-    scripted_header,
-)
+from zfsmon.sources.zpool_iostat import ZpoolIostatParser, parse_text
+from zfsmon.sources.zpool_iostat_collector import iostat_argv
+from zfsmon.sources.zpool_iostat_columns import parse_header, scripted_header
 from zfsmon.sources.zpool_probe import ProbeResult, decide, is_usage_error
 from zfsmon.sources.zpool_status import parse_status
 

@@ -16,7 +16,7 @@ from typing import List, Tuple
 from tests.conftest import TEST_DATA, fixtures_root
 from zfsmon.model import Event, EventKind, Record, Sample
 from zfsmon.sources import arcstats, zpool_iostat, zpool_status
-from zfsmon.sources.pgbench import PgbenchTextParser
+from zfsmon.sources.pgbench_text import PgbenchTextParser
 from zfsmon.store import Recorder
 
 ZFSFUSE = TEST_DATA / "zfsfuse"

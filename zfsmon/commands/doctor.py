@@ -3,7 +3,9 @@
 It looks for the platform and ZFS flavour (illumos, FreeBSD, Linux OpenZFS kernel module, zfs-fuse),
 asks the local `zpool` which `zpool iostat` flags it accepts, finds the ARC and ZIL kstats
 (/proc/spl/kstat/zfs, sysctl kstat.zfs.misc, kstat -p zfs:0:arcstats, /zfs-kstat), and checks
-arcstat/zarcstat, fsstat, iostat, dtrace and bpftrace (with privilege), pgbench and psql.
+arcstat/zarcstat, fsstat, iostat, dtrace and bpftrace (with privilege), pgbench and psql. The source
+lines are the sources' own checks: the reason shown for an absent source is the one `zfsmon record`
+gives for skipping it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import json
 
 from zfsmon import host as hostmod
+from zfsmon.sources import registry
 
 NAME = "doctor"
 HELP = "what this host offers: sources, tools and tracing, with reasons"
@@ -24,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     h = hostmod.probe()
+    h.add(registry.source_checks(h))
     if args.json:
         print(json.dumps(h.to_dict(), indent=2))
         return 0

@@ -20,7 +20,6 @@ from zfsmon.commands.parse import parse_log_text, read_log
 from zfsmon.errors import UserError
 from zfsmon.model import Record, Sample
 from zfsmon.sources import detect
-from zfsmon.sources.pgbench import shift
 from zfsmon.store import Recorder
 
 NAME = "import"
@@ -50,9 +49,9 @@ def place(records: List[Record], path: str, start: float = None) -> List[Record]
     lo = min(r.ts for r in records)
     hi = max(r.ts for r in records)
     if start is not None:
-        return shift(records, start - lo)
+        return detect.shift(records, start - lo)
     mtime = os.path.getmtime(path) if path != "-" else 0.0
-    return shift(records, mtime - hi)
+    return detect.shift(records, mtime - hi)
 
 
 def _check_times(records: List[Record], path: str) -> None:

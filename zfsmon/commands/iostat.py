@@ -30,7 +30,7 @@ from zfsmon.host import probe
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.sources.base import Collector
 from zfsmon.sources.registry import build_collectors
-from zfsmon.sources.zpool_iostat import ZpoolIostatCollector, read_once
+from zfsmon.sources.zpool_iostat_collector import ZpoolIostatCollector, read_once
 from zfsmon.sources.zpool_probe import probe_flags
 from zfsmon.sources.zpool_status import Topology, read_topology
 from zfsmon.views import iostat_text as view

@@ -24,7 +24,8 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from zfsmon.metrics.arc import ARCSTAT_COLUMNS, BYTES, COUNT, PERCENT, TIME
-from zfsmon.model import Entity, Kind, ParseError, Sample
+from zfsmon.model import Entity, Kind, ParseError, Record, Sample
+from zfsmon.sources.spec import Source, TextKind
 from zfsmon.units import parse_size
 
 _ENTITIES = {Kind.ARC: Entity(Kind.ARC, "arc"), Kind.L2ARC: Entity(Kind.L2ARC, "l2arc"),
@@ -275,3 +276,29 @@ def parse(text: str, ts: float = 0.0, source: str = "arcstat", where: str = "arc
     if re.search(r"^ZFS Subsystem Report", text, re.M):
         return parse_arc_summary(text, ts, source, where)
     return parse_arcstat(text, ts, source, where)
+
+
+# --- the source (parse-only: `zfsmon arcstat` is zfsmon's own, from the arcstats source) ------------------------
+
+_TOOL_HEAD = re.compile(r"^\s*(ZFS Subsystem Report|ARC Summary|ARC summary)")
+_COLUMN_HEAD = re.compile(r"(^|\s)(\w*h%|\w*hit%|miss%|arcsz)(\s|$)")
+
+
+def looks_like(text: str) -> bool:
+    """An arc_summary title, or arcstat column names (``hit%``, ``dh%``, ``miss%``, ``arcsz``) on the first lines."""
+    head = [ln for ln in text.splitlines()[:10] if ln.strip()]
+    if any(_TOOL_HEAD.match(ln) for ln in head):
+        return True
+    return any(_COLUMN_HEAD.search(ln) for ln in head[:3])
+
+
+def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Record]:
+    return list(parse(text, 0.0, source="arcstat", where=source))
+
+
+SOURCE = Source(
+    name="arcstat", help="saved output of the arcstat / arc_summary tools", order=30,
+    kinds=(TextKind("arcstat", "arcstat / arcstat.py / arc_summary tool output", looks_like, _parse_capture,
+                    "arcstat 5 | tee arcstat.log"),),
+    family="arc",
+)

@@ -16,14 +16,20 @@ rates and hit ratios are :mod:`zfsmon.analysis.arc`'s job.
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import sys
 import time
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from zfsmon.host import Check, Host, run_probe
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector
 from zfsmon.sources.kstat_text import CommandCollector, KstatFileCollector, KstatPBlock, KstatTable
+from zfsmon.sources.spec import Source, TextKind
 
 ARC = Entity(Kind.ARC, "arc")
 L2ARC = Entity(Kind.L2ARC, "l2arc")
@@ -169,9 +175,6 @@ class FuseArcstatsCollector(Collector):
 def collector_for_host(interval: float = 1.0, fuse_dir: str = FUSE_DIR, linux_path: str = LINUX_PATH,
                        platform: Optional[str] = None) -> Optional[Collector]:
     """The arcstats collector this machine supports, or None when it has no ZFS kstats we can read."""
-    import os
-    import sys
-
     plat = platform or sys.platform
     if plat.startswith("linux"):
         if os.path.exists(linux_path):
@@ -184,3 +187,99 @@ def collector_for_host(interval: float = 1.0, fuse_dir: str = FUSE_DIR, linux_pa
     if plat.startswith("sunos"):
         return IllumosArcstatsCollector(interval)
     return None
+
+
+# --- saved dumps (`zfsmon parse` / `zfsmon import`) ----------------------------------------------------------
+
+_KSTAT_HEADER = re.compile(r"^\d+ \d+ 0x[0-9a-fA-F]+ \d+ \d+ \d+ \d+\s*$")
+_ILLUMOS_LINE = re.compile(r"^zfs:\d+:arcstats:\S+\t")
+
+
+def _head(text: str, n: int) -> List[str]:
+    return [ln for ln in text.splitlines()[:n] if ln.strip()]
+
+
+def looks_like(text: str) -> bool:
+    """A Linux kstat dump with ``c_max``, sysctl ``kstat.zfs.misc.arcstats.*`` or ``kstat -p zfs:N:arcstats`` lines."""
+    head = _head(text, 6)
+    if len(head) >= 2 and _KSTAT_HEADER.match(head[0]) and head[1].split() == ["name", "type", "data"]:
+        # zfetchstats and vdev_cache_stats have hits/misses too; only arcstats has c_max
+        return bool(re.search(r"^c_max\s+\d+\s", text, re.M))
+    return any(ln.startswith(SYSCTL_PREFIX) or _ILLUMOS_LINE.match(ln) for ln in head)
+
+
+def _split_linux_dumps(text: str) -> List[str]:
+    dumps: List[List[str]] = []
+    for line in text.splitlines():
+        if _KSTAT_HEADER.match(line):
+            dumps.append([])
+        if dumps:
+            dumps[-1].append(line)
+    return ["\n".join(d) + "\n" for d in dumps]
+
+
+def _split_sysctl_dumps(text: str) -> List[str]:
+    """A loop of ``sysctl kstat.zfs.misc.arcstats`` runs: a new dump starts when a name comes round again."""
+    dumps: List[List[str]] = [[]]
+    seen: set = set()
+    for line in text.splitlines():
+        name = line.split(":", 1)[0]
+        if name in seen:
+            dumps.append([])
+            seen = set()
+        seen.add(name)
+        dumps[-1].append(line)
+    return ["\n".join(d) + "\n" for d in dumps if d]
+
+
+def parse_dumps(text: str, source: str, interval: Optional[float] = None) -> List[Record]:
+    """One or more saved dumps. Linux dumps are placed by their kstat snaptime (seconds since boot, relative)."""
+    out: List[Record] = []
+    head = _head(text, 6)
+    if head and _KSTAT_HEADER.match(head[0]):
+        for i, dump in enumerate(_split_linux_dumps(text)):
+            snap = int(dump.split("\n", 1)[0].split()[6]) / 1e9
+            ts = snap if interval is None else i * interval
+            out.extend(parse_linux(dump, ts, source="arcstats", where=f"{source} (dump {i + 1})"))
+        return out
+    if any(ln.startswith(SYSCTL_PREFIX) for ln in head):
+        for i, dump in enumerate(_split_sysctl_dumps(text)):
+            out.extend(parse_freebsd(dump, i * (interval or 1.0), source="arcstats", where=f"{source} (dump {i + 1})"))
+        return out
+    return list(parse_illumos(text, 0.0, source="arcstats", where=source, interval=interval or 1.0))
+
+
+# --- the source -------------------------------------------------------------------------------------------------
+
+def check_host(host: Host) -> Check:
+    """Doctor's line: where this host's ARC kstats are, or why there are none."""
+    if host.system == "Linux":
+        if os.path.exists(LINUX_PATH):
+            return Check("arcstats", True, LINUX_PATH)
+        if os.path.isdir(FUSE_DIR):
+            return Check("arcstats", True, f"{FUSE_DIR}/ ({len(os.listdir(FUSE_DIR))} files, zfs-fuse)")
+        why = ("zfs-fuse kstats appear under /zfs-kstat only if it exists before the daemon starts and a pool exists"
+               if shutil.which("zfs-fuse") else f"no {LINUX_PATH}")
+        return Check("arcstats", False, why)
+    if host.system == "FreeBSD":
+        cp = run_probe(["sysctl", "-n", f"{SYSCTL_PREFIX}hits"])
+        ok = bool(cp and cp.returncode == 0)
+        return Check("arcstats", ok, "sysctl kstat.zfs.misc.arcstats" if ok else "sysctl kstat.zfs.misc.arcstats missing")
+    if host.system == "SunOS":
+        cp = run_probe(["kstat", "-p", "zfs:0:arcstats:hits"])
+        ok = bool(cp and cp.returncode == 0 and cp.stdout.strip())
+        return Check("arcstats", ok, "kstat -p zfs:0:arcstats" if ok else "kstat zfs:0:arcstats not readable")
+    return Check("arcstats", False, f"no known ARC kstats on {host.system}")
+
+
+def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
+    """After :func:`check_host` found the kstats (if they vanish, the zfs-fuse reader says so as it polls)."""
+    return collector_for_host(interval, platform=host.system.lower()) or FuseArcstatsCollector()
+
+
+SOURCE = Source(
+    name="arcstats", help="ARC and L2ARC statistics", order=20, check=check_host, collector=_collector,
+    kinds=(TextKind("arcstats", "arcstats dumps: Linux /proc/spl/kstat/zfs/arcstats, FreeBSD sysctl, illumos kstat -p",
+                    looks_like, parse_dumps, "while sleep 10; do cat /proc/spl/kstat/zfs/arcstats; done > arc.log"),),
+    family="arc",
+)

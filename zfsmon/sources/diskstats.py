@@ -18,12 +18,15 @@ import os
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
+from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.names import candidate_paths
-from zfsmon.sources.base import Clock, PolledCollector
+from zfsmon.sources.base import Clock, Collector, PolledCollector
+from zfsmon.sources.spec import Source
 
 PATH = "/proc/diskstats"
-SOURCE = "diskstats"
+#: the ``source`` of the records
+RECORD_SOURCE = "diskstats"
 SECTOR = 512
 MS_NS = 1_000_000
 
@@ -47,7 +50,7 @@ def device_entity(name: str) -> Entity:
     return Entity(Kind.DEVICE, name)
 
 
-def parse_diskstats(text: str, ts: float, where: str = PATH, source: str = SOURCE,
+def parse_diskstats(text: str, ts: float, where: str = PATH, source: str = RECORD_SOURCE,
                     keep: Optional[Callable[[str], bool]] = None) -> List[Sample]:
     """Every line -> one device sample. ``keep(name)`` filters devices (None keeps all, idle ones too:
     a device reporting zeros is exactly what the goose-egg check must see)."""
@@ -83,7 +86,7 @@ def parse_diskstats(text: str, ts: float, where: str = PATH, source: str = SOURC
 class DiskstatsCollector(PolledCollector):
     """Reads ``/proc/diskstats`` each poll; optionally only the named devices."""
 
-    name = SOURCE
+    name = RECORD_SOURCE
 
     def __init__(self, devices: Optional[Iterable[str]] = None, path: str = PATH, clock: Clock = time.time) -> None:
         super().__init__(clock)
@@ -152,3 +155,21 @@ def resolve_leaves(leaves: Sequence[str], sys_block: str = SYS_BLOCK) -> Dict[st
             out[leaf] = names
             break
     return out
+
+
+# --- the source ------------------------------------------------------------------------------------------------
+
+def check_host(host: Host) -> Check:
+    """Doctor's line: the block layer's counters, Linux only."""
+    if host.system != "Linux":
+        return Check("diskstats", False, f"{PATH} is Linux only")
+    ok = os.path.exists(PATH)
+    return Check("diskstats", ok, PATH if ok else f"no {PATH}")
+
+
+def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
+    return DiskstatsCollector()
+
+
+SOURCE = Source(name="diskstats", help="block-device view (/proc/diskstats), for goose eggs", order=60,
+                check=check_host, collector=_collector, family="device")

@@ -23,13 +23,16 @@ from __future__ import annotations
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from zfsmon.host import Check, Host, probe_tool
 from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
-from zfsmon.sources.base import Clock
+from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector, StreamParser
 from zfsmon.sources.illumos_iostat import printed_ts
+from zfsmon.sources.spec import Source
 from zfsmon.units import parse_count
 
-SOURCE = "fsstat"
+#: the ``source`` of the records
+RECORD_SOURCE = "fsstat"
 
 #: the two-line default header, column by column -> metric
 DEFAULT_COLUMNS: Dict[Tuple[str, str], str] = {
@@ -55,7 +58,7 @@ def _is_number(tok: str) -> bool:
 class FsstatParser(StreamParser):
     """Incremental ``fsstat [-a|-n] {fstype|path}... [INTERVAL]`` reader: one sample per row."""
 
-    def __init__(self, interval: Optional[float] = None, where: str = "fsstat", source: str = SOURCE) -> None:
+    def __init__(self, interval: Optional[float] = None, where: str = "fsstat", source: str = RECORD_SOURCE) -> None:
         self.interval = interval
         self.where = where
         self.source = source
@@ -139,7 +142,7 @@ class FsstatParser(StreamParser):
 
 
 def parse_fsstat(text: str, ts: float, interval: Optional[float] = None, where: str = "fsstat",
-                 source: str = SOURCE) -> List[Record]:
+                 source: str = RECORD_SOURCE) -> List[Record]:
     """A whole capture. Without ``-T``, rows of the k-th report of an entity are placed at ``ts + k * interval``."""
     parser = FsstatParser(interval, where, source)
     out: List[Record] = []
@@ -166,4 +169,18 @@ class FsstatCollector(StreamCollector):
             raise ValueError(f"fsstat mode {mode!r} is not read (use '', '-a' or '-n')")
         ival = max(1, int(round(interval)))
         argv = ["fsstat", *([mode] if mode else []), *targets, str(ival)]
-        super().__init__(argv, FsstatParser(float(ival), " ".join(argv)), SOURCE, clock)
+        super().__init__(argv, FsstatParser(float(ival), " ".join(argv)), RECORD_SOURCE, clock)
+
+# --- the source ------------------------------------------------------------------------------------------------
+
+def check_host(host: Host) -> Check:
+    """Doctor's line: the ``fsstat`` command (illumos/Solaris)."""
+    return probe_tool("fsstat", ["fsstat", "-h"], "source", "fsstat is illumos/Solaris only")
+
+
+def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
+    return FsstatCollector(("zfs",), interval)
+
+
+SOURCE = Source(name="fsstat", help="per-filesystem-type operations (illumos fsstat zfs)", order=80,
+                check=check_host, collector=_collector, family="dataset")

@@ -16,14 +16,17 @@ the captures show and what the collector runs. Plain ``-x`` (device first,
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
+from zfsmon.host import Check, Host, probe_tool
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
-from zfsmon.sources.base import Clock
+from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector, StreamParser
 from zfsmon.sources.kstat_text import _DATE_RE, _EPOCH_RE
+from zfsmon.sources.spec import Source
 
-SOURCE = "iostat"
+#: the ``source`` of the records
+RECORD_SOURCE = "iostat"
 TITLE = "extended device statistics"
 
 #: column -> (metric, scale to our unit)
@@ -67,7 +70,7 @@ def _number(tok: str) -> Optional[float]:
 class IostatParser(StreamParser):
     """Incremental ``iostat -xn`` reader: one device sample per row, as the row arrives."""
 
-    def __init__(self, interval: Optional[float] = None, where: str = "iostat -xn", source: str = SOURCE) -> None:
+    def __init__(self, interval: Optional[float] = None, where: str = "iostat -xn", source: str = RECORD_SOURCE) -> None:
         self.interval = interval
         self.where = where
         self.source = source
@@ -146,7 +149,7 @@ class IostatParser(StreamParser):
 
 
 def parse_iostat(text: str, ts: float, interval: Optional[float] = None, where: str = "iostat -xn",
-                 source: str = SOURCE) -> List[Sample]:
+                 source: str = RECORD_SOURCE) -> List[Sample]:
     """A whole capture. Reports without a printed time are placed at ``ts + k * interval``."""
     parser = IostatParser(interval, where, source)
     out: List[Sample] = []
@@ -165,4 +168,20 @@ class IostatCollector(StreamCollector):
     def __init__(self, interval: float = 5.0, skip_idle: bool = False, clock: Clock = time.time) -> None:
         ival = max(1, int(round(interval)))
         argv = ["iostat", "-xnz" if skip_idle else "-xn", str(ival)]
-        super().__init__(argv, IostatParser(float(ival), " ".join(argv)), SOURCE, clock)
+        super().__init__(argv, IostatParser(float(ival), " ".join(argv)), RECORD_SOURCE, clock)
+
+# --- the source ------------------------------------------------------------------------------------------------
+
+def check_host(host: Host) -> Check:
+    """Doctor's line: ``iostat`` on illumos/Solaris (Linux's iostat is another program; Linux has diskstats)."""
+    if host.system != "SunOS":
+        return Check("iostat", False, "illumos iostat -xn is read on illumos/Solaris only (Linux uses /proc/diskstats)")
+    return probe_tool("iostat", ["iostat", "-V"], "source", "iostat not found")
+
+
+def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
+    return IostatCollector(interval)
+
+
+SOURCE = Source(name="iostat", help="block-device view (illumos iostat -xn), for goose eggs", order=70,
+                check=check_host, collector=_collector, family="device")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -397,8 +398,6 @@ def run_text(argv: List[str], timeout: float = 10.0) -> str:
     error events): a missing program, a non-zero exit with its last stderr
     line, or a command that hangs past ``timeout``.
     """
-    import subprocess
-
     try:
         proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:

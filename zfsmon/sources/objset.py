@@ -22,12 +22,15 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 
+from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
+from zfsmon.sources.spec import Source
 
 ROOT = "/proc/spl/kstat/zfs"
-SOURCE = "objset"
+#: the ``source`` of the records
+RECORD_SOURCE = "objset"
 
 #: objset kstat field -> metric name on the dataset entity (other numeric fields keep their own name)
 OBJSET_FIELDS: Mapping[str, str] = {
@@ -61,7 +64,7 @@ def _check_complete(table: kstat_text.KstatTable, where: str) -> None:
         raise ParseError(where, None, f"kstat announces {table.header.ndata} statistics but holds {table.rows}")
 
 
-def parse_objset(text: str, ts: float, where: str = "objset", source: str = SOURCE,
+def parse_objset(text: str, ts: float, where: str = "objset", source: str = RECORD_SOURCE,
                  pool: Optional[str] = None) -> Sample:
     """One ``objset-0xID`` kstat -> a dataset sample. ``pool`` defaults to the dataset name's first component."""
     table = kstat_text.parse_proc_table(text, where)
@@ -77,7 +80,7 @@ def parse_objset(text: str, ts: float, where: str = "objset", source: str = SOUR
     return Sample(ts, ds, metrics, source=source)
 
 
-def parse_pool_io(text: str, ts: float, pool: str, where: str = "io", source: str = SOURCE) -> Sample:
+def parse_pool_io(text: str, ts: float, pool: str, where: str = "io", source: str = RECORD_SOURCE) -> Sample:
     """The ZoL 0.6-0.8 per-pool ``io`` kstat (KSTAT_TYPE_IO) -> a pool sample of ``io_*`` metrics."""
     table = kstat_text.parse_proc_table(text, where)
     if table.header is None or table.header.ks_type != 3:
@@ -88,7 +91,7 @@ def parse_pool_io(text: str, ts: float, pool: str, where: str = "io", source: st
     return Sample(ts, pool_entity(pool), {m: table.values[c] for c, m in IO_FIELDS.items()}, source=source)
 
 
-def parse_iostats(text: str, ts: float, pool: str, where: str = "iostats", source: str = SOURCE) -> Sample:
+def parse_iostats(text: str, ts: float, pool: str, where: str = "iostats", source: str = RECORD_SOURCE) -> Sample:
     """The OpenZFS 2.x per-pool ``iostats`` named kstat -> a pool sample (names kept as the kernel spells them)."""
     table = kstat_text.parse_proc_table(text, where)
     _check_complete(table, where)
@@ -144,7 +147,7 @@ def parse_txgs(text: str, where: str = "txgs") -> List[TxgRow]:
     return rows
 
 
-def txgs_sample(rows: Sequence[TxgRow], ts: float, pool: str, source: str = SOURCE) -> Optional[Sample]:
+def txgs_sample(rows: Sequence[TxgRow], ts: float, pool: str, source: str = RECORD_SOURCE) -> Optional[Sample]:
     """Gauges of the newest committed txg, plus the longest sync the history still holds; None if none committed."""
     done = [r for r in rows if r.state == "C"]
     if not done:
@@ -170,7 +173,7 @@ class ObjsetCollector(Collector):
     that file while the rest are still read.
     """
 
-    name = SOURCE
+    name = RECORD_SOURCE
 
     def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, txgs: bool = True,
                  clock: Clock = time.time) -> None:
@@ -231,3 +234,37 @@ class ObjsetCollector(Collector):
 def collector_for_host(root: str = ROOT, pools: Optional[Sequence[str]] = None) -> Optional[Collector]:
     """The per-dataset collector when this host has Linux SPL kstats; None elsewhere (zfs-fuse, illumos, FreeBSD)."""
     return ObjsetCollector(root, pools) if os.path.isdir(root) else None
+
+
+# --- the source ------------------------------------------------------------------------------------------------
+
+def _objset_count(root: str) -> int:
+    n = 0
+    for pool in os.listdir(root):
+        try:
+            n += sum(1 for f in os.listdir(os.path.join(root, pool)) if _OBJSET_FILE.match(f))
+        except OSError:  # a file, or a pool exported meanwhile
+            continue
+    return n
+
+
+def check_host(host: Host, root: str = ROOT) -> Check:
+    """Doctor's line: the per-pool kstat directories (how many per-dataset objset kstats), or why there are none."""
+    try:
+        n = _objset_count(root)
+    except OSError:
+        return Check("objset kstats", False, "no per-dataset objset kstats (OpenZFS >= 0.8 kernel module has them)")
+    if n:
+        return Check("objset kstats", True, f"{n} under {root}")
+    return Check("objset kstats", True, f"per-pool kstats under {root}, no per-dataset objset kstats yet "
+                 "(OpenZFS >= 0.8 kernel module has them, for mounted datasets)")
+
+
+def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
+    return ObjsetCollector(ROOT, list(pools) or None)
+
+
+SOURCE = Source(
+    name="objset", help="per-dataset activity (Linux objset kstats, per-pool io/iostats/txgs)", order=50,
+    check=check_host, collector=_collector, family="dataset",
+)

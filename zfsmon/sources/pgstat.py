@@ -18,9 +18,12 @@ import time
 from typing import Iterable, List, Mapping, Optional, Sequence
 
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
+from zfsmon.names import PGSTAT_PREFIX
 from zfsmon.sources.base import Clock, Collector
+from zfsmon.sources.spec import Source
 
-SOURCE = "pgstat"
+#: the ``source`` of the records
+RECORD_SOURCE = "pgstat"
 
 #: counters of pg_stat_database we keep (absent ones are skipped: columns vary by version)
 COUNTERS = (
@@ -35,10 +38,10 @@ COLUMNS = GAUGES + COUNTERS
 
 def entity_for(datname: str) -> Entity:
     """``workload:pgstat:<database>``: one entity per database."""
-    return Entity(Kind.WORKLOAD, f"pgstat:{datname}")
+    return Entity(Kind.WORKLOAD, f"{PGSTAT_PREFIX}{datname}")
 
 
-def rows_to_samples(rows: Iterable[Mapping[str, object]], ts: float, source: str = SOURCE) -> List[Sample]:
+def rows_to_samples(rows: Iterable[Mapping[str, object]], ts: float, source: str = RECORD_SOURCE) -> List[Sample]:
     """``SELECT * FROM pg_stat_database`` rows (as dicts) -> one sample per database. Pure."""
     out: List[Sample] = []
     for i, row in enumerate(rows):
@@ -62,7 +65,7 @@ def rows_to_samples(rows: Iterable[Mapping[str, object]], ts: float, source: str
 class PgStatCollector(Collector):
     """Samples pg_stat_database for the connected database (or the named ones, or all with ``["*"]``)."""
 
-    name = SOURCE
+    name = RECORD_SOURCE
     reconnect_every = 5.0
 
     def __init__(self, conninfo: str = "", databases: Optional[Sequence[str]] = None, clock: Clock = time.time,
@@ -135,3 +138,10 @@ class PgStatCollector(Collector):
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+# --- the source ------------------------------------------------------------------------------------------------
+
+# Not a host collector: `soak`, `top --soak` and `attach` start it with their PostgreSQL connection.
+SOURCE = Source(name="pgstat", help="PostgreSQL's own cache and activity (pg_stat_database), beside a pgbench workload",
+                order=100, family="workload")

@@ -12,18 +12,24 @@ the dataset reader, not here.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Sequence
 
+from zfsmon.host import Check, Host, run_probe
 from zfsmon.model import Entity, Kind, ParseError, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector
 from zfsmon.sources.kstat_text import CommandCollector, KstatFileCollector, KstatPBlock, KstatTable
+from zfsmon.sources.spec import Source
 
 ZIL = Entity(Kind.ZIL, "zil")
 
 LINUX_PATH = "/proc/spl/kstat/zfs/zil"
+#: zfs-fuse's kstats (the ARC family only: no ZIL kstat)
+FUSE_ROOT = "/zfs-kstat/zfs"
 SYSCTL_PREFIX = "kstat.zfs.misc.zil."
 PREFIX = "zil_"
 
@@ -86,9 +92,6 @@ def IllumosZilCollector(interval: float = 1.0, clock: Clock = time.time) -> Stre
 def collector_for_host(interval: float = 1.0, linux_path: str = LINUX_PATH,
                        platform: Optional[str] = None) -> Optional[Collector]:
     """The ZIL collector this machine supports; None on zfs-fuse (it has no ZIL kstat) or without ZFS."""
-    import os
-    import sys
-
     plat = platform or sys.platform
     if plat.startswith("linux"):
         return LinuxZilCollector(linux_path) if os.path.exists(linux_path) else None
@@ -97,3 +100,34 @@ def collector_for_host(interval: float = 1.0, linux_path: str = LINUX_PATH,
     if plat.startswith("sunos"):
         return IllumosZilCollector(interval)
     return None
+
+
+# --- the source ------------------------------------------------------------------------------------------------
+
+def check_host(host: Host) -> Check:
+    """Doctor's line: where this host's ZIL kstat is, or why there is none."""
+    if host.system == "Linux":
+        if os.path.exists(LINUX_PATH):
+            return Check("zil", True, LINUX_PATH)
+        if os.path.isdir(FUSE_ROOT):
+            return Check("zil", False, "zfs-fuse (pool v23) has no ZIL kstat; SLOG activity comes from the log vdev's "
+                         "zpool iostat row")
+        return Check("zil", False, f"no {LINUX_PATH}")
+    if host.system == "SunOS":
+        cp = run_probe(["kstat", "-p", "zfs:0:zil"])
+        ok = bool(cp and cp.returncode == 0 and cp.stdout.strip())
+        return Check("zil", ok, "kstat -p zfs:0:zil" if ok else "kstat zfs:0:zil not present")
+    if host.system == "FreeBSD":
+        cp = run_probe(["sysctl", "-n", f"{SYSCTL_PREFIX}zil_commit_count"])
+        ok = bool(cp and cp.returncode == 0)
+        return Check("zil", ok, "sysctl kstat.zfs.misc.zil" if ok else "sysctl kstat.zfs.misc.zil missing")
+    return Check("zil", False, f"no known ZIL kstats on {host.system}")
+
+
+def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
+    """After :func:`check_host` found the kstat (if it vanishes, the reader says so as it polls)."""
+    return collector_for_host(interval, platform=host.system.lower()) or LinuxZilCollector()
+
+
+SOURCE = Source(name="zil", help="ZIL commit and itx statistics", order=40, check=check_host, collector=_collector,
+                family="zil")

@@ -39,6 +39,7 @@ MAX_POINTS = 2000
 #: roles in the order their vdev panels appear
 ROLE_ORDER = (Role.DATA, Role.LOG, Role.CACHE, Role.SPECIAL, Role.DEDUP, Role.SPARE)
 FORMATS = (".pdf", ".png", ".html")
+FINDINGS_PLACEHOLDER = "Findings: not available in this build (zfsmon.analysis.findings is missing); none listed."
 
 
 @dataclass
@@ -75,6 +76,7 @@ class ReportData:
     sections: List[Section]
     events: List[Event]
     findings: List[str]
+    findings_available: bool
     entity_counts: Dict[str, int]
 
     def panel(self, title: str) -> Optional[Panel]:
@@ -222,7 +224,7 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     for e in rec.topology(at=hi):
         label = f"{e.role.value} {e.kind.value}" if e.role else e.kind.value
         counts[label] = counts.get(label, 0) + 1
-    return ReportData(rec.path, dict(rec.meta), lo, hi, sections, events, findings, counts)
+    return ReportData(rec.path, dict(rec.meta), lo, hi, sections, events, findings, True, counts)
 
 
 # --------------------------------------------------------------------------------------------------- drawing
@@ -336,7 +338,9 @@ def _draw_section(fig, section: Section, data: ReportData) -> None:
 def text_block(data: ReportData) -> str:
     """The summary and the findings as plain text (the report's first page, the HTML's top)."""
     out = data.summary_lines() + ["", "Findings (zfsmon analyze):"]
-    out += [f"- {f}" for f in data.findings] or ["- none"]
+    if not data.findings_available:
+        out.append(FINDINGS_PLACEHOLDER)
+    out += [f"- {f}" for f in data.findings] or (["- none"] if data.findings_available else [])
     return "\n".join(out)
 
 

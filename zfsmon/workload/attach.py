@@ -20,8 +20,10 @@ from typing import Dict, List, Optional, Sequence
 from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamParser
+from zfsmon.sources.detect import shift
 from zfsmon.sources.follow import Follower
-from zfsmon.sources.pgbench import PgbenchLogParser, PgbenchTextParser, detect_log_format, shift
+from zfsmon.sources.pgbench_log import PgbenchLogParser, detect_log_format
+from zfsmon.sources.pgbench_text import PgbenchTextParser
 
 TEXT, LOG = "text", "log"
 

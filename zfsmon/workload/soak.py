@@ -28,7 +28,8 @@ from zfsmon.model import Event, EventKind, Record
 from zfsmon.queues import drain
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import terminate_group
-from zfsmon.sources.pgbench import PgbenchTextParser, init_size_estimate
+from zfsmon.sources.pgbench import init_size_estimate
+from zfsmon.sources.pgbench_text import PgbenchTextParser
 
 LOOP, CONTINUOUS = "loop", "continuous"
 #: pgbench's -T when a continuous soak runs until interrupted (pgbench needs a number; we stop it ourselves)

@@ -1,0 +1,120 @@
+"""The record each source module declares (``SOURCE = Source(...)``), and :func:`discover`, which finds them.
+
+A source is one thing zfsmon reads. Its module says, in one place, what it
+is (``name``, ``help``), whether this host has it (``check``: the line
+``zfsmon doctor`` prints, whose detail is also why ``record`` skips it), how
+to run it (``collector``), which saved texts it reads (``kinds``, for
+``zfsmon parse`` and ``zfsmon import``) and which metrics table family
+(``zfsmon/metrics/<family>.py``) documents its values.
+
+Every list of sources is derived from these records: the host registry
+(:mod:`zfsmon.sources.registry`: ``record``/``top``/``exporter`` sources and
+doctor's source lines), the text kinds (:mod:`zfsmon.sources.detect`) and the
+sources table of docs/metrics.md. Adding a source is adding a module
+(docs/contributing.md).
+
+The derived modules call :func:`discover` when they are imported, and it
+imports every module of the package, them included. That is safe because a
+derived module holds no ``SOURCE`` and no source module imports a derived one
+(tests/unit/test_source_records.py checks it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from zfsmon.host import Check, Host
+from zfsmon.model import Record
+from zfsmon.sources.base import Collector
+
+#: seconds at or above this (1973) are epoch times; below it they are offsets (elapsed time, time since boot)
+EPOCH_MIN = 1e8
+
+#: (text, source, interval) -> records, or ParseError. ``source`` names the text (a file name) in errors.
+Parse = Callable[[str, str, Optional[float]], List[Record]]
+#: the probed host -> doctor's line for this source (``ok`` False: the detail says why it cannot run here)
+CheckHost = Callable[[Host], Check]
+#: (host, interval in seconds, pools; empty: all) -> the running collector
+MakeCollector = Callable[[Host, float, Sequence[str]], Collector]
+
+
+@dataclass(frozen=True)
+class TextKind:
+    """A saved text format: a cheap ``sniff`` of its shape, and the source's own pure parser.
+
+    ``parse`` returns relative timestamps (below :data:`EPOCH_MIN`) when the
+    text printed no times; ``zfsmon import`` then places them on the clock.
+    """
+
+    name: str
+    help: str
+    sniff: Callable[[str], bool]
+    parse: Parse
+    #: a command whose output is such a text (shown in docs/metrics.md)
+    example: str = ""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source, declared by its module as ``SOURCE``.
+
+    ``order``: sources are listed, started and their text kinds tried in
+    ascending order (then by name). Detection takes the first kind whose
+    sniff accepts a text, so a source with a more specific sniff gets a lower
+    order. A source with a ``collector`` must have a ``check``; one without
+    (saved tool output, pgbench's text, PostgreSQL statistics the workload
+    layer collects) is parse-only or documentation-only.
+    """
+
+    name: str
+    help: str
+    order: int
+    check: Optional[CheckHost] = None
+    collector: Optional[MakeCollector] = None
+    kinds: Tuple[TextKind, ...] = ()
+    family: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.collector is not None and self.check is None:
+            raise ValueError(f"source {self.name}: a collector needs a check (doctor's line, record's reason)")
+
+    def unavailable(self, host: Host) -> Optional[str]:
+        """None when this source can run on ``host``, else the reason (the detail doctor prints)."""
+        if self.check is None:
+            return "it has no collector"
+        chk = self.check(host)
+        return None if chk.ok else chk.detail
+
+
+def discover(package: str = "zfsmon.sources") -> Tuple[Source, ...]:
+    """Every ``SOURCE`` record of the modules in ``package``, by (order, name).
+
+    Imports each module; an import error is the caller's (a broken source
+    must not quietly vanish from every list). Two records with one name, or
+    two kinds with one name, are an error.
+    """
+    pkg = importlib.import_module(package)
+    found: List[Source] = []
+    for info in pkgutil.iter_modules(pkg.__path__, f"{package}."):
+        record = getattr(importlib.import_module(info.name), "SOURCE", None)
+        if record is None:
+            continue
+        if not isinstance(record, Source):
+            raise TypeError(f"{info.name}.SOURCE is a {type(record).__name__}, not a Source record")
+        found.append(record)
+    found.sort(key=lambda s: (s.order, s.name))
+    _unique("source", [s.name for s in found])
+    _unique("text kind", [k.name for s in found for k in s.kinds])
+    return tuple(found)
+
+
+def _unique(what: str, names: List[str]) -> None:
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"{what} name(s) declared twice: {', '.join(twice)}")
