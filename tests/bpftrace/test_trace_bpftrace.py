@@ -6,20 +6,20 @@ import mmap
 import os
 import random
 import re
+import shutil
 import signal
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import psutil
 import pytest
 
-from tests.conftest import REPO
-from tests.lab.helpers import drop_host_caches, random_reads, write_file
+from tests.conftest import REPO, wait_until
+from tests.lab.helpers import collect_lines, drop_host_caches, random_reads, write_file
 from zfsmon.model import Record, Role, Sample
 from zfsmon.trace import TraceCollector
 from zfsmon.trace.collector import ensure_tracefs
@@ -29,14 +29,6 @@ pytestmark = [pytest.mark.bpftrace]
 BT = REPO / "bpftrace"
 #: scripts whose probes this kernel knows (tracepoints, or kprobes bpftrace can type-check without attaching)
 COMPILES_HERE = ("blklat", "fusevdevlat", "zil", "txg", "zfsslower")
-
-
-def _wait(pred, timeout: float = 30.0, what: str = "condition") -> None:
-    t0 = time.monotonic()
-    while not pred():
-        if time.monotonic() - t0 > timeout:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def _diskstats(names: List[str]) -> Dict[str, Tuple[int, int]]:
@@ -85,7 +77,8 @@ def loopdev(tmp_path, tracefs):
     with open(img, "wb") as f:
         f.truncate(64 << 20)
     dev = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True, text=True, check=True).stdout.strip()
-    time.sleep(1.0)  # let udev's probe of the new device finish
+    if shutil.which("udevadm"):  # where udev runs, its probe of the new device must be over before counting
+        subprocess.run(["udevadm", "settle", "--timeout=60"], check=False)
     try:
         yield dev
     finally:
@@ -149,13 +142,13 @@ def test_block_script_counts_agree_with_diskstats(loopdev):
     coll = TraceCollector("blklat", 1)
     coll.start()
     try:
-        _wait(lambda: coll.intervals() >= 1, what="the first interval")
+        wait_until(lambda: coll.intervals() >= 1, 60, "the first interval")
         before = _diskstats([name])[name]
         _direct_io(loopdev, 2000, 300)
         after = _diskstats([name])[name]
         n = coll.intervals()
-        _wait(lambda: coll.intervals() >= n + 2, what="two more intervals")
-        time.sleep(0.3)
+        # the interval the I/O ended in and one more: once a third is reported, their records are all queued
+        wait_until(lambda: coll.intervals() >= n + 3, 60, "three more intervals")
         recs = coll.poll()
         pid = coll.child_pid
     finally:
@@ -171,16 +164,18 @@ def test_block_script_counts_agree_with_diskstats(loopdev):
 def test_parent_crash_takes_the_tracer_with_it(tracefs):
     """PR_SET_PDEATHSIG: zfsmon killed with SIGKILL (no cleanup at all) -> the kernel stops bpftrace."""
     code = ("import time, sys\nfrom zfsmon.trace import TraceCollector\nc = TraceCollector('blklat', 1)\nc.start()\n"
-            "while c.intervals() < 1:\n    c.poll(); time.sleep(0.1)\nprint(c.child_pid, flush=True)\ntime.sleep(60)\n")
+            "end = time.monotonic() + 120\n"
+            "while c.intervals() < 1 and time.monotonic() < end:\n    c.poll(); time.sleep(0.1)\n"
+            "print(c.child_pid if c.intervals() else 'no interval in 120 s', flush=True)\ntime.sleep(600)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         line = proc.stdout.readline()
-        assert line.strip().isdigit(), "collector did not start"
+        assert line.strip().isdigit(), f"collector did not start: {line}"
         child = int(line)
         assert _alive(child)
         proc.kill()
         proc.wait()
-        _wait(lambda: not _alive(child), timeout=10, what="bpftrace to die with its parent")
+        wait_until(lambda: not _alive(child), 30, "bpftrace to die with its parent")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -196,16 +191,23 @@ def test_ctrl_c_on_zfsmon_trace_leaves_no_bpftrace(tracefs):
             children[:] = [c for c in psutil.Process(proc.pid).children(recursive=True) if c.name() == "bpftrace"]
             return bool(children)
 
-        _wait(tracer_running, what="bpftrace to start")
-        # some block I/O of our own, so the intervals have something to show even on an idle machine
+        wait_until(tracer_running, 60, "bpftrace to start")
+        lines: List[str] = []
+        assert proc.stdout is not None and proc.stderr is not None
+        reader = collect_lines(proc.stdout, lines)
+        # some block I/O of our own, so the intervals have something to show even on an idle machine, until
+        # zfsmon has printed a table of them
         with tempfile.NamedTemporaryFile(dir="/var/tmp") as f:
-            for _ in range(5):
+            def io_shown() -> bool:
                 f.write(os.urandom(1 << 20))
                 f.flush()
                 os.fsync(f.fileno())
-                time.sleep(0.5)
+                return any("DEVICE" in ln for ln in list(lines))
+            wait_until(io_shown, 120, "zfsmon trace to print a table of the intervals", step=0.5)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        proc.wait(timeout=30)
+        reader.join(timeout=30)
+        out, err = "".join(lines), proc.stderr.read()
         assert proc.returncode == 0, err
         assert all(not _alive(c.pid) for c in children)
         assert "DEVICE" in out and "ROLE" in out
@@ -237,15 +239,15 @@ def test_lab_vdevlat_histograms_per_vdev_agree_with_diskstats(lab, tracefs):
     coll.start()
     recs: List[Record] = []
     try:
-        _wait(lambda: coll.intervals() >= 1, what="the first interval")
+        wait_until(lambda: coll.intervals() >= 1, 60, "the first interval")
         before = _diskstats(list(devs))
         for seed in (1, 2):
             drop_host_caches()
             random_reads(path, 3000, seed=seed)
         after = _diskstats(list(devs))
         n = coll.intervals()
-        _wait(lambda: coll.intervals() >= n + 2, what="two more intervals")
-        time.sleep(0.3)
+        # the interval the I/O ended in and one more: once a third is reported, their records are all queued
+        wait_until(lambda: coll.intervals() >= n + 3, 60, "three more intervals")
         recs = coll.poll()
     finally:
         coll.stop()

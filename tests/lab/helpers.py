@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import threading
 import time
-from typing import Dict, List
+from typing import IO, Dict, List
 
 
 def write_file(path: str, mb: int, chunk: int = 1 << 20) -> None:
@@ -16,6 +17,16 @@ def write_file(path: str, mb: int, chunk: int = 1 << 20) -> None:
             f.write(block)
         f.flush()
         os.fsync(f.fileno())
+
+
+def collect_lines(stream: IO[str], lines: List[str]) -> threading.Thread:
+    """Append each line of a child's output to ``lines`` as it is printed (a thread; join it once the child exited)."""
+    def read() -> None:
+        for line in stream:
+            lines.append(line)
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t
 
 
 def drop_host_caches() -> None:

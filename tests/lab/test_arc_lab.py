@@ -6,11 +6,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from typing import Dict, Tuple
 
 import pytest
 
+from tests.conftest import wait_until
 from tests.lab.helpers import drop_host_caches, random_reads, write_file
 from zfsmon.analysis.arc import ArcAnalyzer
 from zfsmon.model import Kind, Sample
@@ -35,14 +35,12 @@ def _bracketed(coll: FuseArcstatsCollector, arc_dir: str):
     return before, samples, after
 
 
-def _stable(coll: FuseArcstatsCollector, arc_dir: str, tries: int = 50):
+def _stable(coll: FuseArcstatsCollector, arc_dir: str):
     """A reading during which the raw counters did not move, so zfsmon's values must equal them exactly."""
-    for _ in range(tries):
+    def still():
         before, samples, after = _bracketed(coll, arc_dir)
-        if before == after:
-            return before, samples
-        time.sleep(0.05)
-    pytest.fail("ARC counters never held still for one reading")
+        return (before, samples) if before == after else None
+    return wait_until(still, 60, "the ARC counters to hold still for one reading", step=0.05)
 
 
 def _pct(hits: float, misses: float) -> float:
@@ -59,6 +57,7 @@ def test_hit_ratio_matches_raw_kstat_deltas(lab):
 
     # 1. while a read workload runs: zfsmon's counters lie between raw readings taken around them
     stop = threading.Event()
+    rounds = [0]
 
     def workload() -> None:
         seed = 0
@@ -66,14 +65,22 @@ def test_hit_ratio_matches_raw_kstat_deltas(lab):
             seed += 1
             random_reads(path, 200, seed=seed)
             drop_host_caches()
+            rounds[0] += 1
+
+    def hit_and_missed_since(raw) -> bool:
+        now = _raw(arc_dir)
+        return now[0] > raw[0] and now[1] > raw[1]
 
     t = threading.Thread(target=workload, daemon=True)
     t.start()
     try:
-        time.sleep(0.5)
+        wait_until(lambda: rounds[0] >= 1, 120, "the read workload's first round")
         b1, s1, a1 = _bracketed(coll, arc_dir)
         an.update(s1[Kind.ARC])
-        time.sleep(3.0)
+        # a busy interval: a few rounds of reads, both hits and misses among them
+        done = rounds[0]
+        wait_until(lambda: rounds[0] >= done + 3 and hit_and_missed_since(a1), 120,
+                   "three more rounds of reads, with both ARC hits and misses")
         b2, s2, a2 = _bracketed(coll, arc_dir)
         d, events = an.update(s2[Kind.ARC])
     finally:
@@ -103,12 +110,18 @@ def test_hit_ratio_matches_raw_kstat_deltas(lab):
     assert r2[0] > r1[0] and r2[1] >= r1[1]
     assert d2.metrics["hit_pct"] == pytest.approx(_pct(r2[0] - r1[0], r2[1] - r1[1]), abs=1e-12)
 
-    # 3. the L2ARC is there (the lab has a cache device) under the l2arc entity, prefix dropped
+    # 3. the L2ARC is there (the lab has a cache device) under the l2arc entity, prefix dropped, and fed: the
+    #    file is larger than the ARC, so the feed writes its buffers to the cache device (within seconds)
     l2 = q2[Kind.L2ARC].metrics
     for name in ("hits", "misses", "size", "read_bytes", "write_bytes", "feeds"):
         assert name in l2, name
-    assert l2["write_bytes"] > 0 or l2["size"] >= 0
     assert not any(k.startswith("l2_") for k in q2[Kind.ARC].metrics)
+
+    def fed():
+        m = _bracketed(coll, arc_dir)[1][Kind.L2ARC].metrics
+        return m if m["write_bytes"] > 0 and m["size"] > 0 and m["feeds"] > 0 else None
+
+    l2 = wait_until(fed, 60, "the L2ARC feed to write to the cache device")
     print(f"\nlab ARC: busy interval {d.interval:.2f}s hit% {d.metrics['hit_pct']:.2f} (raw bounds {lo:.2f}..{hi:.2f}),"
           f" {d.metrics['reads_per_s']:.0f} reads/s; quiet hit% {d2.metrics['hit_pct']:.2f};"
           f" {len(q2[Kind.ARC].metrics)} ARC + {len(l2)} L2ARC statistics")

@@ -6,14 +6,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from typing import Dict, List, Tuple
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import REPO, free_loopback_port
+from tests.conftest import REPO, free_loopback_port, wait_until
 from tests.lab.helpers import write_file
 
 pytestmark = [pytest.mark.lab]
@@ -43,21 +42,17 @@ def test_exporter_shows_the_lab_vdevs_with_log_and_cache_roles(lab):
                              "--listen", f"127.0.0.1:{port}", "--duration", "120", "zpool", "arcstats"],
                             cwd=str(REPO), stderr=subprocess.PIPE, text=True)
     try:
-        fams: Dict = {}
-        deadline = time.monotonic() + 35
-        n = 0
-        while time.monotonic() < deadline:
-            n += 1
-            write_file(os.path.join(lab.mountpoint, f"exporter-{n}.bin"), 4)  # real writes: the SLOG gets some
+        def every_role_scraped():
+            """A scrape with vdevs of every role and the ARC, or None; real writes meanwhile (the SLOG gets some)."""
+            write_file(os.path.join(lab.mountpoint, "exporter.bin"), 4)
             try:
                 fams = _scrape(port)
-            except OSError:
-                time.sleep(0.5)
-                continue
-            roles = _vdev_roles(fams, lab.pool)
-            if {"data", "log", "cache"} <= set(roles.values()) and "zfsmon_arc_hits" in fams:
-                break
-            time.sleep(0.5)
+            except OSError:  # not listening yet
+                return None
+            ok = {"data", "log", "cache"} <= set(_vdev_roles(fams, lab.pool).values()) and "zfsmon_arc_hits" in fams
+            return fams if ok else None
+
+        fams = wait_until(every_role_scraped, 90, "a scrape with data, log and cache vdevs and the ARC", step=0.5)
         roles = _vdev_roles(fams, lab.pool)
         log = os.path.basename(lab.devices["log"][0])
         cache = os.path.basename(lab.devices["cache"][0])

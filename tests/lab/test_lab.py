@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 import pytest
 
-from tests.conftest import need
+from tests.conftest import need, wait_until
 from tests.lab.helpers import drop_host_caches, interval_leaf_ops, random_reads, write_file
 from zfsmon import lab as labmod
 from zfsmon.host import zfs_fuse_pid
@@ -61,7 +60,9 @@ def test_round_trip_topology_workload_and_cleanup(capable, tmp_path):
         assert lines.count("mirror-0  ONLINE       0     0     0") == 1
         assert any(ln.startswith("mirror-1") for ln in lines)
         assert len(info.devices["data"]) == 4 and len(info.devices["log"]) == 1 and len(info.devices["cache"]) == 1
-        assert os.path.ismount(f"/{cfg.pool}") or os.path.isdir(info.mountpoint)
+        mounted = subprocess.run(["zfs", "get", "-H", "-o", "value", "mounted,mountpoint", info.dataset],
+                                 capture_output=True, text=True).stdout.split()
+        assert mounted == ["yes", info.mountpoint] and os.path.ismount(info.mountpoint), (mounted, info)
         _assert_not_in_cache_file(cfg.pool)
         # a second up reuses the lab (documented behaviour)
         again = labmod.up(cfg, log=lambda *_: None)
@@ -141,12 +142,17 @@ def test_cold_cache_empties_the_l2arc_and_keeps_the_pool(capable, tmp_path):
             mult = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30}
             return float(text[:-1]) * mult[text[-1]] if text[-1] in mult else float(text)
 
-        deadline = time.monotonic() + 20
-        while cache_alloc() < 8 * 2 ** 20 and time.monotonic() < deadline:
+        def filled() -> float:
+            """The cache device's allocation once it holds 8 MiB; else reads the file again (0)."""
+            alloc = cache_alloc()
+            if alloc >= 8 * 2 ** 20:
+                return alloc
             with open(path, "rb") as f:
                 while f.read(1 << 20):
                     pass
-            time.sleep(0.5)
+            return 0
+
+        wait_until(filled, 120, "the L2ARC feed to put 8 MiB on the cache device", step=0.5)
         before = cache_alloc()
         assert before >= 8 * 2 ** 20, before
         with open(path, "rb") as f:

@@ -8,14 +8,13 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
-from tests.conftest import REPO, need
+from tests.conftest import REPO, need, wait_until
 from tests.lab.helpers import drop_host_caches, random_reads, write_file
 from zfsmon.model import EventKind, Kind, Role
-from zfsmon.store import Recording
+from zfsmon.store import Recording, RecordingError
 from zfsmon.views.top.replay import ReplayCursor
 
 pytestmark = [pytest.mark.lab]
@@ -59,15 +58,31 @@ def _nonzero(cells) -> bool:
     return bool(cells) and any(re.match(r"^\d", c) and float(re.match(r"[\d.]+", c).group()) > 0 for c in cells)
 
 
-def _wait(session: str, pred, timeout: float) -> str:
-    end = time.monotonic() + timeout
-    screen = ""
-    while time.monotonic() < end:
-        screen = _screen(session)
-        if pred(screen):
-            return screen
-        time.sleep(0.5)
-    return screen
+def _wait(session: str, pred, timeout: float, what: str) -> str:
+    """The pane's screen once ``pred`` holds for it; a failure showing the last screen after ``timeout`` s."""
+    last = [""]
+
+    def shown() -> str:
+        last[0] = _screen(session)
+        return last[0] if pred(last[0]) else ""
+    return wait_until(shown, timeout, lambda: f"{what}; the screen:\n{last[0]}", step=0.5)
+
+
+def _exited(session: str, rc_file, timeout: float = 60) -> None:
+    """Wait for zfsmon to exit (the pane's command writes its status to ``rc_file``), then end the session."""
+    try:
+        wait_until(rc_file.exists, timeout, "zfsmon to exit after q", step=0.3)
+    finally:
+        _tmux("kill-session", "-t", session)
+
+
+def _marks(path: str):
+    """The marks in the recording zfsmon is writing (None while it cannot be read yet)."""
+    try:
+        with Recording.open(path) as r:
+            return [e.text for e in r.events(kinds=[EventKind.MARK])]
+    except RecordingError:
+        return None
 
 
 def test_top_in_tmux_against_the_lab(lab, tmp_path):
@@ -100,12 +115,13 @@ def test_top_in_tmux_against_the_lab(lab, tmp_path):
     cache_dev = os.path.basename(lab.devices["cache"][0])
     worker = threading.Thread(target=workload, daemon=True)
     try:
-        screen = _wait(session, lambda s: lab.pool in s and "mirror-0" in s, 30)
+        screen = _wait(session, lambda s: lab.pool in s and "mirror-0" in s, 60, "the pool's tree")
         assert lab.pool in screen and "LIVE" in screen, screen
         worker.start()
         # until the leaves move and the device column has its first rate (it needs two /proc/diskstats reads)
         screen = _wait(session, lambda s: any(_nonzero(_row(s, leaf)) for leaf in leaves)
-                       and all(_dev_cell(s, leaf) is not None for leaf in leaves), 60)
+                       and all(_dev_cell(s, leaf) is not None for leaf in leaves), 90,
+                       "the data leaves' I/O and their device column")
         assert any(_nonzero(_row(screen, leaf)) for leaf in leaves), screen
         for name in ("data", "logs", "cache", "mirror-0", "mirror-1", log_dev, cache_dev, *leaves):
             assert name in screen, (name, screen)
@@ -124,28 +140,28 @@ def test_top_in_tmux_against_the_lab(lab, tmp_path):
                 marker_at = _dev_at(screen) + (2 if "dev ops" in screen else 1)  # wide: after dev lat
                 assert len(c) > marker_at and c[marker_at] in ("GOOSE", "G!"), (leaf, screen)
         # L2ARC and SLOG panels show numbers, not dashes
-        screen = _wait(session, lambda s: re.search(r"L2 hit \d", s) and re.search(r"SLOG w \d", s), 60)
+        screen = _wait(session, lambda s: re.search(r"L2 hit \d", s) and re.search(r"SLOG w \d", s), 90,
+                       "L2ARC hit % and SLOG writes")
         assert re.search(r"L2 hit [\d.]+%", screen), screen
         assert re.search(r"L2 feed [\d.]+[KMG]?/s read [\d.]+[KMG]?/s", screen), screen
         assert re.search(r"SLOG w [\d.]+[KMG]?/s", screen), screen
         assert re.search(r"hit\s+[\d.]+%", screen), screen  # ARC hit %
         # a mark, with a note, from the keyboard
         _tmux("send-keys", "-t", session, "m")
-        time.sleep(1)
+        _wait(session, lambda s: "Mark: a note" in s, 60, "the mark prompt")
         _tmux("send-keys", "-t", session, "-l", "tmux mark")
         _tmux("send-keys", "-t", session, "Enter")
-        time.sleep(1.5)
+        wait_until(lambda: _marks(rec_path) == ["tmux mark"], 60, "the mark in the recording")
     finally:
         stop.set()
         worker.join(timeout=60)
         _tmux("send-keys", "-t", session, "q")
-        end = time.monotonic() + 30
-        while not rc_file.exists() and time.monotonic() < end:
-            time.sleep(0.3)
-        _tmux("kill-session", "-t", session)
-        for p in (path, big):
-            if os.path.exists(p):
-                os.unlink(p)
+        try:
+            _exited(session, rc_file)
+        finally:
+            for p in (path, big):
+                if os.path.exists(p):
+                    os.unlink(p)
     assert rc_file.read_text().strip() == "0"
     with Recording.open(rec_path) as r:
         ents = {e.key: e for e in r.entities()}
@@ -171,14 +187,11 @@ def test_bare_zfsmon_on_a_terminal_is_top_and_records_by_default(lab, tmp_path):
            f"echo $? > {rc_file}")
     _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
     try:
-        screen = _wait(session, lambda s: "LIVE" in s and lab.pool in s, 30)
+        screen = _wait(session, lambda s: "LIVE" in s and lab.pool in s, 60, "the live screen with the pool")
         assert "LIVE" in screen and lab.pool in screen and "zfsmon-" in screen, screen
-        _tmux("send-keys", "-t", session, "q")
-        end = time.monotonic() + 30
-        while not rc_file.exists() and time.monotonic() < end:
-            time.sleep(0.3)
     finally:
-        _tmux("kill-session", "-t", session)
+        _tmux("send-keys", "-t", session, "q")
+        _exited(session, rc_file)
     assert rc_file.read_text().strip() == "0"
     made = sorted(tmp_path.glob("zfsmon-*.zfsmon"))
     assert len(made) == 1
@@ -201,17 +214,15 @@ def test_top_soak_on_the_lab_as_the_demo_runs_it(lab, require_postgres, tmp_path
     _tmux("new-session", "-d", "-s", session, "-x", "130", "-y", "45", f"cd {REPO} && export PYTHONPATH={REPO}; {cmd}")
     try:
         screen = _wait(session, lambda s: rc_file.exists() or (re.search(r"^\s*run\s+[\d.]+K?\s", s, re.M) is not None
-                       and re.search(r"runs ended in window: [1-9]", s) is not None), 180)
+                       and re.search(r"runs ended in window: [1-9]", s) is not None), 300,
+                       "a finished run's TPS in the Workload panel")
         assert not rc_file.exists(), f"zfsmon top exited early ({rc_file.read_text().strip()}):\n{screen}"
         assert re.search(r"^\s*run\s+[\d.]+K?\s", screen, re.M), screen
         assert "LIVE" in screen and "Read path" in screen, screen
         assert re.search(r"PG buf\s+[\d.]+%", screen), screen  # pg_stat_database reached the read path
     finally:
         _tmux("send-keys", "-t", session, "q")
-        end = time.monotonic() + 60
-        while not rc_file.exists() and time.monotonic() < end:
-            time.sleep(0.3)
-        _tmux("kill-session", "-t", session)
+        _exited(session, rc_file, timeout=120)
     assert rc_file.read_text().strip() == "0"
     with Recording.open(str(rec_path)) as r:
         ends = [e for e in r.events(kinds=[EventKind.RUN_END])]

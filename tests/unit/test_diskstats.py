@@ -129,6 +129,7 @@ def loop_device(require_root):
         os.unlink(backing)
 
 
+@pytest.mark.lab  # root: a loop device
 def test_reads_on_a_real_loop_device_are_counted(loop_device):
     name = os.path.basename(loop_device)
     assert diskstats.resolve_kernel_name(loop_device) == name

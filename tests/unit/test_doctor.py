@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import need
 
 
@@ -20,6 +22,9 @@ def _check(doc: dict, name: str) -> dict:
     return next(c for c in doc["checks"] if c["name"] == name)
 
 
+@pytest.mark.lab  # root, zfs-fuse installed, bpftrace and pgbench: the lab machine
+@pytest.mark.bpftrace
+@pytest.mark.postgres
 def test_doctor_on_this_host(require_bpftrace):
     need(shutil.which("zfs-fuse") is not None, "zfs-fuse not installed")
     doc = _doctor_json()
@@ -37,6 +42,7 @@ def test_doctor_on_this_host(require_bpftrace):
     assert pg["ok"] and "PostgreSQL" in pg["detail"]
 
 
+@pytest.mark.lab
 def test_doctor_with_the_lab_up_finds_kstats_and_probes_zpool(lab):
     doc = _doctor_json()
     arc = _check(doc, "arcstats")
