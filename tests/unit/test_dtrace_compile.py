@@ -85,16 +85,43 @@ BREAKS: List[Tuple[str, str, str, str]] = [
     ("vdevlat.d", "%s %s %d %d blkno", "%d %s %d %d blkno", "incompatible with conversion"),
     ("zfsslower.d", "printa(\"@count[%s, %s]: %@d\\n\", @count);", "printa(\"@count[%s, %s]: %@d\\n\", @cnt);",
      "@cnt"),
+    ("arc.d", "b_type == ARC_BUFC_METADATA ?", "b_type == ARC_BUFC_METADATAX ?", "failed to resolve ARC_BUFC_METADATAX"),
+    ("zil.d", "io_type == ZIO_TYPE_WRITE &&", "io_type == ZIO_TYPE_WRITES &&", "failed to resolve ZIO_TYPE_WRITES"),
 ]
 
 
 @pytest.mark.parametrize("name,old,new,expect", BREAKS, ids=[b[0] for b in BREAKS])
 def test_the_check_refuses_a_broken_script(name: str, old: str, new: str, expect: str, tmp_path):
-    """The check can fail: a misspelt member, a printf conversion that does not fit, an unknown aggregation."""
+    """The check can fail: a misspelt member, a printf conversion that does not fit, an unknown aggregation,
+    an enumerator the kernel does not have."""
     text = (REPO / "dtrace" / name).read_text()
     assert old in text
     broken = text.replace(old, new, 1)
-    rc, out = compile_d(broken, tmp_path, "1", "10")
+    rc, out = compile_d(broken, tmp_path, *_args(REPO / "dtrace" / name))
     assert rc != 0 and expect in out, out
     m = re.search(r"line (\d+)", out)
     assert m and new.split("(")[0].strip() in broken.splitlines()[int(m.group(1)) - 1] or expect == "@cnt", out
+
+
+ENUM_USES: List[Tuple[str, bool]] = [
+    ("this->o == REQ_OP_DISCARD", True),
+    ("this->o <= REQ_OP_DISCARD ? 1 : 0", True),
+    ("this->o & REQ_OP_DISCARD", False),
+    ("REQ_OP_DISCARD == this->o", False),
+    ("REQ_OP_DISCARD", False),
+]
+
+
+@pytest.mark.parametrize("expr,resolves", ENUM_USES, ids=[e for e, _ in ENUM_USES])
+def test_kernel_enumerators_resolve_only_on_the_right_of_a_comparison(expr: str, resolves: bool, tmp_path):
+    """The rule tests/unit/test_script_constants.py holds the D scripts to, shown on a kernel enum this
+    compiler reads from the running kernel's type data (enum req_op, Linux >= 4.10): an enumerator is seen
+    only as the right operand of a comparison with a value of its enum type. illumos-types.d declares the
+    illumos enums as D enums, whose enumerators are global, so this compile check alone cannot show it."""
+    src = tmp_path / "enum.d"
+    src.write_text(f"BEGIN\n{{\n\tthis->o = (enum req_op)3;\n\ttrace({expr});\n\texit(0);\n}}\n")
+    cp = subprocess.run([DTRACE, "-e", "-s", str(src)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    if resolves:
+        assert cp.returncode == 0, cp.stderr
+    else:
+        assert cp.returncode != 0 and "failed to resolve REQ_OP_DISCARD" in cp.stderr, cp.stderr

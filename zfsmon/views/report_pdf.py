@@ -39,7 +39,6 @@ MAX_POINTS = 2000
 #: roles in the order their vdev panels appear
 ROLE_ORDER = (Role.DATA, Role.LOG, Role.CACHE, Role.SPECIAL, Role.DEDUP, Role.SPARE)
 FORMATS = (".pdf", ".png", ".html")
-FINDINGS_PLACEHOLDER = "Findings: not available in this build (zfsmon.analysis.findings is missing); none listed."
 
 
 @dataclass
@@ -76,7 +75,6 @@ class ReportData:
     sections: List[Section]
     events: List[Event]
     findings: List[str]
-    findings_available: bool
     entity_counts: Dict[str, int]
 
     def panel(self, title: str) -> Optional[Panel]:
@@ -224,7 +222,7 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     for e in rec.topology(at=hi):
         label = f"{e.role.value} {e.kind.value}" if e.role else e.kind.value
         counts[label] = counts.get(label, 0) + 1
-    return ReportData(rec.path, dict(rec.meta), lo, hi, sections, events, findings, True, counts)
+    return ReportData(rec.path, dict(rec.meta), lo, hi, sections, events, findings, counts)
 
 
 # --------------------------------------------------------------------------------------------------- drawing
@@ -338,9 +336,7 @@ def _draw_section(fig, section: Section, data: ReportData) -> None:
 def text_block(data: ReportData) -> str:
     """The summary and the findings as plain text (the report's first page, the HTML's top)."""
     out = data.summary_lines() + ["", "Findings (zfsmon analyze):"]
-    if not data.findings_available:
-        out.append(FINDINGS_PLACEHOLDER)
-    out += [f"- {f}" for f in data.findings] or (["- none"] if data.findings_available else [])
+    out += [f"- {f}" for f in data.findings] or ["- none"]
     return "\n".join(out)
 
 
