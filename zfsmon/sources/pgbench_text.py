@@ -26,8 +26,8 @@ from zfsmon.names import PGBENCH, PGBENCH_RUN
 from zfsmon.sources.child import StreamParser
 from zfsmon.sources.spec import EPOCH_MIN
 
-#: the ``source`` of the records (text and log samples alike)
-RECORD_SOURCE = "pgbench"
+#: the ``source`` of the records (text and log samples alike): the workload's name, as its collectors are named
+RECORD_SOURCE = PGBENCH
 #: per-interval numbers: progress lines here, log intervals in :mod:`zfsmon.sources.pgbench_log`
 PROGRESS_ENTITY = Entity(Kind.WORKLOAD, PGBENCH)
 RUN_ENTITY = Entity(Kind.WORKLOAD, PGBENCH_RUN)
