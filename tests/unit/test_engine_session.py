@@ -259,6 +259,8 @@ def test_a_signal_stops_the_run_cleanly_and_the_handlers_are_restored(tmp_path, 
     path = str(tmp_path / "sig.zfsmon")
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT.format(repo=str(REPO)), mode, path], cwd=str(REPO),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    guard = threading.Timer(60, proc.kill)  # a child that hangs before its third tick must not hang the test
+    guard.start()
     try:
         assert proc.stdout is not None
         for _ in range(3):
@@ -266,6 +268,7 @@ def test_a_signal_stops_the_run_cleanly_and_the_handlers_are_restored(tmp_path, 
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:
+        guard.cancel()
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0 and "Traceback" not in err, err

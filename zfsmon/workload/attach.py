@@ -18,6 +18,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from zfsmon.model import Event, EventKind, ParseError, Record
+from zfsmon.names import PGBENCH
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamParser
 from zfsmon.sources.detect import shift
@@ -45,7 +46,7 @@ def sniff(path: str, limit: int = 65536) -> Optional[str]:
 class AttachCollector(Collector):
     """Polls followers of one or more files and parses their new lines."""
 
-    name = "pgbench"
+    name = PGBENCH
 
     def __init__(self, paths: Sequence[str], from_start: bool = False, fmt: Optional[str] = None,
                  pause: float = 2.0, aggregate_interval: Optional[float] = None,

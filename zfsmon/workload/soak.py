@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import IO, Dict, List, Mapping, Optional, Sequence
 
 from zfsmon.model import Event, EventKind, Record
+from zfsmon.names import PGBENCH
 from zfsmon.queues import drain
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import terminate_group
@@ -106,7 +107,7 @@ def next_run_seconds(plan: SoakPlan, now: float, deadline: Optional[float]) -> i
 class SoakCollector(Collector):
     """Runs the plan in a thread; ``poll`` hands over the records of the lines printed since."""
 
-    name = "pgbench"
+    name = PGBENCH
 
     def __init__(self, plan: SoakPlan, clock: Clock = time.time, echo: Optional[IO[str]] = None) -> None:
         super().__init__(clock)
