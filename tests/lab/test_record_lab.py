@@ -9,18 +9,18 @@ import signal
 import subprocess
 import sys
 import threading
-import time
+from typing import List
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, wait_until
 from tests.lab.helpers import write_file
 from zfsmon.cli import main
 from zfsmon.engine import Sampler
-from zfsmon.model import Kind, Role
+from zfsmon.model import Kind, Record, Role, Sample
 from zfsmon.sources import arcstats
 from zfsmon.sources.zpool_iostat_collector import ZpoolIostatCollector
-from zfsmon.store import Recorder, Recording
+from zfsmon.store import Recorder, Recording, RecordingError
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -31,17 +31,31 @@ def test_short_real_recording_round_trips(lab, tmp_path):
     arc = arcstats.collector_for_host(1.0)
     if arc is not None:
         collectors.append(arc)
+    seen: List[Record] = []
+
+    def recorded_enough() -> bool:
+        """Three interval reports of the pool, one with writes (a short write can land in the since-import one)."""
+        pool = [r for r in list(seen) if isinstance(r, Sample) and r.entity.kind == Kind.POOL
+                and r.entity.name == lab.pool and not r.since_boot]
+        return len(pool) >= 3 and any(s.metrics.get("write_bw", 0) > 0 for s in pool)
+
     with Recorder(path, {"interval": "1", "argv": "test"}) as rec:
-        sampler = Sampler(collectors, 1.0, sinks=[rec.write])
+        sampler = Sampler(collectors, 1.0, sinks=[rec.write, seen.extend])
+        stop = threading.Event()
 
-        def late_write() -> None:  # after the since-import report, so an interval report sees it
-            time.sleep(2.5)
-            write_file(os.path.join(lab.mountpoint, "rec.bin"), 24)
+        def writes() -> None:  # synced writes to one file until an interval report has shown them
+            while not stop.is_set():
+                write_file(os.path.join(lab.mountpoint, "rec.bin"), 8)
 
-        io = threading.Thread(target=late_write)
+        io = threading.Thread(target=writes, daemon=True)
         io.start()
-        sampler.run(duration=9)
-        io.join()
+        sampler.run_in_thread()
+        try:
+            wait_until(recorded_enough, 120, "three interval reports of the pool, one with writes")
+        finally:
+            stop.set()
+            io.join(timeout=60)
+            sampler.stop()
     with Recording.open(path) as r:
         assert r.integrity() == "ok"
         roles = {e.name: e.role for e in r.topology() if e.kind == Kind.VDEV and e.pool == lab.pool}
@@ -53,7 +67,7 @@ def test_short_real_recording_round_trips(lab, tmp_path):
         pool = [s for s in r.samples(entity_keys=[key]) if not s.since_boot]
         assert len(pool) >= 3
         written = sum(s.metrics.get("write_bw", 0) * (s.interval or 1) for s in pool)
-        assert written > 0  # the 24 MB write showed up
+        assert written > 0  # the writes showed up
         stored = {(s.ts, s.entity.key): dict(s.metrics) for s in r.samples()}
     out = tmp_path / "csv"
     assert main(["export", path, "--csv", str(out)]) == 0
@@ -71,8 +85,15 @@ def test_record_command_stops_cleanly_on_sigterm(lab, tmp_path):
     path = str(tmp_path / "cmd.zfsmon")
     proc = subprocess.Popen([sys.executable, "-m", "zfsmon", "record", "--interval", "1", "--out", path, "-q"],
                             cwd=str(REPO), stderr=subprocess.PIPE, text=True)
+    def samples_recorded() -> int:
+        try:
+            with Recording.open(path) as r:
+                return r.counts()["samples"]
+        except RecordingError:  # not created (or its schema not written) yet
+            return 0
+
     try:
-        time.sleep(5)
+        wait_until(samples_recorded, 60, "samples in the recording", step=0.5)
         with Recording.open(path) as r:  # readable while recording
             assert r.counts()["samples"] > 0
         proc.send_signal(signal.SIGTERM)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List
 
 import pytest
 
-from tests.lab.helpers import write_file
+from tests.conftest import wait_until
+from tests.lab.helpers import collect_lines, write_file
 from zfsmon import lab as labmod
 from zfsmon.lab.config import LabConfig
 from zfsmon.model import Event, EventKind, Kind, Record, Role, Sample
@@ -18,15 +18,15 @@ from zfsmon.sources.zpool_iostat_collector import ZpoolIostatCollector
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
-def _collect(col: ZpoolIostatCollector, seconds: float, until: Optional[Callable[[List[Record]], bool]] = None
+def _collect(col: ZpoolIostatCollector, until: Callable[[List[Record]], bool], what: str, timeout: float = 90.0
              ) -> List[Record]:
+    """Poll ``col`` until the records so far satisfy ``until`` (a failure naming ``what`` after ``timeout`` s)."""
     out: List[Record] = []
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+
+    def enough() -> bool:
         out.extend(col.poll())
-        if until is not None and until(out):
-            break
-        time.sleep(0.05)
+        return until(out)
+    wait_until(enough, timeout, what, step=0.05)
     return out
 
 
@@ -36,6 +36,20 @@ def _samples(records) -> List[Sample]:
 
 def _reports(records) -> int:
     return len({s.ts for s in _samples(records)})
+
+
+def _topology(records) -> List[Event]:
+    return [r for r in records if isinstance(r, Event) and r.kind == EventKind.TOPOLOGY]
+
+
+def _topology_settled(records) -> bool:
+    """A topology event has come, and a report after the one that brought it."""
+    topo = _topology(records)
+    return bool(topo) and any(s.ts > topo[-1].ts for s in _samples(records))
+
+
+def _errors(records) -> List[Event]:
+    return [r for r in records if isinstance(r, Event) and r.kind == EventKind.ERROR]
 
 
 def _naive_interval_ops(text: str) -> Dict[str, float]:
@@ -63,16 +77,25 @@ def test_interval_ops_equal_what_zpool_iostat_reports(lab):
     col.start()
     plain = subprocess.Popen(["zpool", "iostat", "-v", lab.pool, str(interval), str(count)],
                              stdout=subprocess.PIPE, text=True)
+    lines: List[str] = []
+    assert plain.stdout is not None
+    reader = collect_lines(plain.stdout, lines)
     try:
-        time.sleep(interval + 0.5)  # into the second report of both
+        # both have printed their since-import report: the writes land in interval reports of both
+        records = _collect(col, lambda r: _reports(r) >= 1, "zfsmon's first report")
+        wait_until(lambda: sum(ln.split()[:1] == [lab.pool] for ln in list(lines)) >= 1, 60,
+                   "zpool iostat's first report")
         write_file(os.path.join(lab.mountpoint, "iostat-lab.bin"), 16)
-        records = _collect(col, interval * count + 3, until=lambda r: _reports(r) >= count)
-        text, _ = plain.communicate(timeout=30)
+        records += _collect(col, lambda r: _reports(records + r) >= count, f"{count} reports",
+                            timeout=interval * count + 90)
+        plain.wait(timeout=90)
+        reader.join(timeout=30)
+        text = "".join(lines)
     finally:
         col.stop()
         if plain.poll() is None:
             plain.kill()
-    assert not [r for r in records if isinstance(r, Event) and r.kind == EventKind.ERROR]
+    assert not _errors(records)
     samples = [s for s in _samples(records) if not s.since_boot]
     assert {s.interval for s in samples} == {float(interval)}
     ours: Dict[str, float] = {}
@@ -94,7 +117,7 @@ def test_cache_and_log_devices_have_their_roles(lab):
     col = ZpoolIostatCollector([lab.pool], 1)
     col.start()
     try:
-        records = _collect(col, 6, until=lambda r: _reports(r) >= 2)
+        records = _collect(col, lambda r: _reports(r) >= 2, "two reports")
     finally:
         col.stop()
     by_name = {s.entity.name: s.entity for s in _samples(records)}
@@ -114,20 +137,20 @@ def test_cache_device_removed_and_added_back_is_a_topology_event(lab):
     col.start()
     removed = False
     try:
-        records = _collect(col, 6, until=lambda r: _reports(r) >= 2)
+        records = _collect(col, lambda r: _reports(r) >= 2, "two reports")
         subprocess.run(["zpool", "remove", lab.pool, cache_dev], check=True, capture_output=True)
         removed = True
-        records += _collect(col, 4)
+        records += _collect(col, _topology_settled, "the removal as a topology event, and a report after it")
         subprocess.run(["zpool", "add", lab.pool, "cache", cache_dev], check=True, capture_output=True)
         removed = False
-        records += _collect(col, 4)
+        records += _collect(col, _topology_settled, "the cache's return as a topology event, and a report after it")
     finally:
         col.stop()
         if removed:
             subprocess.run(["zpool", "add", lab.pool, "cache", cache_dev], capture_output=True)
-    topo = [r for r in records if isinstance(r, Event) and r.kind == EventKind.TOPOLOGY]
+    topo = _topology(records)
     assert [(e.data["removed"], e.data["added"]) for e in topo] == [([cache], []), ([], [cache])], topo
-    assert not [r for r in records if isinstance(r, Event) and r.kind == EventKind.ERROR]
+    assert not _errors(records)
     last = max(s.ts for s in _samples(records))
     back = [s.entity for s in _samples(records) if s.ts == last and s.entity.name == cache]
     assert back and back[0].role == Role.CACHE
@@ -140,7 +163,9 @@ def test_missing_command_is_an_error_event_and_polling_goes_on():
         first = col.poll()
         assert [e.kind for e in first] == [EventKind.ERROR]
         assert "cannot run /nonexistent/zpool" in first[0].text
-        later = _collect(col, 2.5)  # the restart is tried again after the back-off, still no exception
+        # the restart is tried again after the back-off, still no exception
+        later = _collect(col, lambda r: any(isinstance(x, Event) and "restarting" in x.text for x in r),
+                         "a restart after the back-off")
         assert any(isinstance(r, Event) and r.kind == EventKind.INFO and "restarting" in r.text for r in later)
     finally:
         col.stop()
@@ -154,12 +179,11 @@ def test_vanished_pool_is_an_error_event_and_the_collector_keeps_running(tmp_pat
     col = ZpoolIostatCollector([info.pool], 1)
     try:
         col.start()
-        records = _collect(col, 6, until=lambda r: _reports(r) >= 2)
+        records = _collect(col, lambda r: _reports(r) >= 2, "two reports")
         assert _samples(records)
         subprocess.run(["zpool", "export", info.pool], check=True, capture_output=True)
-        records = _collect(col, 8, until=lambda r: sum(isinstance(x, Event) and x.kind == EventKind.ERROR
-                                                       for x in r) >= 2)
-        errors = [r for r in records if isinstance(r, Event) and r.kind == EventKind.ERROR]
+        records = _collect(col, lambda r: len(_errors(r)) >= 2, "two errors after the export")
+        errors = _errors(records)
         assert errors, records
         assert any(info.pool in e.text for e in errors), [e.text for e in errors]
         assert col.poll() is not None  # still polling, no exception
