@@ -92,6 +92,7 @@ def test_info_and_export_while_recording(tmp_path, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.lab  # root: mounts a small tmpfs
 def test_full_disk_stops_cleanly_and_keeps_what_was_written(require_root):
     with tempfile.TemporaryDirectory() as mnt:
         cp = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt], capture_output=True, text=True)
@@ -117,6 +118,7 @@ def test_full_disk_stops_cleanly_and_keeps_what_was_written(require_root):
             subprocess.run(["umount", mnt], check=False)
 
 
+@pytest.mark.lab  # root: mounts a small tmpfs
 def test_record_command_reports_a_full_disk(require_root, tmp_path):
     """`zfsmon record` itself, into a filesystem that fills up: a clear one-line message, exit 1, file kept."""
     with tempfile.TemporaryDirectory() as mnt:
