@@ -10,6 +10,7 @@ OUT=${ZFSMON_OUT:?}
 POOL=${ZFSMON_POOL:?}
 MNT=${ZFSMON_MOUNT:?}
 INTERVAL=5
+REC=/var/tmp/rec.zfsmon  # SQLite on the guest's own disk (its WAL wants shared mmap, which 9p may refuse)
 CAP=$OUT/captures
 mkdir -p "$CAP" "$CAP/kstat"
 : > "$CAP/COMMANDS.tsv"
@@ -40,8 +41,8 @@ sleep 2
 step "recording: zfsmon record and zpool iostat -vp beside it, every $INTERVAL s"
 cat /proc/spl/kstat/zfs/arcstats > "$OUT/arcstats.before"
 cat /proc/spl/kstat/zfs/zil > "$OUT/zil.before"
-zfsmon record --interval "$INTERVAL" --pool "$POOL" --out "$OUT/rec.zfsmon" --quiet &
-REC=$!
+zfsmon record --interval "$INTERVAL" --pool "$POOL" --out "$REC" --quiet &
+RECPID=$!
 zpool iostat -vp -T u "$POOL" "$INTERVAL" > "$OUT/beside-iostat-vp.txt" &
 BESIDE=$!
 sleep $((INTERVAL * 2 + 2))
@@ -51,8 +52,8 @@ step "fio: 8k random read/write with an fsync every 16 writes, 25 s"
 zpool sync "$POOL"
 step "idle tail"
 sleep $((INTERVAL * 3))
-kill -TERM "$REC"
-wait "$REC"
+kill -TERM "$RECPID"
+wait "$RECPID"
 echo "record exit $?" > "$OUT/record.exit"
 kill -TERM "$BESIDE"
 wait "$BESIDE" 2>/dev/null
@@ -60,9 +61,10 @@ cat /proc/spl/kstat/zfs/arcstats > "$OUT/arcstats.after"
 cat /proc/spl/kstat/zfs/zil > "$OUT/zil.after"
 
 step "zfsmon export, info, iostat, arcstat"
-zfsmon export "$OUT/rec.zfsmon" --csv "$OUT/export" > "$OUT/export.log" 2>&1
+zfsmon export "$REC" --csv "$OUT/export" > "$OUT/export.log" 2>&1
 echo "export exit $?" >> "$OUT/export.log"
-zfsmon info "$OUT/rec.zfsmon" > "$OUT/info.txt" 2>&1
+zfsmon info "$REC" > "$OUT/info.txt" 2>&1
+cp "$REC" "$OUT/rec.zfsmon"
 
 step "captures under a small load (fio in the background)"
 "${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --runtime=600 --time_based --output=/dev/null &

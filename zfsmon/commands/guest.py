@@ -50,6 +50,8 @@ def _boot_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="output directory shared writable at /mnt/out "
                    f"(default: a new one under {RUN_ROOT})")
     p.add_argument("--no-pool", action="store_true", help="no pool disks, no pool")
+    p.add_argument("--src", metavar="DIR", default=str(boot.REPO), help="the tree shared read-only at "
+                   "/mnt/zfsmon, whose zfsmon the guest runs (default: this one, %(default)s)")
     p.add_argument("--memory", type=positive_int, default=4096, metavar="MIB", help="guest memory (default 4096)")
     p.add_argument("--cpus", type=positive_int, default=2, help="guest CPUs (default 2)")
 
@@ -87,7 +89,7 @@ def _boot(args: argparse.Namespace, command: str, keep: bool) -> int:
     img = _image(spec)
     out = Path(args.out) if args.out else RUN_ROOT / time.strftime("run-%Y%m%dT%H%M%S")
     layout = None if args.no_pool else PoolLayout()
-    res = boot.run(img, command, out, layout=layout, machine=boot.Machine(args.memory, args.cpus),
+    res = boot.run(img, command, out, layout=layout, src=Path(args.src), machine=boot.Machine(args.memory, args.cpus),
                    timeout=args.timeout, keep=keep)
     return res.exit_code
 

@@ -1,0 +1,125 @@
+"""Save what a guest run captured as test data: tests/data/openzfs-VERSION/ with a PROVENANCE.md.
+
+    sudo ZFSMON_GUEST=1 ZFSMON_GUEST_OUT=/var/tmp/zfsmon-guest/tier python3 -m pytest -m guest tests/guest
+    python3 tests/guest/save_captures.py /var/tmp/zfsmon-guest/tier
+
+The files are the project's own outputs (the guest ran tests/guest/scenario.sh): each one's exact
+command comes from the run's captures/COMMANDS.tsv, the versions from the guest and its image manifest.
+Only small text files are kept (the data directory is committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from zfsmon.lab.guest.spec import CACHE_ROOT
+
+REPO = Path(__file__).resolve().parents[2]
+MAX_BYTES = 256 * 1024
+#: raw reads the scenario takes outside captures/, also worth keeping (command, what)
+EXTRA = {
+    "arcstats.before": "cat /proc/spl/kstat/zfs/arcstats  (before the recorded fio workload)",
+    "arcstats.after": "cat /proc/spl/kstat/zfs/arcstats  (after it)",
+    "zil.before": "cat /proc/spl/kstat/zfs/zil  (before the recorded fio workload)",
+    "zil.after": "cat /proc/spl/kstat/zfs/zil  (after it)",
+    "beside-iostat-vp.txt": "zpool iostat -vp -T u zguest 5  (beside `zfsmon record --interval 5`, around fio)",
+}
+
+
+def _commands(out: Path) -> List[Tuple[str, str, str]]:
+    rows = []
+    for line in (out / "captures" / "COMMANDS.tsv").read_text().splitlines():
+        name, cmd, rc = line.split("\t")
+        rows.append((name, cmd, rc))
+    return rows
+
+
+def _manifest(out: Path) -> Optional[Dict[str, object]]:
+    try:
+        key = json.loads((out / "timings.json").read_text())["image"]
+    except (OSError, ValueError, KeyError):
+        return None
+    path = CACHE_ROOT / key / "manifest.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _is_text(path: Path) -> bool:
+    data = path.read_bytes()
+    return b"\0" not in data and len(data) <= MAX_BYTES
+
+
+def save(out: Path, dest_root: Path) -> Path:
+    version_text = (out / "captures" / "zfs-version.txt").read_text()
+    m = re.search(r"zfs-kmod-(\d+\.\d+)\.(\S+)", version_text)
+    if not m:
+        raise SystemExit(f"no zfs-kmod version in {out / 'captures' / 'zfs-version.txt'}")
+    dest = dest_root / f"openzfs-{m.group(1)}"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    kept: List[Tuple[str, str, str]] = []
+    skipped: List[str] = []
+    for name, cmd, rc in _commands(out):
+        src = out / "captures" / name
+        if not src.is_file() or not _is_text(src) or src.stat().st_size == 0:
+            skipped.append(f"{name} ({'empty' if src.is_file() and src.stat().st_size == 0 else 'binary or large'})")
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, target)
+        kept.append((name, cmd, rc))
+    for name, cmd in EXTRA.items():
+        if (out / name).is_file():
+            shutil.copyfile(out / name, dest / name)
+            kept.append((name, cmd, "0"))
+    man = _manifest(out)
+    uname = (out / "uname.txt").read_text().strip() if (out / "uname.txt").exists() else "?"
+    lines = [
+        f"# OpenZFS {m.group(1)} captures (live, from the project's QEMU guest)",
+        "",
+        "Produced by zfsmon itself: `zfsmon guest` booted a Debian guest with the kernel OpenZFS module, and",
+        "`tests/guest/scenario.sh` ran the commands below in it (then `tests/guest/save_captures.py` copied them",
+        "here). Pool `zguest`: two 2-way mirrors (`virtio-data0..3`, 1 GiB sparse virtio disks), SLOG",
+        "`virtio-log0` (512 MiB), L2ARC `virtio-cache0` (1 GiB); dataset `zguest/db` recordsize 8k;",
+        "zfs_arc_max 256 MiB; a small fio load (8k random read/write, fsync every 16 writes) ran during the",
+        "captures. The guest ran under QEMU TCG: timings and rates are 10-30x slower than native; formats,",
+        "names, roles and counts are what matters.",
+        "",
+        "## Versions",
+        "",
+        "```",
+        version_text.strip(),
+        uname,
+        "```",
+        "",
+    ]
+    if man:
+        pk = man.get("packages", {})
+        lines += [f"Image `{man.get('key')}` built {man.get('built')}: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())) + ".", ""]
+    lines += ["## Files and the exact commands", "", "| file | command | exit |", "|---|---|---|"]
+    lines += [f"| `{n}` | `{c}` | {rc} |" for n, c, rc in kept]
+    if skipped:
+        lines += ["", "Left out (not small text): " + ", ".join(skipped) + "."]
+    (dest / "PROVENANCE.md").write_text("\n".join(lines) + "\n")
+    return dest
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", type=Path, help="a guest run's output directory (ZFSMON_GUEST_OUT)")
+    ap.add_argument("--dest", type=Path, default=REPO / "tests" / "data", help="default tests/data")
+    args = ap.parse_args(argv)
+    dest = save(args.out, args.dest)
+    print(f"saved {sum(1 for p in dest.rglob('*') if p.is_file())} files in {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
