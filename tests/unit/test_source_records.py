@@ -116,7 +116,7 @@ def test_derived_lists_come_from_the_records():
     assert registry.NAMES == tuple(s.name for s in found if s.collector is not None)
     assert list(detect.KINDS) == [k.name for s in found for k in s.kinds]
     host = _host()
-    assert [c.name for c in registry.source_checks(host)] == [s.check(host).name for s in found if s.check]
+    assert [c.name for c in registry.source_checks(host)] == [s.name for s in found if s.check]
     assert all(c.category == "source" for c in registry.source_checks(host))
     table = metrics_command.sources_markdown(found)
     assert [ln.split("|")[1].strip(" `") for ln in table.splitlines() if ln.startswith("| `")] == \
@@ -225,7 +225,7 @@ def test_a_new_source_module_appears_in_every_derived_list(fake_package):
     assert list(kinds)[-1] == "pgbench" and "fakestat" in kinds
     assert detect.detect("fakestat 7\n", kinds) is kinds["fakestat"]
     # doctor
-    assert "fake stats" in [c.name for c in registry.source_checks(linux, found)]
+    assert "fake" in [c.name for c in registry.source_checks(linux, found)]
     # docs/metrics.md
     assert "| `fake` | a made-up device counter | yes | `fakestat`: fakestat lines (e.g. `fakestat 5`) | `device` |" \
         in metrics_command.sources_markdown(found)
@@ -255,7 +255,7 @@ def test_the_contributing_example_is_a_working_source(fake_package, tmp_path, fi
     zfetch = found["zfetch"]
     assert zfetch.family in metrics.FAMILIES
     on = registry.source_checks(_host("SunOS"), [zfetch])
-    assert [(c.name, c.ok) for c in on] == [("zfetchstats", False)]
+    assert [(c.name, c.ok) for c in on] == [("zfetch", False)]
     _, skipped = registry.build_collectors(_host("SunOS"), 1.0, sources=[zfetch])
     assert skipped == ["zfetch: no /proc/spl/kstat/zfs/zfetchstats"]
     mod = sys.modules[f"{fake_package}.zfetch"]

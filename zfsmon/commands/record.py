@@ -30,7 +30,7 @@ EPILOG = """\
 examples:
   zfsmon record                                   every source, 1 s, until Ctrl-C
   zfsmon record --interval 5 --duration 4h --out soak.zfsmon
-  zfsmon record zpool_iostat arcstats             only these sources (names as `zfsmon doctor` shows them)
+  zfsmon record zpool arcstats                    only these sources (names as `zfsmon doctor` shows them)
   zfsmon info soak.zfsmon; zfsmon export soak.zfsmon --csv out/ --every 1m
 """
 

@@ -8,6 +8,7 @@ probed :class:`~zfsmon.host.Host` whether it can run here and, if not, why;
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
 from zfsmon.errors import UserError
@@ -29,8 +30,9 @@ NAMES: Tuple[str, ...] = tuple(s.name for s in collectable(SOURCES))
 
 
 def source_checks(host: Host, sources: Optional[Sequence[Source]] = None) -> List[Check]:
-    """Doctor's line for each source that has a check, in order."""
-    return [s.check(host) for s in (SOURCES if sources is None else sources) if s.check is not None]
+    """Doctor's line for each source that has a check, in order, named as `record SOURCES` takes it."""
+    return [replace(s.check(host), name=s.name) for s in (SOURCES if sources is None else sources)
+            if s.check is not None]
 
 
 def build_collectors(host: Host, interval: float, pools: Optional[Sequence[str]] = None,
