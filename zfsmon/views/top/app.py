@@ -19,6 +19,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
@@ -216,8 +217,9 @@ class TopApp(App):
         self.redraw()
 
     def on_resize(self, _event) -> None:
-        self._layout()
-        self.redraw()
+        if self._panels_mounted():
+            self._layout()
+            self.redraw()
 
     def _layout(self) -> None:
         self._laid_out = self.size
@@ -233,7 +235,18 @@ class TopApp(App):
                 "enlarge the window (q quits)", style="bold yellow", justify="center"))
 
     # ---------------------------------------------------------------------------------------------- data
+    def _panels_mounted(self) -> bool:
+        """False while the app shuts down: its timers and a findings worker can still fire after the
+        panels are gone. The callbacks are synchronous, so a check at their start holds for their run."""
+        try:
+            self.query_one("#body")
+        except NoMatches:
+            return False
+        return True
+
     def _pump(self) -> None:
+        if not self._panels_mounted():
+            return
         if self.size != self._laid_out:  # a resize: lay out again (the app gets no Resize of its own)
             self._layout()
             self.redraw()
@@ -289,6 +302,8 @@ class TopApp(App):
 
     def _findings_done(self, report, at: Optional[float], err: Optional[Exception]) -> None:
         self._findings_busy = False
+        if not self._panels_mounted():
+            return
         if err is not None:
             self.notify(f"findings unavailable: {type(err).__name__}: {err}", severity="warning")
             return
@@ -301,6 +316,8 @@ class TopApp(App):
 
     # ---------------------------------------------------------------------------------------------- drawing
     def redraw(self) -> None:
+        if not self._panels_mounted():
+            return
         if self.paused and self.redraws and self.replay is None:
             self._draw_header()
             return
