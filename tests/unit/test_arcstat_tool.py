@@ -133,7 +133,7 @@ def test_bad_input_is_a_parse_error(fixtures):
 
 @settings(max_examples=300)
 @given(data=st.data())
-def test_truncated_or_corrupted_tool_output_raises_only_parse_error(data):
+def test_truncated_or_corrupted_tool_output_raises_only_parse_error(fixtures, data):
     path = data.draw(st.sampled_from(TOOL_FILES))
     text = path.read_text()
     cut = data.draw(st.integers(0, len(text)))

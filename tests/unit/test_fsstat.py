@@ -112,7 +112,7 @@ def test_unknown_layouts_are_refused():
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(FILES), st.data())
-def test_mangled_input_only_raises_parse_error(path, data):
+def test_mangled_input_only_raises_parse_error(fixtures, path, data):
     for variant in variants(path.read_text(), data):
         try:
             fsstat.parse_fsstat(variant, 1.0, 3.0)
