@@ -41,8 +41,11 @@ sleep 2
 step "recording: zfsmon record and zpool iostat -vp beside it, every $INTERVAL s"
 cat /proc/spl/kstat/zfs/arcstats > "$OUT/arcstats.before"
 cat /proc/spl/kstat/zfs/zil > "$OUT/zil.before"
-zfsmon record --interval "$INTERVAL" --pool "$POOL" --out "$REC" --quiet &
+zfsmon record --interval "$INTERVAL" --pool "$POOL" --out "$REC" --quiet 2> "$OUT/record.err" &
 RECPID=$!
+# zfsmon takes tens of seconds to start under emulation: the window begins once it records
+for _ in $(seq 300); do [ -s "$REC" ] && break; sleep 1; done
+step "recording has begun"
 zpool iostat -vp -T u "$POOL" "$INTERVAL" > "$OUT/beside-iostat-vp.txt" &
 BESIDE=$!
 sleep $((INTERVAL * 2 + 2))
