@@ -36,6 +36,9 @@ zfsmon doctor > "$OUT/doctor.txt"
 step "fio: lay out the file, then sync"
 "${FIO[@]}" --rw=write --bs=128k --end_fsync=1 --output="$OUT/fio-layout.txt"
 zpool sync "$POOL"
+step "empty the ARC of the pool's data (export, import): the workload's reads then both miss and hit"
+zpool export "$POOL"
+zpool import -d /dev/disk/by-id "$POOL"
 sleep 2
 
 step "recording: zfsmon record and zpool iostat -vp beside it, every $INTERVAL s"
@@ -70,10 +73,13 @@ zfsmon info "$REC" > "$OUT/info.txt" 2>&1
 cp "$REC" "$OUT/rec.zfsmon"
 
 step "captures under a small load (fio in the background)"
-"${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --runtime=600 --time_based --output=/dev/null &
+"${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --rate_iops=40,20 --runtime=900 --time_based \
+    --output=/dev/null &
 LOAD=$!
 sleep 3
 zfsmon arcstat --csv 2 3 > "$OUT/zfsmon-arcstat.csv" 2> "$OUT/zfsmon-arcstat.err"
+zfsmon arcstat --csv -f time,read,hits,iohs,miss,hit%,ioh%,miss%,l2read,l2hit% 2 3 > "$OUT/zfsmon-arcstat-f.csv" \
+    2>> "$OUT/zfsmon-arcstat.err"
 zfsmon iostat -p "$POOL" 2 2 > "$OUT/zfsmon-iostat.txt" 2>&1
 capture zpool-iostat-v.txt zpool iostat -v "$POOL" 2 2
 capture zpool-iostat-vp.txt zpool iostat -vp "$POOL" 2 2

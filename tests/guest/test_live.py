@@ -17,7 +17,10 @@ from typing import Dict, List, Tuple
 import pytest
 
 from tests.guest.conftest import POOL
+from zfsmon.analysis.arc import derive_arc
+from zfsmon.metrics import is_counter
 from zfsmon.model import Kind, Sample
+from zfsmon.sources.arcstats import parse_linux
 from zfsmon.sources.zpool_iostat import parse_text
 from zfsmon.sources.zpool_status import parse_status
 
@@ -101,8 +104,10 @@ def test_recording_has_every_disk_with_its_role_and_parent(guest_out: Path) -> N
 def test_leaf_totals_equal_zpool_iostat_beside(guest_out: Path, metric: str, column: int) -> None:
     """Both bracket the whole workload with idle time, so each leaf's total over the window is the same.
 
-    Each report's rate is printed as a whole number (ops/s, B/s): a total of N reports can be off by N
-    intervals' rounding each way, and no more.
+    Each report's rate is printed as a whole number (ops/s, B/s) and divides by the real time since the
+    previous report, which under emulation differs from the nominal interval (two processes, two clocks
+    of sleeps): so totals (rate x interval) agree within 1 % plus N intervals' rounding each way.
+    Seen on 2.3: 0.25 % apart on write bandwidth, ops equal. A wrong column, unit or leaf is far outside.
     """
     beside = _beside_reports((guest_out / "beside-iostat-vp.txt").read_text())[1:]  # first: since import
     assert len(beside) >= 8, "the beside run printed too few reports"
@@ -112,7 +117,8 @@ def test_leaf_totals_equal_zpool_iostat_beside(guest_out: Path, metric: str, col
     n_ours = max(sum(1 for r in rows if r["name"] == name) for name in EXPECTED)
     slack = INTERVAL * (len(beside) + n_ours)
     for name in EXPECTED:
-        assert abs(ours[name] - oracle[name]) <= slack, (name, metric, ours[name], oracle[name], slack)
+        allowed = slack + 0.01 * oracle[name]
+        assert abs(ours[name] - oracle[name]) <= allowed, (name, metric, ours[name], oracle[name], allowed)
     data_total = sum(oracle[n] for n in EXPECTED if EXPECTED[n][0] == "data")
     if metric.startswith("write"):
         assert data_total > 20 * slack, f"too little {metric} on the data leaves for the comparison to mean much"
@@ -158,23 +164,41 @@ def _hit_pct(d_hits: float, d_iohits: float, d_misses: float) -> float:
     return 100.0 * d_hits / (d_hits + d_iohits + d_misses)
 
 
+def _deltas(before: Dict[str, int], after: Dict[str, int], names) -> List[float]:
+    return [float(after[k] - before[k]) for k in names]
+
+
+ACCESS = ("hits", "iohits", "misses")
+
+
 def test_arc_hit_pct_equals_raw_reads_by_hand(guest_out: Path) -> None:
-    arc = [r for r in _rows(guest_out / "export" / "arc.csv")]
-    assert len(arc) >= 8
-    checked = 0
-    for prev, cur in zip(arc, arc[1:]):
-        d = {k: _num(cur[k]) - _num(prev[k]) for k in ("hits", "iohits", "misses")}
-        if sum(d.values()) == 0:
-            continue
-        assert _num(cur["hit_pct"]) == pytest.approx(_hit_pct(d["hits"], d["iohits"], d["misses"]), abs=1e-9)
-        checked += 1
-    assert checked >= 3, "too few intervals with ARC accesses"
+    """zfsmon's reading and arithmetic of two live raw arcstats reads give the hand-computed hit %."""
+    before_text, after_text = (guest_out / "arcstats.before").read_text(), (guest_out / "arcstats.after").read_text()
     before, after = _raw_kstat(guest_out / "arcstats.before"), _raw_kstat(guest_out / "arcstats.after")
-    for k in ("hits", "iohits", "misses"):
+    d = _deltas(before, after, ACCESS)
+    assert d[2] > 0 and d[0] > 0, f"the workload should both hit and miss the ARC: {dict(zip(ACCESS, d))}"
+    by_hand = _hit_pct(*d)
+    (s0,), (s1,) = ([x for x in parse_linux(t, ts) if x.entity.kind == Kind.ARC] for t, ts in
+                    ((before_text, 0.0), (after_text, 60.0)))
+    deltas = {k: s1.metrics[k] - s0.metrics[k] for k in s1.metrics if is_counter(Kind.ARC, k) and k in s0.metrics}
+    ours = derive_arc(deltas, 60.0, s1.metrics)
+    assert ours["hit_pct"] == pytest.approx(by_hand, rel=1e-12)
+    assert ours["iohit_pct"] == pytest.approx(100.0 * d[1] / sum(d), rel=1e-12)
+    assert ours["miss_pct"] == pytest.approx(100.0 * d[2] / sum(d), rel=1e-12)
+    dd = _deltas(before, after, ("demand_data_hits", "demand_data_iohits", "demand_data_misses"))
+    assert ours["demand_data_hit_pct"] == pytest.approx(_hit_pct(*dd), rel=1e-12)
+
+
+def test_recording_spans_the_raw_reads(guest_out: Path) -> None:
+    """The recorded counters lie between the raw reads, and the recording's window hit % is theirs."""
+    arc = _rows(guest_out / "export" / "arc.csv")
+    assert len(arc) >= 8
+    before, after = _raw_kstat(guest_out / "arcstats.before"), _raw_kstat(guest_out / "arcstats.after")
+    for k in ACCESS:
         assert before[k] <= _num(arc[0][k]) <= _num(arc[-1][k]) <= after[k], k
-    # the recording spans the workload with idle time on both sides: the same window hit % as the raw reads
-    by_hand = _hit_pct(*(after[k] - before[k] for k in ("hits", "iohits", "misses")))
-    ours = _hit_pct(*(_num(arc[-1][k]) - _num(arc[0][k]) for k in ("hits", "iohits", "misses")))
+        assert sum(_num(r[k + "_delta"]) for r in arc[1:]) == _num(arc[-1][k]) - _num(arc[0][k]), k
+    by_hand = _hit_pct(*_deltas(before, after, ACCESS))
+    ours = _hit_pct(*(_num(arc[-1][k]) - _num(arc[0][k]) for k in ACCESS))
     assert ours == pytest.approx(by_hand, abs=0.5)
 
 
@@ -183,3 +207,8 @@ def test_zfsmon_arcstat_prints_hit_pct(guest_out: Path) -> None:
     assert len(rows) == 3
     for field in ("ddh%", "dmh%", "l2hit%", "zcmt", "zslog"):  # L2ARC and ZIL columns: the machine has them
         assert field in rows[0], rows[0].keys()
+    for r in _rows(guest_out / "zfsmon-arcstat-f.csv"):
+        read, hits, iohs, miss = (float(r[k]) for k in ("read", "hits", "iohs", "miss"))
+        assert read == pytest.approx(hits + iohs + miss, rel=1e-3)
+        if read:
+            assert float(r["hit%"]) == pytest.approx(100.0 * hits / read, abs=0.01)
