@@ -182,8 +182,10 @@ def test_parent_crash_takes_the_tracer_with_it(tracefs):
 
 
 def test_ctrl_c_on_zfsmon_trace_leaves_no_bpftrace(tracefs):
+    # Ctrl-C as at a terminal: a job started in the background by a script inherits SIGINT ignored
     proc = subprocess.Popen([sys.executable, "-m", "zfsmon", "trace", "blklat", "1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=REPO)
+                            stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         children: List[psutil.Process] = []
 
