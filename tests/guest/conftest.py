@@ -26,7 +26,6 @@ from zfsmon.lab.guest.spec import GuestSpec
 
 ENABLE = "ZFSMON_GUEST"
 SCENARIO = "tests/guest/scenario.sh"
-POOL = "zguest"
 
 
 def guest_enabled() -> bool:

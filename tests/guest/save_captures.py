@@ -24,11 +24,11 @@ REPO = Path(__file__).resolve().parents[2]
 MAX_BYTES = 256 * 1024
 #: raw reads the scenario takes outside captures/, also worth keeping (command, what)
 EXTRA = {
-    "arcstats.before": "cat /proc/spl/kstat/zfs/arcstats  (before the recorded fio workload)",
-    "arcstats.after": "cat /proc/spl/kstat/zfs/arcstats  (after it)",
-    "zil.before": "cat /proc/spl/kstat/zfs/zil  (before the recorded fio workload)",
-    "zil.after": "cat /proc/spl/kstat/zfs/zil  (after it)",
-    "beside-iostat-vp.txt": "zpool iostat -vp -T u zguest 5  (beside `zfsmon record --interval 5`, around fio)",
+    "arcstats.before": ("cat /proc/spl/kstat/zfs/arcstats", "before the recorded fio workload"),
+    "arcstats.after": ("cat /proc/spl/kstat/zfs/arcstats", "after it"),
+    "zil.before": ("cat /proc/spl/kstat/zfs/zil", "before the recorded fio workload"),
+    "zil.after": ("cat /proc/spl/kstat/zfs/zil", "after it"),
+    "beside-iostat-vp.txt": ("zpool iostat -vp -T u zguest 5", "beside `zfsmon record --interval 5`, around fio"),
 }
 
 
@@ -74,10 +74,12 @@ def save(out: Path, dest_root: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, target)
         kept.append((name, cmd, rc))
-    for name, cmd in EXTRA.items():
+    notes: Dict[str, str] = {}
+    for name, (cmd, note) in EXTRA.items():
         if (out / name).is_file():
             shutil.copyfile(out / name, dest / name)
             kept.append((name, cmd, "0"))
+            notes[name] = note
     man = _manifest(out)
     uname = (out / "uname.txt").read_text().strip() if (out / "uname.txt").exists() else "?"
     lines = [
@@ -104,7 +106,7 @@ def save(out: Path, dest_root: Path) -> Path:
         lines += [f"Image `{man.get('key')}` built {man.get('built')}: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(pk.items())) + ".", ""]
     lines += ["## Files and the exact commands", "", "| file | command | exit |", "|---|---|---|"]
-    lines += [f"| `{n}` | `{c}` | {rc} |" for n, c, rc in kept]
+    lines += [f"| `{n}` | `{c}`{' (' + notes[n] + ')' if n in notes else ''} | {rc} |" for n, c, rc in kept]
     if skipped:
         lines += ["", "Left out (not small text): " + ", ".join(skipped) + "."]
     (dest / "PROVENANCE.md").write_text("\n".join(lines) + "\n")

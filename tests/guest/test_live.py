@@ -16,20 +16,15 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from tests.guest.conftest import POOL
+from tests.guest.roles import EXPECTED, POOL, check_roles, iostat_capture_names
 from zfsmon.analysis.arc import derive_arc
 from zfsmon.metrics import is_counter
-from zfsmon.model import Kind, Sample
+from zfsmon.model import Kind
 from zfsmon.sources.arcstats import parse_linux
-from zfsmon.sources.zpool_iostat import parse_text
-from zfsmon.sources.zpool_status import parse_status
 
 pytestmark = pytest.mark.guest
 
 INTERVAL = 5.0  # scenario.sh's recording interval
-#: leaf -> (role, parent): the runner's PoolLayout, as zpool names the by-id paths
-EXPECTED = {**{f"virtio-data{i}": ("data", f"mirror-{i // 2}") for i in range(4)},
-            "virtio-log0": ("log", ""), "virtio-cache0": ("cache", "")}
 
 
 def _rows(path: Path) -> List[Dict[str, str]]:
@@ -131,31 +126,9 @@ def test_beside_run_roles(guest_out: Path) -> None:
 
 # --- every captured `zpool iostat` variant: zfsmon's parser puts each leaf in its role ---------------------
 
-def _iostat_captures() -> List[str]:
-    text = (Path(__file__).with_name("scenario.sh")).read_text()
-    return re.findall(r"^capture (zpool-iostat-\S+\.txt) ", text, re.M)
-
-
-@pytest.mark.parametrize("name", _iostat_captures())
+@pytest.mark.parametrize("name", iostat_capture_names())
 def test_roles_in_every_iostat_variant(guest_out: Path, name: str) -> None:
-    cap = guest_out / "captures"
-    text = (cap / name).read_text()
-    assert text.strip(), f"{name} is empty: {(cap / (name + '.stderr')).read_text() if (cap / (name + '.stderr')).exists() else ''}"
-    flags = name.split("-")[-1].split(".")[0]
-    topo = parse_status((cap / "zpool-status.txt").read_text())
-    recs = parse_text(text, interval=2.0, pools=[POOL], topology=topo,
-                      flags="".join(c for c in flags if c in "lq") if "H" in flags else "",
-                      first_since_boot="y" not in flags)
-    leaves = {s.entity.name: s.entity for s in recs if isinstance(s, Sample) and s.entity.name in EXPECTED
-              and s.entity.kind in (Kind.LEAF, Kind.VDEV)}
-    if "w" in flags or "r" in flags:
-        assert all(EXPECTED[n][0] == e.role.value for n, e in leaves.items() if n in EXPECTED)
-        return
-    assert set(leaves) == set(EXPECTED), name
-    for n, e in leaves.items():
-        assert e.role is not None and e.role.value == EXPECTED[n][0], (name, n, e.role)
-        if EXPECTED[n][1]:
-            assert (e.kind, e.parent) == (Kind.LEAF, EXPECTED[n][1]), (name, n, e.kind, e.parent)
+    check_roles(guest_out / "captures", name)
 
 
 # --- ARC hit %: zfsmon's against two raw arcstats reads, by hand ------------------------------------------
