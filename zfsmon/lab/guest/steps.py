@@ -107,11 +107,15 @@ def run_step(progress: Progress, what: str, argv: Sequence[str], logfile: Path, 
 
 @contextlib.contextmanager
 def signals_raise() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt, so clean-up code runs as it does on Ctrl-C."""
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt, so clean-up code runs as it does on Ctrl-C.
+
+    SIGINT too: a background job of a non-interactive shell starts with SIGINT ignored, and would
+    otherwise not stop on it at all (seen: a guest run sent SIGINT ran its command to the end).
+    """
     def handler(signum, frame):  # noqa: ARG001
         raise KeyboardInterrupt(f"signal {signum}")
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
