@@ -9,6 +9,8 @@ import threading
 import time
 from typing import IO, Dict, List
 
+from tests.conftest import wait_until
+
 
 def write_file(path: str, mb: int, chunk: int = 1 << 20) -> None:
     block = os.urandom(chunk)  # incompressible, so it really reaches the vdevs
@@ -50,30 +52,42 @@ def random_reads(path: str, count: int, size: int = 8192, seed: int = 1) -> floa
         os.close(fd)
 
 
-def interval_leaf_ops(pool: str, leaves: List[str], workload, interval: int = 1, count: int = 5) -> Dict[str, float]:
-    """Sum of read+write ops/s per leaf over the interval reports of `zpool iostat -v` taken while `workload` runs.
+def interval_leaf_ops(pool: str, leaves: List[str], workload, interval: int = 1, timeout: float = 120.0
+                      ) -> Dict[str, float]:
+    """Sum of read+write ops/s per leaf over the interval reports of `zpool iostat -v` taken from before
+    `workload` runs until every leaf has shown ops in one (bounded by `timeout`).
 
-    The first report averages since import and is skipped. A deliberately naive reader, independent of
-    zfsmon's parser, so that it can check it.
+    The first report averages since import and is skipped. Written data reaches the leaves only when ZFS
+    syncs the transaction group, which on a busy machine can come after any fixed window: so this waits for
+    the condition, not for a number of reports. A deliberately naive reader, independent of zfsmon's parser,
+    so that it can check it.
     """
-    proc = subprocess.Popen(["zpool", "iostat", "-v", pool, str(interval), str(count)], stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        workload()
-        out_text, _ = proc.communicate(timeout=interval * count + 30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc = subprocess.Popen(["zpool", "iostat", "-v", pool, str(interval)], stdout=subprocess.PIPE, text=True)
     names = {os.path.basename(x) for x in leaves}
     totals: Dict[str, float] = {n: 0.0 for n in names}
-    report = 0
-    for line in out_text.splitlines():
-        parts = line.split()
-        if parts[:1] == ["pool"]:
-            report += 1
-        elif report > 1 and parts and os.path.basename(parts[0]) in names and len(parts) == 7:
-            totals[os.path.basename(parts[0])] += _num(parts[3]) + _num(parts[4])
-    return totals
+    reports = [0]
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            parts = line.split()
+            if parts[:1] == ["pool"]:
+                reports[0] += 1
+            elif reports[0] > 1 and parts and os.path.basename(parts[0]) in names and len(parts) == 7:
+                totals[os.path.basename(parts[0])] += _num(parts[3]) + _num(parts[4])
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        workload()
+        wait_until(lambda: all(v > 0 for v in totals.values()), timeout,
+                   lambda: f"zpool iostat interval reports with ops on every leaf of {pool} (so far {totals})",
+                   step=0.5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        reader.join(timeout=30)
+    return dict(totals)
 
 
 def _num(text: str) -> float:
