@@ -68,7 +68,10 @@ def save(out: Path, dest_root: Path) -> Path:
     for name, cmd, rc in _commands(out):
         src = out / "captures" / name
         if not src.is_file() or not _is_text(src) or src.stat().st_size == 0:
-            skipped.append(f"{name} ({'empty' if src.is_file() and src.stat().st_size == 0 else 'binary or large'})")
+            empty = src.is_file() and src.stat().st_size == 0
+            why = f"failed, exit {rc}: not in this version" if empty and rc != "0" else (
+                "empty" if empty else "binary or large")
+            skipped.append(f"`{name}` ({why})")
             continue
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -108,7 +111,7 @@ def save(out: Path, dest_root: Path) -> Path:
     lines += ["## Files and the exact commands", "", "| file | command | exit |", "|---|---|---|"]
     lines += [f"| `{n}` | `{c}`{' (' + notes[n] + ')' if n in notes else ''} | {rc} |" for n, c, rc in kept]
     if skipped:
-        lines += ["", "Left out (not small text): " + ", ".join(skipped) + "."]
+        lines += ["", "Left out: " + ", ".join(skipped) + "."]
     (dest / "PROVENANCE.md").write_text("\n".join(lines) + "\n")
     return dest
 
