@@ -44,10 +44,16 @@ sleep 2
 step "recording: zfsmon record and zpool iostat -vp beside it, every $INTERVAL s"
 zfsmon record --interval "$INTERVAL" --pool "$POOL" --out "$REC" --quiet 2> "$OUT/record.err" &
 RECPID=$!
-# zfsmon takes tens of seconds to start under emulation: the window begins once it records
-for _ in $(seq 300); do [ -s "$REC" ] && break; sleep 1; done
-step "recording has begun"
-# raw reads after zfsmon's start-up, which itself reads pool metadata (~400 ARC hits seen on 2.1 and 2.3)
+# zfsmon takes tens of seconds to start under emulation (and reads pool metadata while it does): the
+# window begins once its first interval's readings are in the recording
+ticks() { python3 -c 'import sqlite3, sys
+try:
+    print(sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute("SELECT count(*) FROM tick").fetchone()[0])
+except sqlite3.Error:
+    print(0)' "$REC"; }
+for _ in $(seq 300); do [ -s "$REC" ] && [ "$(ticks)" -ge 1 ] && break; sleep 1; done
+step "recording has begun ($(ticks) readings)"
+# raw reads after zfsmon's first reading: its start-up itself reads pool metadata (~400 ARC hits seen)
 cat /proc/spl/kstat/zfs/arcstats > "$OUT/arcstats.before"
 cat /proc/spl/kstat/zfs/zil > "$OUT/zil.before"
 zpool iostat -vp -T u "$POOL" "$INTERVAL" > "$OUT/beside-iostat-vp.txt" &
