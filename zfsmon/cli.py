@@ -15,6 +15,7 @@ from zfsmon.commands import (
     doctor,
     export,
     exporter,
+    guest,
     import_,
     info,
     iostat,
@@ -33,7 +34,7 @@ from zfsmon.errors import UserError
 #: the subcommands, in the order ``zfsmon --help`` lists them
 COMMANDS: Tuple[ModuleType, ...] = (
     top, iostat, arcstat, record, replay, export, info, import_, parse, soak, attach, analyze, trace, report,
-    exporter, lab, doctor, metrics,
+    exporter, lab, guest, doctor, metrics,
 )
 
 DESCRIPTION = """\
