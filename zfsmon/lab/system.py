@@ -9,7 +9,6 @@ it and no pool at all remains.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from typing import Dict, Iterator, List, Optional
 import psutil
 
 from zfsmon.errors import UserError
+from zfsmon.lab import flock
 from zfsmon.lab.config import DAEMON_FILE, KSTAT_DIR, LOCK_FILE, RUN_DIR
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
@@ -67,21 +67,9 @@ def check_can_build() -> None:
 @contextlib.contextmanager
 def machine_lock(timeout: float = 300.0) -> Iterator[None]:
     """One lab change at a time on this machine (tests in parallel wait here rather than race)."""
-    RUN_DIR.mkdir(parents=True, exist_ok=True)
-    fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LabError(f"another lab change holds {LOCK_FILE} for over {timeout:.0f} s") from None
-                time.sleep(0.2)
+    with flock.held(LOCK_FILE, timeout, 0.2,
+                    lambda _fd: LabError(f"another lab change holds {LOCK_FILE} for over {timeout:.0f} s")):
         yield
-    finally:
-        os.close(fd)
 
 
 # --- the daemon --------------------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ mounts made under a directory are undone (also those a killed build left).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Sequence
 
 from zfsmon.errors import UserError
+from zfsmon.lab import flock
 
 Log = Callable[[str], None]
 
@@ -126,25 +126,14 @@ def signals_raise() -> Iterator[None]:
 @contextlib.contextmanager
 def exclusive(lock: Path, what: str, wait: float = 0.0) -> Iterator[None]:
     """A machine-wide lock (flock): two builds, or two guests, never run at once."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + wait
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
-                    raise GuestError(f"{what} is already running on this machine (pid {holder or '?'}, lock {lock})"
-                                     ) from None
-                time.sleep(1.0)
+    def busy(fd: int) -> GuestError:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+        return GuestError(f"{what} is already running on this machine (pid {holder or '?'}, lock {lock})")
+
+    with flock.held(lock, wait, 1.0, busy) as fd:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
-    finally:
-        os.close(fd)
 
 
 def mounts_under(directory: Path) -> List[str]:
