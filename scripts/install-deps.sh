@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what zfsmon needs on a Debian/Ubuntu machine: system packages (zfs-fuse for the lab,
-# PostgreSQL + pgbench for soaks, bpftrace for tracing, tmux for end-to-end tests) and the
+# PostgreSQL + pgbench for soaks, bpftrace for tracing, tmux for end-to-end tests, prometheus for
+# the exporter's tests) and the
 # Python package with its test extras. Idempotent; run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 PKGS=(zfs-fuse bpftrace postgresql postgresql-contrib tmux util-linux procps kmod
-      qemu-system-x86 qemu-utils debootstrap e2fsprogs)  # the last line: the OpenZFS guest (zfsmon guest)
+      qemu-system-x86 qemu-utils debootstrap e2fsprogs  # the OpenZFS guest (zfsmon guest)
+      prometheus)  # server + promtool: the exporter's tests scrape it with a real Prometheus
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
