@@ -13,6 +13,17 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Dict, Mapping, Optional, Union
 
+#: the times a recording can hold: those a calendar date can be printed for (UTC years 1 to 9999). A time
+#: outside (1e300, nan, a duration of 300000000000 s added to a start) is an impossible time: refused on input,
+#: and a recording holding one is damaged.
+TS_MIN = -62135596800.0
+TS_MAX = 253402300799.0
+
+
+def valid_ts(ts: object) -> bool:
+    """A finite time between :data:`TS_MIN` and :data:`TS_MAX` (nan and infinities are not)."""
+    return isinstance(ts, (int, float)) and TS_MIN <= ts <= TS_MAX
+
 
 class Kind(str, Enum):
     """What an entity is. The string values are stored in recordings: never rename."""
