@@ -48,18 +48,41 @@ _ROW_RE = re.compile(r"^(\S.*?)\s+(\d{1,2})(?:\s+(.*))?$")
 _FLOAT_RE = re.compile(r"^-?\d+\.\d+$")
 
 
+#: a kstat number is a 64-bit integer (20 digits) or a float: longer digit runs are damage, not numbers
+_MAX_DIGITS = 40
+#: text that starts like a number (``nan``, ``1e308``, ``12abc``, ``inf``): not a kstat string value
+_NUMBERISH_RE = re.compile(r"^[-+]?(\d|\.\d|nan\b|inf)", re.IGNORECASE)
+
+
 def to_number(text: str) -> Optional[float]:
     """A kstat value as a number, or None when it is not numeric (``misc``, a dataset name).
 
     Integers stay exact up to 2**53 as floats; 64-bit counters beyond that lose
-    low bits, which no rate computed over seconds can notice.
+    low bits, which no rate computed over seconds can notice. A number no kstat
+    can hold (more than 40 digits, beyond a float's range) raises ValueError.
     """
     t = text.strip()
     if _INT_RE.match(t):
+        if len(t) > _MAX_DIGITS:
+            raise ValueError(f"number out of range ({len(t.lstrip('-'))} digits)")
         return float(int(t))
     if _FLOAT_RE.match(t):
+        if len(t) > _MAX_DIGITS + 20:
+            raise ValueError(f"number out of range ({len(t)} characters)")
         return float(t)
     return None
+
+
+def _number(raw: str, source: str, no: Optional[int], line: str, strict: bool = False) -> Optional[float]:
+    """:func:`to_number` for a parser: out of range is a ParseError; with ``strict`` (formats without a type
+    column: sysctl, ``kstat -p``) so is text that starts like a number but is not one (``nan``, ``1e308``)."""
+    try:
+        num = to_number(raw)
+    except ValueError as exc:
+        raise ParseError(source, no, str(exc), line) from None
+    if num is None and strict and _NUMBERISH_RE.match(raw.strip()):
+        raise ParseError(source, no, f"not a kstat number: {raw.strip()[:40]!r}", line)
+    return num
 
 
 @dataclass
@@ -130,7 +153,7 @@ def parse_proc_table(text: str, source: str = "kstat") -> KstatTable:
             if not m:
                 raise ParseError(source, no, "expected `name type value`", line)
             name, dtype, raw = m.group(1), int(m.group(2)), (m.group(3) or "").strip()
-            num = None if dtype in _STRING_TYPES else to_number(raw)
+            num = None if dtype in _STRING_TYPES else _number(raw, source, no, line)
             if num is None and dtype not in _STRING_TYPES:
                 raise ParseError(source, no, f"value of {name} is not a number", line)
             table.add(name, num, raw, source, no, line)
@@ -141,7 +164,7 @@ def parse_proc_table(text: str, source: str = "kstat") -> KstatTable:
         if len(vals) != len(cols):
             raise ParseError(source, no, f"{len(cols)} columns but {len(vals)} values", valline)
         for c, v in zip(cols, vals):
-            num = to_number(v)
+            num = _number(v, source, no, valline)
             if num is None:
                 raise ParseError(source, no, f"value of {c} is not a number", valline)
             table.values[c] = num
@@ -226,7 +249,7 @@ class KstatPBlocks:
             blk = self._open = KstatPBlock(printed_ts=self._pending_ts, first_line=no, arrived=ts)
             self._pending_ts = None
         t = blk.tables.setdefault(key, KstatTable())
-        num = to_number(raw)
+        num = _number(raw, self.source, no, line, strict=True)
         if num is None:
             t.strings[stat] = raw.strip()
         else:
@@ -319,7 +342,7 @@ def parse_sysctl(text: str, prefix: str = "", source: str = "sysctl") -> KstatTa
             name = name[len(prefix):]
         if not name:
             raise ParseError(source, no, "empty statistic name", line)
-        table.add(name, to_number(raw), raw, source, no, line)
+        table.add(name, _number(raw, source, no, line, strict=True), raw, source, no, line)
     return table
 
 
@@ -336,7 +359,7 @@ def parse_stat_files(files: Mapping[str, str], source: str = "kstat dir") -> Kst
         raw = files[name].strip()
         if not name or "/" in name:
             raise ParseError(source, None, f"bad statistic name {name!r}")
-        num = to_number(raw)
+        num = _number(raw, f"{source}/{name}", 1, raw[:80])
         if num is None and ("\n" in raw or not raw):
             raise ParseError(f"{source}/{name}", 1, "expected one number", raw[:80] or "(empty)")
         table.add(name, num, raw, source, None, raw)
