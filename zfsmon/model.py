@@ -150,6 +150,8 @@ class ParseError(ValueError):
         self.line_no = line_no
         self.message = message
         self.line = line
+        if len(message) > 240:  # a message quoting a damaged value (4,400 digits) stays readable
+            message = message[:200] + f"... ({len(message)} characters)"
         where = f"{source}:{line_no}" if line_no is not None else source
         shown = f": {line.strip()[:80]!r}" if line is not None and line.strip() else ""
         super().__init__(f"{where}: {message}{shown}")

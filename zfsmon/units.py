@@ -39,7 +39,10 @@ def _split(text: str, what: str) -> tuple[float, str]:
     m = _NUM_RE.match(text.strip())
     if not m:
         raise ValueError(f"not a {what}: {text!r}")
-    return float(m.group(1)), m.group(2)
+    value = float(m.group(1))
+    if len(m.group(1)) > 40 or not math.isfinite(value):  # a 64-bit counter has 20 digits
+        raise ValueError(f"{what} out of range: {len(m.group(1))} digits")
+    return value, m.group(2)
 
 
 def parse_size(text: str) -> float:
