@@ -12,6 +12,7 @@ from zfsmon.commands import (
     analyze,
     arcstat,
     attach,
+    completion,
     doctor,
     export,
     exporter,
@@ -34,7 +35,7 @@ from zfsmon.errors import UserError
 #: the subcommands, in the order ``zfsmon --help`` lists them
 COMMANDS: Tuple[ModuleType, ...] = (
     top, iostat, arcstat, record, replay, export, info, import_, parse, soak, attach, analyze, trace, report,
-    exporter, lab, guest, doctor, metrics,
+    exporter, lab, guest, doctor, metrics, completion,
 )
 
 DESCRIPTION = """\
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
+    parser.set_defaults(_root_parser=parser)  # for `zfsmon completion`, which completes the whole tree
     return parser
 
 

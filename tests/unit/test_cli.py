@@ -11,7 +11,8 @@ from zfsmon.cli import COMMANDS, build_parser
 
 #: written out, not derived: a subcommand that disappears (or stops importing) must fail this test
 SUBCOMMANDS = ["top", "iostat", "arcstat", "record", "replay", "export", "info", "import", "parse", "soak",
-               "attach", "analyze", "trace", "report", "exporter", "lab", "guest", "doctor", "metrics"]
+               "attach", "analyze", "trace", "report", "exporter", "lab", "guest", "doctor", "metrics",
+               "completion"]
 
 
 def test_the_subcommands_are_exactly_these():

@@ -9,6 +9,7 @@ otherwise.
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 import platform
 import sys
@@ -54,10 +55,20 @@ SCRIPTS: Dict[str, TraceScript] = {s.name: s for s in (
 )}
 
 
+#: the package-data folder an installed zfsmon carries dtrace/ and bpftrace/ in (setup.py copies them there)
+PACKAGED_SCRIPTS = "share"
+
+
 def scripts_root() -> Path:
-    """Where dtrace/ and bpftrace/ live: $ZFSMON_SCRIPTS, else the source tree this package came from."""
+    """Where dtrace/ and bpftrace/ live: $ZFSMON_SCRIPTS, else the installed package's data
+    (``zfsmon/share/``, found through importlib.resources), else the source tree this package came from."""
     env = os.environ.get("ZFSMON_SCRIPTS")
-    return Path(env) if env else Path(__file__).resolve().parent.parent.parent
+    if env:
+        return Path(env)
+    packaged = importlib.resources.files("zfsmon") / PACKAGED_SCRIPTS
+    if isinstance(packaged, Path) and (packaged / "bpftrace").is_dir():
+        return packaged  # a wheel install: unpacked files, so dtrace/bpftrace can read them by path
+    return Path(__file__).resolve().parent.parent.parent
 
 
 def tracer_family(platform: Optional[str] = None) -> str:
