@@ -23,9 +23,10 @@ from zfsmon.sources.base import Collector
 from zfsmon.store import Recording
 
 try:  # the `exporter` extra; without it the other commands work and this one says what to install
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
 
     from zfsmon.views.prometheus import LatestValues, ZfsmonCollector, latest_from_recording
+    from zfsmon.views.prometheus_http import start_server
 except ImportError as _missing:
     if not (_missing.name or "").startswith("prometheus_client"):
         raise
@@ -62,6 +63,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool", action="append", metavar="POOL", help="only this pool (repeatable)")
     p.add_argument("--from-recording", metavar="FILE", help="serve the last values of this recording; no sampling")
     p.add_argument("--duration", "-d", type=seconds, metavar="D", help="stop after D (default: until SIGINT/SIGTERM)")
+    p.add_argument("--trace", action="append", default=[], metavar="NAME",
+                   help="also run this tracing script (repeatable; `zfsmon trace --list`): its latency histograms "
+                        "become zfsmon_vdev_latency_seconds{queue=\"trace\"} where zpool iostat has no -w")
+    p.add_argument("--leaf-histograms", action="store_true",
+                   help="latency histograms for every leaf too, not only pools and top-level vdevs "
+                        "(28 series per leaf, queue and op: mind the cardinality on large hosts)")
 
 
 def parse_listen(text: str) -> Tuple[str, int]:
@@ -83,11 +90,11 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(latest: LatestValues, host: str, port: int):
-    """Start the HTTP server in a daemon thread; returns (server, bound port)."""
+    """Start the HTTP server (bounded threads, timeouts: views/prometheus_http.py); returns (server, bound port)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ZfsmonCollector(latest))
     try:
-        server, _thread = start_http_server(port, addr=host, registry=registry)
+        server = start_server(host, port, registry)
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return server, server.server_port
@@ -104,7 +111,7 @@ def _skipped_text(skipped: object) -> str:
 
 def _live(args: argparse.Namespace) -> List[Collector]:
     """The collectors to sample: every available source, or the SOURCES named."""
-    collectors, skipped = pick_collectors(probe(), args.interval, args.pool, args.sources)
+    collectors, skipped = pick_collectors(probe(), args.interval, args.pool, args.sources, args.trace)
     if not collectors:
         why = _skipped_text(skipped)
         raise UserError("no source is available on this host" + (f" ({why})" if why else "") +
@@ -118,14 +125,15 @@ def run(args: argparse.Namespace) -> int:
     host, port = parse_listen(args.listen)
     collectors: List[Collector] = []
     if args.from_recording:  # no sampling: the values are those of the recording's end
-        if args.sources:
-            raise UserError("SOURCES and --from-recording do not go together")
+        if args.sources or args.trace:
+            raise UserError("SOURCES/--trace and --from-recording do not go together")
         with Recording.open(args.from_recording) as rec:
-            latest = latest_from_recording(rec)
+            latest = latest_from_recording(rec, leaf_histograms=args.leaf_histograms)
         what = f"the last values of {args.from_recording}"
     else:
         collectors = _live(args)
-        latest = LatestValues(stale_after=3 * args.interval + 5)  # stale entities go after three missed intervals
+        # stale entities go after three missed intervals
+        latest = LatestValues(stale_after=3 * args.interval + 5, leaf_histograms=args.leaf_histograms)
         what = f"{', '.join(c.name for c in collectors)} every {args.interval:g} s"
     server, bound = serve(latest, host, port)
     with Session(args.interval, collectors, sinks=[latest.add]) as session:

@@ -7,8 +7,16 @@ cumulative values (Prometheus's ``rate()`` handles wrap and reset), gauges as
 they are. Names follow Prometheus conventions and are derived from the one
 metrics table (:mod:`zfsmon.metrics`): ``zfsmon_<kind>_<metric>`` with base
 units (``_bytes``, ``_seconds``; ratios 0..1, not percent) and ``_total`` on
-counters. A metric with no row in the table (a newer kstat field, a latency
-bucket) is still exposed, as an unlisted gauge.
+counters. A metric with no row in the table (a newer kstat field) is still
+exposed, as an unlisted gauge whose name cannot be mistaken for a counter's or
+a histogram's series.
+
+Latency histograms become real Prometheus histograms
+(``zfsmon_<pool|vdev|leaf>_latency_seconds_bucket{...,queue,op,le}``): the
+per-interval bucket counts of ``zpool iostat -w`` (OpenZFS) and of the trace
+scripts (``<op>_hist_<lo>``: zfs-fuse, illumos, any platform without ``-w``)
+are added up into cumulative counters here, on power-of-two bounds from 1 us
+to 68 s, so every series of a family has the same, bounded set of ``le``.
 
 Data arrives as records (from the engine, or the last values of a recording);
 this module never runs commands.
@@ -24,12 +32,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from zfsmon import __version__, metrics
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample
 from zfsmon.store import Recording
+from zfsmon.trace.histogram import bucket_upper
+from zfsmon.units import parse_duration_ns
 
 PREFIX = "zfsmon"
 
@@ -58,6 +68,7 @@ LABELS: Dict[Kind, Tuple[str, ...]] = {
 }
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
+_RESERVED_SUFFIXES = ("_total", "_created", "_count", "_sum", "_bucket", "_info")
 
 
 @dataclass(frozen=True)
@@ -83,7 +94,7 @@ def prom_name(kind: Kind, metric: str) -> PromName:
     spec = metrics.lookup(kind, metric)
     base = _INVALID.sub("_", metric).strip("_") or "value"
     if spec is None:
-        if base.endswith(("_total", "_created")):  # a counter's sample names: a gauge must not take them
+        if base.endswith(_RESERVED_SUFFIXES):  # a counter's or histogram's sample names: a gauge must not take them
             base += "_raw"
         return PromName(f"{PREFIX}_{kind.value}_{base}", False, 1.0,
                         f"{metric} (unlisted: no row in zfsmon's metrics table, exposed as read)")
@@ -95,8 +106,12 @@ def prom_name(kind: Kind, metric: str) -> PromName:
     words = ["transactions" if w == "tps" else w for w in words]
     if len(words) > 1 and words[0] == kind.value:
         words = words[1:]  # arc's arc_prune -> zfsmon_arc_prune_total
-    if counter and len(words) > 1 and words[-1] == "count":
-        words = words[:-1]  # commit_count -> commit_total
+    if len(words) > 1 and words[-1] == "count":
+        # commit_count -> commit_total; a gauge's count (l2arc log_blk_count) must not end in _count, which is a
+        # histogram's series: log_blk_count -> log_blk_number
+        words = words[:-1] if counter else words[:-1] + ["number"]
+    if not counter and len(words) > 1 and words[-1] in ("sum", "bucket", "total", "created", "info"):
+        words = words + ["value"]
     stem = "_".join(words) or base
     name = f"{PREFIX}_{kind.value}_{stem}" + (f"_{suffix}" if suffix else "") + ("_total" if counter else "")
     unit = f" [{spec.unit}" + (f", exposed x{scale:g}" if scale != 1.0 else "") + "]"
@@ -126,13 +141,19 @@ class LatestValues:
     are merged per metric. The first report of an interval command (``since_boot``) averages everything
     since import: it is not what happens now, so it is ignored. An entity not updated for ``stale_after``
     seconds (a removed cache device, an exported pool) is dropped; ``None`` keeps everything (a recording).
+    Latency histograms are added up interval by interval into cumulative ones (pools and vdevs; leaves too
+    with ``leaf_histograms``: 28 series per leaf, queue and op).
     """
 
-    def __init__(self, stale_after: Optional[float] = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, stale_after: Optional[float] = None, clock: Callable[[], float] = time.monotonic,
+                 leaf_histograms: bool = False) -> None:
         self.stale_after = stale_after
         self.clock = clock
+        self.leaf_histograms = leaf_histograms
         self._lock = threading.Lock()
         self._by_key: Dict[str, _Latest] = {}
+        self._hists: Dict[str, Tuple[Entity, Dict[Tuple[str, str], _Hist]]] = {}
+        self._hist_seen: Dict[str, float] = {}
         self._errors: Dict[str, int] = {}
         self._resets: Dict[str, int] = {}
         self._source_ts: Dict[str, float] = {}
@@ -154,7 +175,10 @@ class LatestValues:
         if cur is None:
             cur = self._by_key[s.entity.key] = _Latest(s.entity)
         cur.entity = s.entity  # latest role and parent
+        self._add_histograms(s, now)
         for k, v in s.metrics.items():
+            if is_histogram_metric(s.entity.kind, k):
+                continue
             try:
                 f = float(v)
             except (TypeError, ValueError):
@@ -164,6 +188,23 @@ class LatestValues:
         cur.seen = now
         src = s.source or "unknown"
         self._source_ts[src] = max(self._source_ts.get(src, 0.0), s.ts)
+
+    def _add_histograms(self, s: Sample, now: float) -> None:
+        owner = _histogram_owner(s.entity, self.leaf_histograms)
+        if owner is None:
+            return
+        parts = histogram_parts(s)
+        if not parts:
+            return
+        ent, by_op = self._hists.setdefault(owner.key, (owner, {}))
+        self._hists[owner.key] = (owner, by_op)  # latest role and parent
+        for key, (counts, sum_s) in parts.items():
+            h = by_op.setdefault(key, _Hist())
+            for e, n in counts.items():
+                h.buckets[e] = h.buckets.get(e, 0.0) + n
+            h.count += sum(counts.values())
+            h.sum_s += sum_s
+        self._hist_seen[owner.key] = now
 
     def _add_event(self, e: Event) -> None:
         if e.kind == EventKind.ERROR:
@@ -179,6 +220,8 @@ class LatestValues:
         with self._lock:
             for key in [k for k in self._by_key if k not in wanted]:
                 del self._by_key[key]
+            for key in [k for k in self._hists if k not in wanted]:
+                del self._hists[key]
 
     def snapshot(self) -> Tuple[List[Tuple[Entity, Dict[str, float]]], Dict[str, int], Dict[str, int],
                                 Dict[str, float]]:
@@ -190,6 +233,17 @@ class LatestValues:
                     del self._by_key[key]
             ents = [(v.entity, dict(v.values)) for _, v in sorted(self._by_key.items())]
             return ents, dict(self._errors), dict(self._resets), dict(self._source_ts)
+
+    def histograms(self) -> List[Tuple[Entity, str, str, _Hist]]:
+        """(entity, queue, op, cumulative histogram), stale ones dropped as :meth:`snapshot` drops entities."""
+        now = self.clock()
+        with self._lock:
+            if self.stale_after is not None:
+                for key in [k for k, t in self._hist_seen.items() if now - t > self.stale_after]:
+                    self._hists.pop(key, None)
+                    del self._hist_seen[key]
+            return [(ent, q, op, _Hist(dict(h.buckets), h.sum_s, h.count))
+                    for _k, (ent, by_op) in sorted(self._hists.items()) for (q, op), h in sorted(by_op.items())]
 
 
 class ZfsmonCollector(Collector):
@@ -204,6 +258,7 @@ class ZfsmonCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         ents, errors, resets, source_ts = self.latest.snapshot()
         yield from families(ents)
+        yield from histogram_families(self.latest.histograms())
         yield from _self_metrics(errors, resets, source_ts)
 
 
@@ -222,13 +277,14 @@ def families(ents: Sequence[Tuple[Entity, Dict[str, float]]]) -> List[Metric]:
     return list(fams.values())
 
 
-def latest_from_recording(rec: Recording, lookback: Optional[float] = None) -> LatestValues:
+def latest_from_recording(rec: Recording, lookback: Optional[float] = None,
+                          leaf_histograms: bool = False) -> LatestValues:
     """The last values of a recording: what a scrape at its end would have shown.
 
     Reads the tail (``lookback`` seconds, default ten nominal intervals, at least a minute) and, for entities
     still present at the end but silent in the tail (a slow source), their own last samples.
     """
-    latest = LatestValues()
+    latest = LatestValues(leaf_histograms=leaf_histograms)
     span = rec.time_range()
     if span is None:
         return latest
@@ -264,3 +320,135 @@ def _self_metrics(errors: Dict[str, int], resets: Dict[str, int], source_ts: Dic
     for src, ts in sorted(source_ts.items()):
         last.add_metric([src], ts)
     yield last
+
+
+# --- latency histograms -------------------------------------------------------------------------------------
+
+#: ``zpool iostat -w`` columns: lat_<queue>_wait_<read|write>_<bucket>, lat_<scrub|trim|rebuild>_<bucket>
+_ZPOOL_LAT = re.compile(r"^lat_(total_wait|disk_wait|syncq_wait|asyncq_wait)_(read|write)_(\d+(?:ns|us|ms|s))$")
+_ZPOOL_LAT_CLASS = re.compile(r"^lat_(scrub|trim|rebuild)_(\d+(?:ns|us|ms|s))$")
+#: the trace scripts' buckets: <op>_hist_<lower bound in ns>
+_TRACE_HIST = re.compile(r"^([a-z_]+?)_hist_(\d+)$")
+#: the exposed bucket bounds: powers of two, 2^10 ns (~1 us) .. 2^36 ns (~69 s), then +Inf. Fixed, so a series'
+#: buckets never come and go, and bounded: 28 series per (vdev, queue, op).
+LE_EXPONENTS = tuple(range(10, 37))
+#: the label a trace script's histogram carries as its queue (zpool iostat -w says total/disk/syncq/asyncq)
+TRACE_QUEUE = "trace"
+
+
+def _le_exponent(upper_ns: float) -> Optional[int]:
+    """The exposed bucket (exponent of its 2^e ns bound) holding latencies below ``upper_ns``; None = +Inf."""
+    for e in LE_EXPONENTS:
+        if upper_ns <= (1 << e):
+            return e
+    return None
+
+
+def zpool_bucket_upper_ns(label: str) -> float:
+    """Upper bound of a ``zpool iostat -w`` row: bucket j holds [2^j, 2^(j+1)) ns, printed as 2^(j+1)-1
+    (``1ns``, ``3ns``, ... ``131us``, ``137s``)."""
+    ns = parse_duration_ns(label)
+    return float(1 << max(0, round(math.log2(ns + 1))))
+
+
+@dataclass
+class _Hist:
+    """One cumulative histogram: counts per exposed bound (exponent; None = +Inf), sum of latencies (s), count."""
+
+    buckets: Dict[Optional[int], float] = field(default_factory=dict)
+    sum_s: float = 0.0
+    count: float = 0.0
+
+
+def histogram_parts(s: Sample) -> Dict[Tuple[str, str], Tuple[Dict[Optional[int], float], float]]:
+    """(queue, op) -> (counts per exposed bound, sum of latencies in seconds) for one interval sample.
+
+    The sum is exact where the source says it: the trace scripts' mean x count, ``zpool iostat -l``'s average
+    wait x count when the same sample has it; otherwise each I/O counts at 3/4 of its bucket's upper bound
+    (the middle of [2^j, 2^(j+1))), an estimate within a bucket's width.
+    """
+    out: Dict[Tuple[str, str], Tuple[Dict[Optional[int], float], float]] = {}
+    m = s.metrics
+    mids: Dict[Tuple[str, str], float] = {}
+    for name, raw in m.items():
+        try:
+            n = float(raw)
+        except (TypeError, ValueError):
+            continue
+        if not math.isfinite(n) or n < 0:
+            continue
+        if s.entity.kind == Kind.TRACE:
+            hit = _TRACE_HIST.match(name)
+            if not hit:
+                continue
+            key = (TRACE_QUEUE, hit.group(1))
+            upper = float(bucket_upper(int(hit.group(2))))
+        else:
+            hit = _ZPOOL_LAT.match(name)
+            if hit:
+                key, label = (hit.group(1), hit.group(2)), hit.group(3)
+            else:
+                hit = _ZPOOL_LAT_CLASS.match(name)
+                if not hit:
+                    continue
+                key, label = (hit.group(1), "any"), hit.group(2)  # scrub/trim/rebuild I/O is of one kind
+            try:
+                upper = zpool_bucket_upper_ns(label)
+            except ValueError:
+                continue
+        counts, _ = out.setdefault(key, ({}, 0.0))
+        e = _le_exponent(upper)
+        counts[e] = counts.get(e, 0.0) + n
+        mids[key] = mids.get(key, 0.0) + n * 0.75 * upper * 1e-9
+    for key, (counts, _) in list(out.items()):
+        queue, op = key
+        total = sum(counts.values())
+        avg = m.get(f"{op}_lat_mean_ns") if queue == TRACE_QUEUE else m.get(f"{queue}_{op}")
+        try:
+            exact = float(avg) * 1e-9 * total if avg is not None else None
+        except (TypeError, ValueError):
+            exact = None
+        out[key] = (counts, exact if exact is not None and math.isfinite(exact) else mids[key])
+    return out
+
+
+def is_histogram_metric(kind: Kind, name: str) -> bool:
+    """A bucket of a latency histogram (exposed as part of a histogram family, never as its own gauge)."""
+    if kind == Kind.TRACE:
+        return bool(_TRACE_HIST.match(name))
+    return name.startswith("lat_") and bool(_ZPOOL_LAT.match(name) or _ZPOOL_LAT_CLASS.match(name))
+
+
+def _histogram_owner(e: Entity, leaf_histograms: bool) -> Optional[Entity]:
+    """Where a sample's histogram is exposed: its own pool/vdev/leaf; a trace entity as the vdev or leaf it
+    resolved to (the trace parser already rolls leaves up into their top-level vdev)."""
+    if e.kind in (Kind.POOL, Kind.VDEV) or (e.kind == Kind.LEAF and leaf_histograms):
+        return e
+    if e.kind == Kind.TRACE and e.pool and e.parent:
+        kind = Kind.VDEV if e.parent == e.pool else Kind.LEAF
+        if kind == Kind.LEAF and not leaf_histograms:
+            return None
+        return Entity(kind, e.name, e.pool, e.role, e.parent)
+    return None
+
+
+def histogram_families(hists: Sequence[Tuple[Entity, str, str, _Hist]]) -> List[Metric]:
+    """``zfsmon_<kind>_latency_seconds`` histogram families, one series per (entity, queue, op)."""
+    fams: Dict[str, HistogramMetricFamily] = {}
+    for ent, queue, op, h in hists:
+        names, vals = entity_labels(ent)
+        name = f"{PREFIX}_{ent.kind.value}_latency_seconds"
+        fam = fams.get(name)
+        if fam is None:
+            fam = fams[name] = HistogramMetricFamily(
+                name, f"I/O latency of each {ent.kind.value} by queue (zpool iostat -w: total_wait, disk_wait, "
+                      f"syncq_wait, asyncq_wait, scrub, trim, rebuild; {TRACE_QUEUE}: a tracing script) and "
+                      f"operation (read, write; any for scrub/trim/rebuild) [seconds]",
+                labels=list(names) + ["queue", "op"])
+        buckets, acc = [], 0.0
+        for e in LE_EXPONENTS:
+            acc += h.buckets.get(e, 0.0)
+            buckets.append((f"{(1 << e) * 1e-9:.9g}", acc))
+        buckets.append(("+Inf", h.count))
+        fam.add_metric(list(vals) + [queue, op], buckets, h.sum_s)
+    return list(fams.values())

@@ -1,0 +1,127 @@
+"""The exporter's HTTP server: ``prometheus_client``'s /metrics handler behind a server that bounds its threads.
+
+``prometheus_client.start_http_server`` starts a thread per connection and keeps it for as long as the
+client keeps the connection open, with a listen backlog of 5: a burst of connections waits in SYN retries,
+and 500 idle clients hold 500 threads. Here:
+
+- the listen backlog is :data:`BACKLOG` (the kernel caps it at ``net.core.somaxconn``);
+- a connection is handed to a worker only once its first bytes have arrived; until then it waits in one
+  selector thread, and is closed if it says nothing for ``idle_timeout`` seconds (or when more than
+  ``max_waiting`` wait: the oldest goes first);
+- a fixed pool of ``workers`` threads answers requests, each socket with a ``timeout`` so a client that
+  stops half-way through its request (or does not read the answer) frees its worker;
+- what the standard library's request handler refuses is answered, not crashed on: a request line over
+  64 KiB (414), a header line over 64 KiB or more than 100 headers (431), a method other than GET/HEAD (501).
+
+So the threads are ``workers + 2`` whatever the clients do, and a silent client never delays a scrape.
+"""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import HTTPServer
+from typing import Dict, List, Tuple
+
+from prometheus_client.exposition import MetricsHandler
+from prometheus_client.registry import CollectorRegistry
+
+#: listen backlog asked of the kernel (Linux caps it at net.core.somaxconn, 4096 on current kernels)
+BACKLOG = 1024
+
+
+class _Handler(MetricsHandler):
+    """prometheus_client's handler (GET /metrics, gzip, ?name[]= filters), quiet and with a socket timeout."""
+
+    timeout = 10.0  # StreamRequestHandler sets it on the socket: a stalled client frees its worker
+    protocol_version = "HTTP/1.0"  # one request per connection: a worker is never parked on a keep-alive
+
+    def do_HEAD(self) -> None:  # noqa: N802 (http.server's naming)
+        self.do_GET()
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's signature)
+        pass  # no line per scrape on stderr
+
+
+class BoundedHTTPServer(HTTPServer):
+    """An HTTPServer whose threads are bounded: a waiting room for silent connections, a pool for requests."""
+
+    request_queue_size = BACKLOG
+    allow_reuse_address = True
+
+    def __init__(self, addr: Tuple[str, int], registry: CollectorRegistry, workers: int = 8,
+                 idle_timeout: float = 10.0, request_timeout: float = 10.0, max_waiting: int = 4096) -> None:
+        if ":" in addr[0]:
+            self.address_family = socket.AF_INET6
+        handler = type("ZfsmonMetricsHandler", (_Handler,), {"registry": registry, "timeout": request_timeout})
+        self.idle_timeout = idle_timeout
+        self.max_waiting = max_waiting
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zfsmon-http")
+        self._lock = threading.Lock()
+        self._incoming: List[Tuple[socket.socket, Tuple[str, int], float]] = []
+        self._closing = threading.Event()
+        self._waiter = threading.Thread(target=self._wait_loop, name="zfsmon-http-wait", daemon=True)
+        super().__init__(addr, handler)  # binds: an OSError here calls server_close, which needs the above
+        self._waiter.start()
+
+    # socketserver calls this from serve_forever for each accepted connection
+    def process_request(self, request, client_address) -> None:  # type: ignore[override]
+        with self._lock:
+            self._incoming.append((request, client_address, time.monotonic()))
+
+    def _wait_loop(self) -> None:
+        """Hand each connection to a worker once it is readable; close those silent for ``idle_timeout``."""
+        sel = selectors.DefaultSelector()
+        waiting: Dict[socket.socket, Tuple[Tuple[str, int], float]] = {}
+        try:
+            while not self._closing.is_set():
+                with self._lock:
+                    incoming, self._incoming = self._incoming, []
+                for sock, addr, since in incoming:
+                    waiting[sock] = (addr, since)
+                    sel.register(sock, selectors.EVENT_READ)
+                for key, _ in sel.select(timeout=0.05) if waiting else ():
+                    sock = key.fileobj  # type: ignore[assignment]
+                    sel.unregister(sock)
+                    addr, _since = waiting.pop(sock)  # type: ignore[arg-type]
+                    self._pool.submit(self._work, sock, addr)
+                if not waiting:
+                    self._closing.wait(0.05)
+                now = time.monotonic()
+                expired = [s for s, (_a, t) in waiting.items() if now - t > self.idle_timeout]
+                if len(waiting) - len(expired) > self.max_waiting:
+                    by_age = sorted((t, id(s), s) for s, (_a, t) in waiting.items() if s not in expired)
+                    expired += [s for _t, _i, s in by_age[:len(waiting) - len(expired) - self.max_waiting]]
+                for sock in expired:
+                    sel.unregister(sock)
+                    waiting.pop(sock, None)
+                    self.shutdown_request(sock)
+        finally:
+            for sock in list(waiting):
+                self.shutdown_request(sock)
+            sel.close()
+
+    def _work(self, request: socket.socket, client_address: Tuple[str, int]) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # a client's misbehaviour (reset, timeout, garbage): drop that connection only
+            pass
+        finally:
+            self.shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._closing.set()
+        if self._waiter.is_alive():
+            self._waiter.join(timeout=5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def start_server(host: str, port: int, registry: CollectorRegistry, **kw: float) -> BoundedHTTPServer:
+    """Bind and serve in a daemon thread; ``server.shutdown()`` then ``server.server_close()`` stop it."""
+    server = BoundedHTTPServer((host, port), registry, **kw)  # type: ignore[arg-type]
+    threading.Thread(target=server.serve_forever, name="zfsmon-http", daemon=True).start()
+    return server
