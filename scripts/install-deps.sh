@@ -13,7 +13,8 @@ fi
 
 PKGS=(zfs-fuse bpftrace postgresql postgresql-contrib tmux util-linux procps kmod
       qemu-system-x86 qemu-utils debootstrap e2fsprogs  # the OpenZFS guest (zfsmon guest)
-      prometheus)  # server + promtool: the exporter's tests scrape it with a real Prometheus
+      prometheus  # server + promtool: the exporter's tests scrape it with a real Prometheus
+      zsh groff-base systemd)  # the zsh completion's syntax check, the man page's groff check, systemd-analyze verify
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
