@@ -11,16 +11,22 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import sqlite3
+import tempfile
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
-from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample
+from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample, valid_ts
 from zfsmon.store import codec, schema
 from zfsmon.store.errors import RecordingError
 from zfsmon.store.writer import NO_INTERVAL
 
 T = TypeVar("T")
+#: what a recording edited into inconsistency raises while it is read (a stream pointing at a missing entity,
+#: text in a numeric column, an unknown kind or role): reported as damage, never as a traceback
+_DAMAGE = (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError)
+_ROLES = {r.value for r in Role}
 
 
 @dataclass(frozen=True)
@@ -62,10 +68,57 @@ def _guard(fn: Callable[..., T]) -> Callable[..., T]:
             return fn(self, *a, **kw)
         except sqlite3.DatabaseError as exc:
             raise RecordingError(f"{self.path}: damaged or unreadable recording: {exc}") from None
-        except ValueError as exc:  # a damaged value blob
-            raise RecordingError(f"{self.path}: damaged recording: {exc}") from None
+        except _DAMAGE as exc:  # a damaged value blob, a row pointing at nothing, text where a number goes
+            raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
 
     return wrapper
+
+
+def _damage_text(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"a row refers to a missing entry ({exc.args[0]!r})" if exc.args else "a row refers to a missing entry"
+    return str(exc) or type(exc).__name__
+
+
+def _check_ts(ts: object, what: str) -> float:
+    if not valid_ts(ts):
+        raise ValueError(f"{what} has an impossible time {ts!r}")
+    return ts  # type: ignore[return-value]
+
+
+def _connect(path: str, head: bytes) -> sqlite3.Connection:
+    """Read-only. A file in WAL mode without a write-ahead log beside it (a recorder stopped uncleanly and the log
+    was removed, or a copy of the file alone) is opened immutable: SQLite would otherwise create ``-wal`` and
+    ``-shm`` files beside it and leave them there."""
+    wal_mode = len(head) >= 20 and head[18] == 2 and head[19] == 2
+    uri = schema.ro_uri(path)
+    if wal_mode and not os.path.exists(path + "-wal"):
+        uri += "&immutable=1"
+    db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    try:
+        db.execute("PRAGMA schema_version").fetchone()  # opens the file (and its WAL) now
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+def _private_copy(path: str) -> str:
+    """The recording and its write-ahead log copied into a private temporary directory (removed on close)."""
+    tmp = tempfile.mkdtemp(prefix="zfsmon-read.")
+    try:
+        for suffix in ("", "-wal"):
+            if suffix == "" or os.path.exists(path + suffix):
+                shutil.copyfile(path + suffix, os.path.join(tmp, os.path.basename(path) + suffix))
+    except OSError:
+        _remove_tree(tmp)
+        raise
+    return tmp
+
+
+def _remove_tree(path: Optional[str]) -> None:
+    if path:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class Recording:
@@ -74,6 +127,7 @@ class Recording:
     path: str
     version: int
     _db: sqlite3.Connection
+    _copy_dir: Optional[str]
 
     @classmethod
     def open(cls, path: str) -> Recording:
@@ -82,35 +136,53 @@ class Recording:
             raise RecordingError(f"{path}: no such recording")
         try:
             with open(path, "rb") as f:
-                head = f.read(16)
+                head = f.read(100)  # the SQLite header
         except OSError as exc:
             raise RecordingError(f"{path}: cannot read: {exc.strerror}") from None
-        if head != b"SQLite format 3\x00":
+        if head[:16] != b"SQLite format 3\x00":
             raise RecordingError(f"{path}: not a zfsmon recording (not an SQLite file)")
+        copy_dir: Optional[str] = None
         try:
-            db = sqlite3.connect(schema.ro_uri(path), uri=True, check_same_thread=False)
+            try:
+                db = _connect(path, head)
+            except sqlite3.OperationalError:
+                # a WAL recording on read-only media, or one whose -shm another user owns: SQLite cannot open
+                # it in place read-only; a private copy (file and its write-ahead log) reads the same data
+                copy_dir = _private_copy(path)
+                db = _connect(os.path.join(copy_dir, os.path.basename(path)), head)
             app = db.execute("PRAGMA application_id").fetchone()[0]
             ver = db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
+            _remove_tree(copy_dir)
             raise RecordingError(f"{path}: damaged or unreadable recording: {exc}") from None
+        except OSError as exc:
+            _remove_tree(copy_dir)
+            raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
         if app != schema.APPLICATION_ID:
             db.close()
+            _remove_tree(copy_dir)
+            if app == 0 and head[18:20] == b"\x02\x02" and not os.path.exists(path + "-wal"):
+                raise RecordingError(f"{path}: damaged recording: its write-ahead log ({os.path.basename(path)}-wal), "
+                                     "which held its contents, is missing")
             raise RecordingError(f"{path}: an SQLite file, but not a zfsmon recording")
         if ver not in schema.READABLE:
             db.close()
+            _remove_tree(copy_dir)
             raise RecordingError(f"{path}: recording schema version {ver} is not readable by this zfsmon "
                                  f"(reads {', '.join(map(str, schema.READABLE))}); upgrade zfsmon")
         rec = cls.__new__(cls)
-        rec.path, rec._db, rec.version = path, db, ver
+        rec.path, rec._db, rec.version, rec._copy_dir = path, db, ver, copy_dir
         try:
             rec._load()
         except RecordingError:
-            db.close()
+            rec.close()
             raise
         return rec
 
     def close(self) -> None:
         self._db.close()
+        _remove_tree(getattr(self, "_copy_dir", None))
+        self._copy_dir = None
 
     def __enter__(self) -> Recording:
         return self
@@ -139,8 +211,14 @@ class Recording:
         self.streams: Dict[int, Stream] = {
             i: Stream(i, ents[e][0], self._sources[s], layouts[ly], iv, bool(b))
             for i, e, s, ly, iv, b in db.execute("SELECT id, entity, source, layout, interval, since_boot FROM stream")}
-        self._topo = [(ts, ents[e], role, parent, bool(p)) for ts, e, role, parent, p in
-                      db.execute("SELECT ts, entity, role, parent, present FROM topology ORDER BY id")]
+        self._topo = [(_check_ts(ts, "a topology row"), ents[e], role, str(parent), bool(p)) for ts, e, role, parent, p
+                      in db.execute("SELECT ts, entity, role, parent, present FROM topology ORDER BY id")]
+        for row in self._topo:
+            if row[2] and row[2] not in _ROLES:
+                raise ValueError(f"{row[1][0]} has an unknown role {row[2]!r}")
+        for i, (key, _kind, name, pool) in ents.items():
+            if not all(isinstance(x, str) for x in (key, name, pool)):
+                raise ValueError(f"entity {i} is not described by text")
 
     @_guard
     def refresh(self) -> None:
@@ -152,7 +230,9 @@ class Recording:
     def time_range(self) -> Optional[Tuple[float, float]]:
         """First and last sample time, or None for a recording without samples."""
         lo, hi = self._db.execute("SELECT min(ts), max(ts) FROM tick").fetchone()
-        return None if lo is None else (lo, hi)
+        if lo is None:
+            return None
+        return _check_ts(lo, "the first reading"), _check_ts(hi, "the last reading")
 
     @_guard
     def counts(self) -> Dict[str, int]:
@@ -176,6 +256,7 @@ class Recording:
         gaps = sorted(b - a for a, b in zip(ts, ts[1:]) if b > a)
         return gaps[len(gaps) // 2] if gaps else None
 
+    @_guard
     def value_count(self) -> int:
         """How many numbers the file holds (for bytes-per-value)."""
         per_stream = {i: len(s.metrics) for i, s in self.streams.items()}
@@ -187,6 +268,7 @@ class Recording:
     def _entity_at(self, ek: Tuple[str, Kind, str, str], role: Optional[str], parent: str) -> Entity:
         return Entity(ek[1], ek[2], ek[3], Role(role) if role else None, parent)
 
+    @_guard
     def entities(self) -> List[Entity]:
         """Every entity ever recorded, with its latest role and parent."""
         last: Dict[str, Entity] = {}
@@ -194,6 +276,7 @@ class Recording:
             last[ek[0]] = self._entity_at(ek, role, parent)
         return list(last.values())
 
+    @_guard
     def topology(self, at: Optional[float] = None) -> List[Entity]:
         """The entities present at time ``at`` (default: the end), with their roles and parents then."""
         now: Dict[str, Optional[Entity]] = {}
@@ -208,6 +291,7 @@ class Recording:
         return [TopologyChange(ts, self._entity_at(ek, role, parent), present)
                 for ts, ek, role, parent, present in self._topo]
 
+    @_guard
     def select_streams(self, entity_keys: Optional[Iterable[str]] = None,
                        kinds: Optional[Iterable[Kind]] = None) -> List[int]:
         keys = set(entity_keys) if entity_keys is not None else None
@@ -237,8 +321,8 @@ class Recording:
             yield from self._rows(streams, start, end)
         except sqlite3.DatabaseError as exc:
             raise RecordingError(f"{self.path}: damaged or unreadable recording: {exc}") from None
-        except ValueError as exc:
-            raise RecordingError(f"{self.path}: damaged recording: {exc}") from None
+        except _DAMAGE as exc:
+            raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
 
     def _rows(self, streams, start, end):
         lo, hi = self._tick_bounds(start, end)
@@ -287,6 +371,8 @@ class Recording:
                 vals = last[sid] = decode(blob, last.get(sid), flags)
             else:
                 vals = unpack(blob)
+            if not valid_ts(ts):
+                raise ValueError(f"a reading of {st.entity_key} has an impossible time {ts!r}")
             if (start is not None and ts < start) or (end is not None and ts > end):
                 continue
             if len(vals) != len(st.metrics):
@@ -300,7 +386,11 @@ class Recording:
         streams = None if entity_keys is None and kinds is None else self.select_streams(entity_keys, kinds)
         topo = _TopologyCursor(self._topo)
         for ts, st, vals, interval in self.rows(streams, start, end):
-            yield Sample(ts, topo.entity(st.entity_key, ts), {m.name: v for m, v in zip(st.metrics, vals)},
+            try:
+                ent = topo.entity(st.entity_key, ts)
+            except _DAMAGE as exc:
+                raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
+            yield Sample(ts, ent, {m.name: v for m, v in zip(st.metrics, vals)},
                          interval=interval, since_boot=st.since_boot, source=st.source)
 
     @_guard
@@ -318,7 +408,10 @@ class Recording:
                 ek = EventKind(kind)
             except ValueError:
                 ek = EventKind.INFO
-            out.append(Event(ts, ek, text, source, entity, json.loads(data) if data else {}))
+            info = json.loads(data) if data else {}
+            if not isinstance(info, dict):
+                raise ValueError(f"an event's data is not an object: {str(data)[:40]!r}")
+            out.append(Event(_check_ts(ts, "an event"), ek, str(text), str(source), str(entity), info))
         return out
 
     def series(self, entity_key: str, metric: str, start: Optional[float] = None,

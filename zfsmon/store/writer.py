@@ -22,7 +22,8 @@ import time
 from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from zfsmon import __version__, metrics
-from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample
+from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample, valid_ts
+from zfsmon.outfile import os_message
 from zfsmon.store import codec, schema
 from zfsmon.store.errors import RecordingError, RecordingFull
 
@@ -49,6 +50,8 @@ class Recorder:
         self.failed: Optional[str] = None
         self.samples_written = 0
         self.events_written = 0
+        if os.path.isdir(self.path):
+            raise RecordingError(f"{self.path} is a directory: give a file name for the recording")
         existed = os.path.exists(self.path) and os.path.getsize(self.path) > 0
         try:
             if existed:
@@ -64,6 +67,8 @@ class Recorder:
             raise RecordingError(f"{self.path}: cannot write a recording here: {exc}") from None
         except ValueError as exc:
             raise RecordingError(f"{self.path}: {exc}") from None
+        except OSError as exc:
+            raise RecordingError(os_message(self.path, exc)) from None
         self._load_caches()
         info = {"created": repr(self.clock()), "zfsmon_version": __version__, "host": socket.gethostname()}
         info.update({k: str(v) for k, v in (meta or {}).items()})
@@ -81,7 +86,12 @@ class Recorder:
         """Store one interval's records and commit them. Raises RecordingFull when the disk is full."""
         if self.failed:
             raise RecordingError(f"{self.path}: recording stopped: {self.failed}")
-        recs = sorted(records, key=lambda r: r.ts)
+        recs = list(records)
+        bad = next((r for r in recs if not valid_ts(r.ts)), None)
+        if bad is not None:  # checked before sorting: nan does not sort
+            raise RecordingError(f"{self.path}: refusing an impossible time {bad.ts!r} (of {bad.source or 'a record'}"
+                                 f"): not written")
+        recs.sort(key=lambda r: r.ts)
         if not recs:
             return
         self._fresh: Set[int] = set()
