@@ -6,15 +6,15 @@ ZIL counters of 2.2+); illumos reports the same file-level operations per
 filesystem type or mount point through ``fsstat``. Both are cumulative, so
 counters (fsstat's interval rows are summed onto its first, since-boot row).
 
-The per-pool ``iostats`` (2.x) and ``txgs`` kstats are read by the same
-module and live here as ``pool`` rows.
+The per-pool ``iostats`` and ``txgs`` kstats are sources of their own
+(families ``iostats`` and ``txg``).
 """
 
 from __future__ import annotations
 
 from typing import List
 
-from zfsmon.metrics.spec import COUNTER, GAUGE, MetricSpec
+from zfsmon.metrics.spec import COUNTER, MetricSpec
 from zfsmon.model import Kind
 
 _OBJSET = "/proc/spl/kstat/zfs/POOL/objset-0xID"
@@ -30,12 +30,6 @@ def _zil(name: str, unit: str, help: str) -> MetricSpec:
     return _ds(name, unit, help, linux=f"{_OBJSET} {name} (OpenZFS >= 2.2)")
 
 
-def _pool(name: str, unit: str, kind: str, help: str, provider: str) -> MetricSpec:
-    return MetricSpec(name, unit, kind, help, (Kind.POOL,), {"linux": provider})
-
-
-_IOSTATS = "/proc/spl/kstat/zfs/POOL/iostats"
-_TXGS = "/proc/spl/kstat/zfs/POOL/txgs"
 
 SPECS: List[MetricSpec] = [
     _ds("reads", "ops", "read calls on the dataset's files", f"{_OBJSET} reads", f"{_FS} read ops"),
@@ -88,35 +82,4 @@ SPECS: List[MetricSpec] = [
     _zil("zil_itx_metaslab_slog_bytes", "B", "log record bytes in SLOG blocks"),
     _zil("zil_itx_metaslab_slog_write", "B", "bytes written to the SLOG"),
     _zil("zil_itx_metaslab_slog_alloc", "B", "bytes allocated on the SLOG"),
-]
-
-# per-pool iostats (OpenZFS 2.x): all cumulative
-for _kind in ("trim", "autotrim", "simple_trim"):
-    for _what in ("written", "skipped", "failed"):
-        SPECS.append(_pool(f"{_kind}_extents_{_what}", "count", COUNTER,
-                           f"{_kind.replace('_', ' ')} extents {_what}", f"{_IOSTATS} {_kind}_extents_{_what}"))
-        SPECS.append(_pool(f"{_kind}_bytes_{_what}", "B", COUNTER,
-                           f"{_kind.replace('_', ' ')} bytes {_what}", f"{_IOSTATS} {_kind}_bytes_{_what}"))
-for _path in ("arc", "direct"):
-    for _op in ("read", "write"):
-        how = "through the ARC" if _path == "arc" else "bypassing the ARC (Direct I/O, 2.3+)"
-        SPECS.append(_pool(f"{_path}_{_op}_count", "ops", COUNTER, f"DMU {_op}s {how}",
-                           f"{_IOSTATS} {_path}_{_op}_count"))
-        SPECS.append(_pool(f"{_path}_{_op}_bytes", "B", COUNTER, f"bytes of DMU {_op}s {how}",
-                           f"{_IOSTATS} {_path}_{_op}_bytes"))
-
-# txgs history: the newest committed transaction group, as gauges
-SPECS += [
-    _pool("txg", "count", GAUGE, "number of the newest committed transaction group", f"{_TXGS} txg"),
-    _pool("txg_dirty_bytes", "B", GAUGE, "dirty data the newest committed txg carried", f"{_TXGS} ndirty"),
-    _pool("txg_read_bytes", "B", GAUGE, "bytes read while syncing it", f"{_TXGS} nread"),
-    _pool("txg_written_bytes", "B", GAUGE, "bytes written while syncing it", f"{_TXGS} nwritten"),
-    _pool("txg_reads", "ops", GAUGE, "reads issued while syncing it", f"{_TXGS} reads"),
-    _pool("txg_writes", "ops", GAUGE, "writes issued while syncing it", f"{_TXGS} writes"),
-    _pool("txg_open_ns", "ns", GAUGE, "how long it was open", f"{_TXGS} otime"),
-    _pool("txg_quiesce_ns", "ns", GAUGE, "how long quiescing took", f"{_TXGS} qtime"),
-    _pool("txg_wait_ns", "ns", GAUGE, "how long it waited for the previous sync", f"{_TXGS} wtime"),
-    _pool("txg_sync_ns", "ns", GAUGE, "how long syncing it to disk took", f"{_TXGS} stime"),
-    _pool("txg_sync_ns_max", "ns", GAUGE, "longest sync among the committed txgs the kstat still lists",
-          f"{_TXGS} max(stime)"),
 ]

@@ -1,4 +1,4 @@
-"""Linux per-dataset and per-pool kstats under ``/proc/spl/kstat/zfs/POOL/``.
+"""Linux per-dataset kstats (and the old per-pool ``io`` kstat) under ``/proc/spl/kstat/zfs/POOL/``.
 
 * ``objset-0xID`` (OpenZFS >= 0.8): one named kstat per mounted dataset, 7
   fields (reads/writes and their bytes, unlinks) or 27 with the per-dataset
@@ -6,9 +6,9 @@
   not the file name (IDs are reused after a destroy).
 * ``io`` (ZoL 0.6-0.8): the pool as one KSTAT_TYPE_IO "disk" (column line +
   value line), read by :mod:`zfsmon.sources.kstat_text`.
-* ``iostats`` (OpenZFS 2.x): per-pool trim / ARC / Direct I/O counters.
-* ``txgs``: the recent transaction-group history (a table, not name/value):
-  the newest committed txg's sizes and times become pool gauges.
+
+The per-pool ``iostats`` and ``txgs`` kstats beside them are sources of their
+own (:mod:`zfsmon.sources.pool_iostats`, :mod:`zfsmon.sources.txgs`).
 
 zfs-fuse has none of these (it serves only ARC-family kstats under
 ``/zfs-kstat``); :func:`collector_for_host` returns None there.
@@ -19,8 +19,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence
 
 from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
@@ -42,14 +41,6 @@ IO_FIELDS: Mapping[str, str] = {
     "reads": "io_reads", "writes": "io_writes", "nread": "io_read_bytes", "nwritten": "io_write_bytes",
     "wtime": "io_wait_ns", "wlentime": "io_wait_len_ns", "rtime": "io_run_ns", "rlentime": "io_run_len_ns",
     "wcnt": "io_wait_queue", "rcnt": "io_run_queue",
-}
-TXG_COLUMNS = ("txg", "birth", "state", "ndirty", "nread", "nwritten", "reads", "writes", "otime", "qtime",
-               "wtime", "stime")
-#: txgs column -> pool gauge of the newest committed txg
-TXG_FIELDS: Mapping[str, str] = {
-    "txg": "txg", "ndirty": "txg_dirty_bytes", "nread": "txg_read_bytes", "nwritten": "txg_written_bytes",
-    "reads": "txg_reads", "writes": "txg_writes", "otime": "txg_open_ns", "qtime": "txg_quiesce_ns",
-    "wtime": "txg_wait_ns", "stime": "txg_sync_ns",
 }
 _OBJSET_FILE = re.compile(r"^objset-(0x[0-9a-fA-F]+|\d+)$")
 
@@ -91,73 +82,6 @@ def parse_pool_io(text: str, ts: float, pool: str, where: str = "io", source: st
     return Sample(ts, pool_entity(pool), {m: table.values[c] for c, m in IO_FIELDS.items()}, source=source)
 
 
-def parse_iostats(text: str, ts: float, pool: str, where: str = "iostats", source: str = RECORD_SOURCE) -> Sample:
-    """The OpenZFS 2.x per-pool ``iostats`` named kstat -> a pool sample (names kept as the kernel spells them)."""
-    table = kstat_text.parse_proc_table(text, where)
-    _check_complete(table, where)
-    if "arc_read_count" not in table.values and "trim_extents_written" not in table.values:
-        raise ParseError(where, None, "not an iostats kstat (no arc_read_count, no trim_extents_written)")
-    return Sample(ts, pool_entity(pool), dict(table.values), source=source)
-
-
-@dataclass(frozen=True)
-class TxgRow:
-    """One transaction group of the ``txgs`` history. Times are ns; ``birth`` is the kernel's monotonic clock."""
-
-    txg: int
-    birth: int
-    state: str  # O open, Q quiescing, W waiting for sync, S syncing, C committed
-    values: Mapping[str, int]
-
-
-def parse_txgs(text: str, where: str = "txgs") -> List[TxgRow]:
-    """The ``txgs`` raw kstat: an optional kstat header (ZoL 0.6), the column line, one row per txg."""
-    rows: List[TxgRow] = []
-    cols: Optional[List[str]] = None
-    seen_header = False
-    for no, line in enumerate(text.splitlines(), 1):
-        parts = line.split()
-        if not parts:
-            continue
-        if cols is None:
-            if parts[0] == "txg":
-                if tuple(parts) != TXG_COLUMNS:
-                    raise ParseError(where, no, "unknown txgs columns", line)
-                cols = parts
-                continue
-            if seen_header:
-                raise ParseError(where, no, "expected the txgs column line", line)
-            kstat_text.parse_header(line, where, no)  # the 0.6-era kstat header; raises on anything else
-            seen_header = True
-            continue
-        if len(parts) != len(cols):
-            raise ParseError(where, no, f"{len(cols)} columns but {len(parts)} values", line)
-        vals: Dict[str, int] = {}
-        for c, p in zip(cols, parts):
-            if c == "state":
-                if len(p) != 1 or not p.isalpha():
-                    raise ParseError(where, no, f"bad txg state {p!r}", line)
-                continue
-            if not (p.isascii() and p.isdigit()):
-                raise ParseError(where, no, f"{c} is not a number", line)
-            vals[c] = int(p)
-        rows.append(TxgRow(vals["txg"], vals["birth"], parts[cols.index("state")], vals))
-    if cols is None:
-        raise ParseError(where, None, "no txgs column line")
-    return rows
-
-
-def txgs_sample(rows: Sequence[TxgRow], ts: float, pool: str, source: str = RECORD_SOURCE) -> Optional[Sample]:
-    """Gauges of the newest committed txg, plus the longest sync the history still holds; None if none committed."""
-    done = [r for r in rows if r.state == "C"]
-    if not done:
-        return None
-    last = max(done, key=lambda r: r.txg)
-    metrics = {m: float(last.values[c]) for c, m in TXG_FIELDS.items()}
-    metrics["txg_sync_ns_max"] = float(max(r.values["stime"] for r in done))
-    return Sample(ts, pool_entity(pool), metrics, source=source)
-
-
 # --- collector --------------------------------------------------------------------------------------------------
 
 def _read(path: str) -> str:
@@ -166,7 +90,7 @@ def _read(path: str) -> str:
 
 
 class ObjsetCollector(Collector):
-    """Polls every pool directory under ``/proc/spl/kstat/zfs``: objset-*, io, iostats, txgs.
+    """Polls every pool directory under ``/proc/spl/kstat/zfs``: objset-* and io.
 
     A file that vanishes between listing and reading (dataset unmounted, pool
     exported) is skipped silently; any other failure is an error event for
@@ -175,12 +99,10 @@ class ObjsetCollector(Collector):
 
     name = RECORD_SOURCE
 
-    def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, txgs: bool = True,
-                 clock: Clock = time.time) -> None:
+    def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
         super().__init__(clock)
         self.root = root
         self.pools = list(pools) if pools else None
-        self.txgs = txgs
 
     def _pool_dirs(self) -> List[str]:
         names = self.pools if self.pools is not None else sorted(os.listdir(self.root))
@@ -224,10 +146,6 @@ class ObjsetCollector(Collector):
             return parse_objset(_read(path), ts, path, self.name, pool)
         if fname == "io":
             return parse_pool_io(_read(path), ts, pool, path, self.name)
-        if fname == "iostats":
-            return parse_iostats(_read(path), ts, pool, path, self.name)
-        if fname == "txgs" and self.txgs:
-            return txgs_sample(parse_txgs(_read(path), path), ts, pool, self.name)
         return None
 
 
@@ -265,6 +183,6 @@ def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
 
 
 SOURCE = Source(
-    name="objset", help="per-dataset activity (Linux objset kstats, per-pool io/iostats/txgs)", order=50,
+    name="objset", help="per-dataset activity (Linux objset kstats; the 0.6-0.8 per-pool io kstat)", order=50,
     check=check_host, collector=_collector, family="dataset",
 )

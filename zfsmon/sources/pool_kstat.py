@@ -1,0 +1,84 @@
+"""Reading one kstat file of every pool (``/proc/spl/kstat/zfs/POOL/NAME``) each poll, for the per-pool sources.
+
+The ``iostats`` and ``txgs`` sources share it: the pools are the
+directories under the kstat root (or the pools asked for), a pool exported
+between listing and reading is skipped, a pool asked for but absent and a file
+that cannot be read or parsed are error events while the other pools are read.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, List, Optional, Sequence
+
+from zfsmon.model import ParseError, Record
+from zfsmon.sources.base import Clock, Collector
+
+ROOT = "/proc/spl/kstat/zfs"
+
+#: (text, ts, pool, path) -> records
+PoolParse = Callable[[str, float, str, str], List[Record]]
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
+def pool_dirs(root: str, pools: Optional[Sequence[str]] = None) -> List[str]:
+    """The pools (directories) under ``root``, or those of ``pools`` that are there. Raises OSError."""
+    names = list(pools) if pools else sorted(os.listdir(root))
+    return [n for n in names if os.path.isdir(os.path.join(root, n))]
+
+
+def has_file(fname: str, root: str = ROOT) -> List[str]:
+    """The pools under ``root`` whose directory holds ``fname`` (none when the root is missing)."""
+    try:
+        return [p for p in pool_dirs(root) if os.path.exists(os.path.join(root, p, fname))]
+    except OSError:
+        return []
+
+
+class PoolKstatCollector(Collector):
+    """Reads ``ROOT/POOL/FNAME`` of every pool per poll and hands each text to ``parse``."""
+
+    def __init__(self, name: str, fname: str, parse: PoolParse, root: str = ROOT,
+                 pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
+        super().__init__(clock)
+        self.name = name
+        self.fname = fname
+        self.root = root
+        self.pools = list(pools) if pools else None
+        self._parse = parse
+
+    def poll(self) -> List[Record]:
+        ts = self.clock()
+        out: List[Record] = []
+        try:
+            pools = pool_dirs(self.root, self.pools)
+        except OSError as exc:
+            return [self._error(f"{self.name}: cannot list {self.root}: {exc.strerror or exc}")]
+        errors = 0
+        if self.pools is not None:
+            for gone in sorted(set(self.pools) - set(pools)):
+                errors += 1
+                out.append(self._error(f"{self.name}: pool {gone} has no kstats under {self.root}"))
+        for pool in pools:
+            path = os.path.join(self.root, pool, self.fname)
+            try:
+                text = read_text(path)
+            except FileNotFoundError:
+                continue  # exported meanwhile, or a version without this kstat
+            except OSError as exc:
+                errors += 1
+                out.append(self._error(f"{self.name}: {path}: {exc.strerror or exc}"))
+                continue
+            try:
+                out.extend(self._parse(text, ts, pool, path))
+            except ParseError as exc:
+                errors += 1
+                out.append(self._error(f"{self.name}: {exc}"))
+        if not errors:
+            self._ok()
+        return out
