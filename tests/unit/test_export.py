@@ -79,7 +79,7 @@ def test_events_csv_neutralises_formulas(recording, tmp_path):
 
 
 @pytest.mark.parametrize("text,safe", [("=1+2", "'=1+2"), ("+x", "'+x"), ("-x", "'-x"), ("@SUM(A1)", "'@SUM(A1)"),
-                                       ("\tx", "'\tx"), ("sda", "sda"), ("", "")])
+                                       ("\tx", "'\\tx"), ("sda", "sda"), ("", ""), ("\x1b[2Jx", "\\x1b[2Jx")])
 def test_neutralise(text, safe):
     assert neutralise(text) == safe
 

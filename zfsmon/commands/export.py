@@ -17,6 +17,7 @@ import os
 import sys
 from typing import List, Optional, Sequence
 
+from zfsmon import outfile
 from zfsmon.commands._timearg import When, seconds
 from zfsmon.errors import UserError
 from zfsmon.model import Kind
@@ -73,6 +74,26 @@ def _check_out(path: str, recording: str) -> None:
         raise UserError(f"{path}: that is the recording itself")
 
 
+#: the files a per-kind or long export writes (an earlier export's files of these names are replaced or removed)
+EXPORT_FILES = sorted({f"{f}.csv" for f in view.KIND_FILE.values()} | {"samples.csv", "events.csv"})
+
+
+def _remove_stale(out: str, written: Sequence[str]) -> List[str]:
+    """An earlier export's files this export did not write (another kind, or long vs per-kind): removed, so the
+    directory holds one export, not a mix."""
+    gone = []
+    for name in EXPORT_FILES:
+        path = os.path.join(out, name)
+        if name not in written and os.path.isfile(path):
+            try:
+                os.unlink(path)
+                gone.append(name)
+            except OSError as exc:
+                raise UserError(outfile.os_message(path, exc, "cannot remove an earlier export's file"),
+                                exit_code=1) from None
+    return gone
+
+
 def run(args: argparse.Namespace) -> int:
     with Recording.open(args.file) as rec:
         span = rec.time_range()
@@ -90,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             if args.json == "-":
                 n, ne = view.write_jsonl(sys.stdout, rows, events)
             else:
-                with open(args.json, "w", encoding="utf-8") as fh:
+                with outfile.atomic(args.json) as fh:
                     n, ne = view.write_jsonl(fh, rows, events)
                 print(f"{args.json}: {n} rows, {ne} events", file=sys.stderr)
             return 0
@@ -100,34 +121,31 @@ def run(args: argparse.Namespace) -> int:
             if out == "-":
                 view.write_long(sys.stdout, rows)
                 return 0
-            _mkdir(out)
-            with open(os.path.join(out, "samples.csv"), "w", newline="", encoding="utf-8") as fh:
+            outfile.check_directory(out)
+            with outfile.atomic(os.path.join(out, "samples.csv")) as fh:
                 n = view.write_long(fh, rows)
+            names = ["samples.csv"]
             written = [f"samples.csv ({n} values)"]
         else:
             if out == "-":
                 raise UserError("per-kind CSV needs a directory (use --long for standard output)")
-            _mkdir(out)
+            outfile.check_directory(out)
             streams = rec.select_streams(keys) if keys is not None else list(rec.streams)
             pairs = {(m.kind, m.name) for sid in streams for m in rec.streams[sid].metrics}
             wide = view.WideCSV(out, view.wide_columns(pairs, bool(args.every)), bool(args.every))
             try:
                 for r in rows:
                     wide.write(r)
-            finally:
-                wide.close()
+            except BaseException:
+                wide.abort()
+                raise
+            wide.close()
+            names = [f"{f}.csv" for f in wide.counts]
             written = [f"{f}.csv ({n} rows)" for f, n in sorted(wide.counts.items())]
-        with open(os.path.join(out, "events.csv"), "w", newline="", encoding="utf-8") as fh:
+        with outfile.atomic(os.path.join(out, "events.csv")) as fh:
             ne = view.write_events(fh, events)
         written.append(f"events.csv ({ne} events)")
-        print(f"{out}: " + ", ".join(written), file=sys.stderr)
+        gone = _remove_stale(out, names + ["events.csv"])
+        print(f"{out}: " + ", ".join(written) + (f"; removed an earlier export's {', '.join(gone)}" if gone else ""),
+              file=sys.stderr)
     return 0
-
-
-def _mkdir(path: str) -> None:
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise UserError(f"{path}: exists and is not a directory")
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot create: {exc.strerror}") from None

@@ -5,11 +5,15 @@ parse``) and writes text; it runs nothing. Columns are documented in
 docs/export.md. Every row carries ISO-8601 UTC time and epoch seconds; counters
 come with their delta and per-second rate (over the real elapsed time, empty
 after a reset); vdevs and leaves carry their role at that moment. Text cells a
-spreadsheet would run as a formula are neutralised with a leading quote.
+spreadsheet would run as a formula, header cells included (metric names come
+from the input), are neutralised with a leading quote, and control characters
+in them are shown as escapes (``\x1b``), so no cell can drive a terminal.
+Files are written whole or not at all (:mod:`zfsmon.outfile`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -22,7 +26,9 @@ from typing import IO, Dict, Iterable, Iterator, List, NamedTuple, Optional, Seq
 from zfsmon import metrics
 from zfsmon.analysis.downsample import downsample
 from zfsmon.analysis.rates import RateDeriver
+from zfsmon.errors import printable
 from zfsmon.model import Event, Kind, Sample
+from zfsmon.outfile import atomic
 
 #: which CSV file each entity kind goes to (vdevs and their leaves share one, with a kind column)
 KIND_FILE: Dict[Kind, str] = {
@@ -37,12 +43,17 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def neutralise(text: str) -> str:
-    """A text cell that would start a formula in Excel/LibreOffice gets a leading apostrophe."""
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    """A text cell that would start a formula in Excel/LibreOffice gets a leading apostrophe; control characters
+    are shown as escapes (:func:`zfsmon.errors.printable`)."""
+    return ("'" if text.startswith(_FORMULA_START) else "") + printable(text)
 
 
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """ISO-8601 UTC with milliseconds; a time no calendar holds (a damaged value) is shown as its number."""
+    try:
+        return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (ValueError, OverflowError, OSError):
+        return f"(impossible time {ts!r})"
 
 
 def num(v: Optional[float]) -> str:
@@ -158,29 +169,39 @@ def wide_columns(metric_kinds: Iterable[Tuple[Kind, str]], downsampled: bool) ->
 
 
 class WideCSV:
-    """One CSV file per entity kind under a directory; each file's columns are known before the first row."""
+    """One CSV file per entity kind under a directory; each file's columns are known before the first row.
+
+    Each file is written beside its final name and renamed there by :meth:`close`; :meth:`abort` (or an
+    exception while opening) leaves no file behind."""
 
     def __init__(self, directory: str, columns: Dict[str, List[str]], downsampled: bool) -> None:
-        os.makedirs(directory, exist_ok=True)
         self.directory = directory
         self.downsampled = downsampled
         self._files: Dict[str, IO[str]] = {}
         self._writers: Dict[str, Tuple[object, Dict[str, Tuple[int, int, int]], int]] = {}
         self.counts: Dict[str, int] = {}
         self._ids = _IdCells()
-        for f, cols in columns.items():
-            fh = open(os.path.join(directory, f"{f}.csv"), "w", newline="", encoding="utf-8")
-            self._files[f] = fh
-            w = csv.writer(fh)
-            head = ID_COLUMNS + (["samples"] if downsampled else []) + cols
-            w.writerow(head)
-            index = {c: i for i, c in enumerate(head)}
-            # metric -> (its column, then delta and rate (counters) or min and max (downsampled gauges))
-            slots = {c: (i, index.get(f"{c}_delta", index.get(f"{c}_min", -1)),
-                         index.get(f"{c}_per_s", index.get(f"{c}_max", -1)))
-                     for c, i in index.items() if i >= len(ID_COLUMNS) and c != "samples"}
-            self._writers[f] = (w, slots, len(head))
-            self.counts[f] = 0
+        self._stack = contextlib.ExitStack()
+        try:
+            for f, cols in columns.items():
+                self._open(f, cols)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _open(self, f: str, cols: List[str]) -> None:
+        fh = self._stack.enter_context(atomic(os.path.join(self.directory, f"{f}.csv")))
+        self._files[f] = fh
+        w = csv.writer(fh)
+        head = ID_COLUMNS + (["samples"] if self.downsampled else []) + cols
+        w.writerow([neutralise(h) for h in head])
+        index = {c: i for i, c in enumerate(head)}
+        # metric -> (its column, then delta and rate (counters) or min and max (downsampled gauges))
+        slots = {c: (i, index.get(f"{c}_delta", index.get(f"{c}_min", -1)),
+                     index.get(f"{c}_per_s", index.get(f"{c}_max", -1)))
+                 for c, i in index.items() if i >= len(ID_COLUMNS) and c != "samples"}
+        self._writers[f] = (w, slots, len(head))
+        self.counts[f] = 0
 
     def write(self, r: Row) -> None:
         f = KIND_FILE[r.sample.entity.kind]
@@ -207,15 +228,22 @@ class WideCSV:
         self.counts[f] += 1
 
     def close(self) -> List[str]:
-        for fh in self._files.values():
-            fh.close()
+        """Finish every file (flushed, synced, renamed into place); their paths."""
+        self._stack.close()
         return [os.path.join(self.directory, f"{f}.csv") for f in self._files]
+
+    def abort(self) -> None:
+        """Remove every file being written; earlier files of the same names stay as they were."""
+        try:
+            raise RuntimeError("export aborted")
+        except RuntimeError as exc:
+            self._stack.__exit__(type(exc), exc, exc.__traceback__)
 
 
 def write_long(out: IO[str], rows_: Iterable[Row]) -> int:
     """One line per value: time, entity, metric, value (+ delta, rate, min, max, samples)."""
     w = csv.writer(out)
-    w.writerow(LONG_COLUMNS)
+    w.writerow([neutralise(c) for c in LONG_COLUMNS])
     n = 0
     id_cells = _IdCells()
     for r in rows_:
@@ -229,7 +257,7 @@ def write_long(out: IO[str], rows_: Iterable[Row]) -> int:
 
 def write_events(out: IO[str], events: Iterable[Event]) -> int:
     w = csv.writer(out)
-    w.writerow(EVENT_COLUMNS)
+    w.writerow([neutralise(c) for c in EVENT_COLUMNS])
     n = 0
     for ev in events:
         w.writerow([iso(ev.ts), num(ev.ts), ev.kind.value, neutralise(ev.source), neutralise(ev.entity),
