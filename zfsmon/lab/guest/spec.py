@@ -35,11 +35,12 @@ TOOL_PACKAGES: Tuple[str, ...] = (
 )
 ZFS_PACKAGES: Tuple[str, ...] = ("zfs-dkms", "zfsutils-linux")
 
-#: PyPI wheels (pure Python) carried into the guest in a wheelhouse and installed there with --no-index
+#: PyPI wheels (pure Python) carried into the guest in a wheelhouse and installed there with --no-index;
+#: with TOOL_PACKAGES they cover setup.cfg's install_requires (tests/guest/test_plan.py checks it)
 WHEELS: Tuple[str, ...] = (
     "textual==8.2.8", "rich==15.0.0", "markdown-it-py==4.3.0", "mdit-py-plugins==0.7.0", "mdurl==0.1.2",
     "platformdirs==4.14.7", "pygments==2.21.0", "typing_extensions==4.16.0", "linkify-it-py==2.2.0",
-    "uc-micro-py==2.0.0",
+    "uc-micro-py==2.0.0", "shtab==1.13.0",
 )
 GUEST_PYTHON = "3.11"  # bookworm's; the wheels are chosen for it
 
