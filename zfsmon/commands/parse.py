@@ -1,20 +1,29 @@
 """Turn a captured text log into samples printed as CSV (one line per value; columns as `zfsmon export
---long`, see docs/export.md). KIND is detected from the text when not given; `--list` shows the kinds.
-Parsing is exactly what `zfsmon import` and the live collectors do, so this is also how to check that
-zfsmon reads a given capture.
+--long`, see docs/export.md). The kind is detected from the text unless --kind names it; `--list` shows the
+kinds, each with a command that prints such a text. Parsing is exactly what `zfsmon import` and the live
+collectors do, so this is also how to check that zfsmon reads a given capture.
+
+What the text itself cannot show can be said: --iostat-flags gives the letters the `zpool iostat` run had
+(`l`/`q` for the columns of headerless -H rows, `y` when its first report is an interval), --topology a
+`zpool status` capture for the roles and parents -H rows and -r/-w histograms do not print. Without one,
+zfsmon asks this host's `zpool status` when it has a pool of that name with those devices, and otherwise
+guesses the tree from the text; every guess is one line on standard error starting with `note:`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError
-from zfsmon.model import Event, ParseError, Record, Sample
+from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.sources import detect
+from zfsmon.sources.spec import ParseOptions
+from zfsmon.sources.zpool_status import run_zpool
 from zfsmon.views import csv_export as view
 
 NAME = "parse"
@@ -22,18 +31,54 @@ HELP = "parse a captured text log (zpool iostat, arcstats, arcstat, pgbench) and
 EPILOG = """\
 examples:
   zfsmon parse iostat.log                       detect the format
-  zfsmon parse zpool-iostat iostat.log --interval 5
+  zfsmon parse --kind zpool-iostat iostat.log --interval 5
+  zfsmon parse iostat-vHpl.log --iostat-flags l --topology zpool-status.txt
   zpool iostat -v 1 3 | zfsmon parse -
-  zfsmon parse --list
+  zfsmon parse --list                           the kinds, each with a command that prints it
 """
+
+#: what the letters of --iostat-flags may be (zpool iostat's own; the ones zfsmon uses are l, q and y)
+IOSTAT_LETTERS = set("vHplqwryLPgTudnc")
+
+
+def kind_arg(text: str) -> str:
+    """An argparse type: a kind name (``zpool_iostat`` and ``ZPOOL-IOSTAT`` spell ``zpool-iostat``)."""
+    try:
+        return detect.get(text).name
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"unknown kind {text!r} (kinds: {', '.join(detect.KINDS)}; "
+                                         "`zfsmon parse --list` describes them)") from None
+
+
+def flags_arg(text: str) -> str:
+    """An argparse type: ``zpool iostat`` letters as typed on its command line (``-vHpl``, ``lq``, ``y``)."""
+    letters = text.replace("-", "").replace(" ", "")
+    bad = sorted(set(letters) - IOSTAT_LETTERS)
+    if not letters or bad:
+        raise argparse.ArgumentTypeError(f"{text!r}: not zpool iostat flag letters (e.g. `lq`, `-vHpl`, `y`)")
+    return letters
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The options `zfsmon parse` and `zfsmon import` share, spelled the same in both."""
+    p.add_argument("--kind", type=kind_arg, metavar="NAME", help="the format (default: detected); "
+                   "`zfsmon parse --list` shows the names")
+    p.add_argument("--interval", type=seconds, metavar="S", help="the capture's interval, when the text omits it")
+    p.add_argument("--iostat-flags", type=flags_arg, metavar="LETTERS",
+                   help="the flags the `zpool iostat` capture was made with, when its text cannot show them: "
+                   "l and/or q (columns of headerless -H rows), y (its first report is an interval)")
+    p.add_argument("--topology", metavar="FILE", help="a `zpool status` capture of the same pool: roles and "
+                   "parents for -H rows and -r/-w histograms (default: a zpool status among the files given, "
+                   "this host's pool of that name, or guessed from the text)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("args", nargs="*", metavar="[KIND] FILE", help="optional format name, then the file (`-` = stdin)")
-    p.add_argument("--interval", type=seconds, metavar="S", help="the capture's interval, when the text omits it")
+    p.add_argument("args", nargs="*", metavar="FILE", help="the captured text (`-` = stdin); "
+                   "`zfsmon parse KIND FILE` still works but --kind KIND is the way to name it")
+    add_options(p)
     p.add_argument("--every", type=seconds, metavar="D", help="downsample (counters summed, gauges averaged)")
     p.add_argument("--events", action="store_true", help="also print events (errors, resets) to standard error")
-    p.add_argument("--list", action="store_true", help="list the formats and exit")
+    p.add_argument("--list", action="store_true", help="list the formats, each with an example command, and exit")
 
 
 def read_log(path: str) -> str:
@@ -46,14 +91,35 @@ def read_log(path: str) -> str:
         raise UserError(f"{path}: {exc.strerror or exc}") from None
 
 
-def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional[float]) -> Tuple[List[Record], str]:
+def host_text(argv: Sequence[str]) -> Optional[str]:
+    """A command's output on this host (``zpool status POOL``), or None: no such command, or it failed."""
+    if not argv or shutil.which(argv[0]) is None:
+        return None
+    try:
+        return run_zpool(argv, timeout=15.0)
+    except OSError:
+        return None
+
+
+def options_from(args: argparse.Namespace, beside: Sequence[Tuple[str, str]] = (),
+                 ask_host: Optional[Callable[[Sequence[str]], Optional[str]]] = host_text) -> ParseOptions:
+    """ParseOptions from the shared options; the --topology file comes first among ``beside``."""
+    first: List[Tuple[str, str]] = []
+    if getattr(args, "topology", None):
+        first.append((args.topology, read_log(args.topology)))
+    return ParseOptions(flags=getattr(args, "iostat_flags", "") or "", beside=tuple(first) + tuple(beside),
+                        host_text=ask_host)
+
+
+def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional[float],
+                   options: Optional[ParseOptions] = None) -> Tuple[List[Record], str]:
     """(records, kind name) or a UserError naming the file and line."""
     tk = detect.get(kind) if kind else detect.detect(text)
     if tk is None:
         raise UserError(f"{path}: not a format zfsmon can import (kinds: {', '.join(detect.KINDS)}; "
-                        "name one with --kind)")
+                        "name one with --kind NAME)")
     try:
-        records = tk.parse(text, os.path.basename(path) if path != "-" else "stdin", interval)
+        records = tk.read(text, os.path.basename(path) if path != "-" else "stdin", interval, options)
     except ParseError as exc:
         raise UserError(f"cannot read {path} as {tk.name}: {exc}") from None
     if not any(isinstance(r, Sample) for r in records):
@@ -61,20 +127,47 @@ def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional
     return records, tk.name
 
 
+def notes(records: Sequence[Record]) -> List[str]:
+    """What the parser had to guess or infer (``info`` events carrying a ``note``)."""
+    return [r.text for r in records if isinstance(r, Event) and r.kind == EventKind.INFO and "note" in r.data]
+
+
+def print_notes(records: Sequence[Record]) -> None:
+    for n in notes(records):
+        print(f"note: {n}", file=sys.stderr)
+
+
+def list_kinds(out=None) -> None:
+    """Every kind with its help and a command that printed such a text (derived from the sources' records)."""
+    out = out or sys.stdout
+    for k in detect.KINDS.values():
+        print(f"{k.name:<14} {k.help}", file=out)
+        if k.example:
+            print(f"{'':<14} e.g. {k.example}", file=out)
+
+
+def _kind_and_path(args: argparse.Namespace) -> Tuple[Optional[str], str]:
+    kind = args.kind
+    if len(args.args) == 1:
+        return kind, args.args[0]
+    if len(args.args) == 2 and kind is None:
+        try:
+            kind = kind_arg(args.args[0])
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(str(exc)) from None
+        print(f"zfsmon: note: `zfsmon parse KIND FILE` is the old form; use `zfsmon parse --kind {kind} FILE`",
+              file=sys.stderr)
+        return kind, args.args[1]
+    raise UserError("usage: zfsmon parse [--kind NAME] FILE (see `zfsmon parse --help`)")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
-        for k in detect.KINDS.values():
-            print(f"{k.name:<14} {k.help}")
+        list_kinds()
         return 0
-    if len(args.args) == 1:
-        kind, path = None, args.args[0]
-    elif len(args.args) == 2:
-        kind, path = args.args
-        if kind.lower().replace("_", "-") not in detect.KINDS:
-            raise UserError(f"unknown kind {kind!r} (kinds: {', '.join(detect.KINDS)})")
-    else:
-        raise UserError("usage: zfsmon parse [KIND] FILE (see `zfsmon parse --help`)")
-    records, _name = parse_log_text(read_log(path), path, kind, args.interval)
+    kind, path = _kind_and_path(args)
+    records, _name = parse_log_text(read_log(path), path, kind, args.interval, options_from(args))
+    print_notes(records)
     samples = [r for r in records if isinstance(r, Sample)]
     view.write_long(sys.stdout, view.rows(samples, args.every))
     if args.events:
