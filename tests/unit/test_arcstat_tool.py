@@ -236,7 +236,7 @@ def test_arc_summary_stray_lines_lose_nothing_silently():
     # through `zfsmon parse`: the notice is an event of the kind's parse, not a sample
     recs = detect.get("arcstat").parse("\n".join(mangled), "a.txt", None)
     [ev] = [r for r in recs if isinstance(r, Event)]
-    assert ev.data["notice"] and "3 line(s) not read" in ev.text
+    assert ev.data["note"] == ev.text and "3 line(s) not read" in ev.text
 
 
 def test_arc_summary_cut_short_says_so():

@@ -619,23 +619,25 @@ def looks_like(text: str) -> bool:
     return any(_COLUMN_HEAD.search(ln) for ln in head[:3])
 
 
-def _notice(text: str, source: str) -> Event:
-    """A note for the user about the capture as a whole (``zfsmon parse``/``import`` print it)."""
-    return Event(0.0, EventKind.INFO, text, source=source, data={"notice": True})
+def _with_note(records: List[Record], text: Optional[str], source: str) -> List[Record]:
+    """A note for the user about the capture as a whole: an info event carrying ``note`` (``zfsmon parse`` and
+    ``import`` print it), at the capture's first reading."""
+    if not text:
+        return records
+    ts = min((r.ts for r in records), default=0.0)
+    return [Event(ts, EventKind.INFO, text, source=source, data={"note": text}), *records]
 
 
 def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Record]:
     if re.search(r"^ZFS Subsystem Report", text, re.M):
         reading = read_arc_summary(text, 0.0, source="arcstat", where=source)
-        note = reading.notice(source)
-        return [*reading.samples, *([_notice(note, "arcstat")] if note else [])]
-    out: List[Record] = list(parse_arcstat(text, 0.0, source="arcstat", where=source, interval=interval))
+        return _with_note(list(reading.samples), reading.notice(source), "arcstat")
+    records: List[Record] = list(parse_arcstat(text, 0.0, source="arcstat", where=source, interval=interval))
     head = next((ln.split() for ln in text.splitlines() if ln.strip()), [])
     unknown = [c for c in head if c not in _ARCSTAT_KNOWN]
-    if unknown:
-        out.append(_notice(f"{source}: arcstat column(s) zfsmon does not know, kept under their own names: "
-                           f"{', '.join(unknown)}", "arcstat"))
-    return out
+    note = (f"{source}: arcstat column(s) zfsmon does not know, kept under their own names: {', '.join(unknown)}"
+            if unknown else None)
+    return _with_note(records, note, "arcstat")
 
 
 def looks_like_zilstat(text: str) -> bool:
