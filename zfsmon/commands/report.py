@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import zlib
 
+from zfsmon import outfile
 from zfsmon.commands._timearg import When
 from zfsmon.errors import UserError
 from zfsmon.store import Recording
@@ -47,9 +49,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or default_out(args.file)
     if os.path.splitext(out)[1].lower() not in view.FORMATS:
         raise UserError(f"{out}: the report format follows the suffix: {', '.join(view.FORMATS)}")
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise UserError(f"{out}: directory {parent} does not exist")
+    outfile.check_target(out)
     if os.path.exists(out) and os.path.exists(args.file) and os.path.samefile(out, args.file):
         raise UserError(f"{out}: that is the recording itself")
     try:
@@ -65,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(f"{args.file}: {exc}") from None
     try:
-        done = view.render(data, out)
-    except OSError as exc:
-        raise UserError(f"{out}: cannot write: {exc.strerror or exc}") from None
+        done = view.render(data, out)  # OSErrors are one-line UserErrors; no partial file is left
+    except zlib.error as exc:  # matplotlib's PDF writer, when a write under it failed half-way
+        raise UserError(f"{out}: cannot write: {exc}", exit_code=1) from None
     empty = [p.title for s in data.sections for p in s.panels if not p.lines]
     print(f"zfsmon: {done.path}: {done.format}, {done.pages} page(s), {len(done.panels)} panels"
           + (f" ({len(empty)} without data: {', '.join(empty)})" if empty else ""), file=sys.stderr)

@@ -30,6 +30,7 @@ from zfsmon import names
 from zfsmon.analysis.arc import derive_samples
 from zfsmon.analysis.findings import LATENCY, TPS, analyze, series_from_samples
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
+from zfsmon.outfile import atomic
 from zfsmon.store import Recording
 from zfsmon.units import human_size
 from zfsmon.views.csv_export import iso
@@ -388,18 +389,20 @@ def render(data: ReportData, out: str) -> Rendered:
     if ext not in FORMATS:
         raise ValueError(f"{out}: unknown report format (use {', '.join(FORMATS)})")
     panels = [p.title for s in data.sections for p in s.panels]
-    if ext == ".pdf":
-        from matplotlib.backends.backend_pdf import PdfPages
+    # written whole or not at all: a temporary file beside ``out``, renamed over it once complete
+    with atomic(out, "wb") as fh:
+        if ext == ".pdf":
+            from matplotlib.backends.backend_pdf import PdfPages
 
-        with PdfPages(out, metadata={"Title": f"zfsmon report {os.path.basename(data.path)}",
-                                     "Creator": "zfsmon"}) as pdf:
-            for fig in [_text_figure(data)] + [_section_figure(s, data) for s in data.sections]:
-                pdf.savefig(fig)
-        return Rendered(out, "pdf", 1 + len(data.sections), panels)
-    if ext == ".png":
-        _tall_figure(data).savefig(out, dpi=100)
-        return Rendered(out, "png", 1, panels)
-    _write_html(data, out)
+            with PdfPages(fh, metadata={"Title": f"zfsmon report {os.path.basename(data.path)}",
+                                        "Creator": "zfsmon"}) as pdf:
+                for fig in [_text_figure(data)] + [_section_figure(s, data) for s in data.sections]:
+                    pdf.savefig(fig)
+            return Rendered(out, "pdf", 1 + len(data.sections), panels)
+        if ext == ".png":
+            _tall_figure(data).savefig(fh, format="png", dpi=100)
+            return Rendered(out, "png", 1, panels)
+        fh.write(_html(data).encode("utf-8"))
     return Rendered(out, "html", 1, panels)
 
 
@@ -417,7 +420,7 @@ def _tall_figure(data: ReportData):
     return fig
 
 
-def _write_html(data: ReportData, out: str) -> None:
+def _html(data: ReportData) -> str:
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
              f"<title>zfsmon report {html.escape(os.path.basename(data.path))}</title></head><body>",
              f"<pre>{html.escape(text_block(data))}</pre>"]
@@ -428,5 +431,4 @@ def _write_html(data: ReportData, out: str) -> None:
         parts.append(f"<h2>{html.escape(s.title)}</h2><img alt='{html.escape(s.title)}' "
                      f"src='data:image/png;base64,{img}'>")
     parts.append("</body></html>")
-    with open(out, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(parts) + "\n")
+    return "\n".join(parts) + "\n"
