@@ -1,9 +1,11 @@
 """The OpenZFS guest tier: ONE QEMU guest boot per pytest session, shared by every test of the tier.
 
-Off unless asked for (``ZFSMON_GUEST=1``): a cached image costs ~10 min, a cold build ~20 min more,
-so plain ``pytest`` does not pay it. When asked for, a missing capability (root, QEMU, debootstrap)
-fails in CI and skips elsewhere (``need``). The guest runs tests/guest/scenario.sh; the tests assert on
-what it left in the output directory.
+Off unless asked for (``ZFSMON_GUEST=1``, which scripts/run-tests.sh sets unless told ``ZFSMON_GUEST=0``):
+a cached image costs ~15 min, a cold build ~18 min more, so plain ``pytest`` does not pay it. When asked for,
+a missing capability (root, QEMU, debootstrap) or a failed build fails in CI and skips elsewhere (``need``).
+The live tests run after every other test of the session: scripts/run-tests.sh builds the image in the
+background meanwhile, and the fixture waits for that build's lock and then finds the image cached. The
+guest runs tests/guest/scenario.sh; the tests assert on what it left in the output directory.
 
 Environment: ``ZFSMON_GUEST_ZFS`` (2.3, or 2.1), ``ZFSMON_GUEST_OUT`` (keep the results there, e.g. for
 tests/guest/save_captures.py), ``ZFSMON_GUEST_RESULTS`` (assert on an earlier run's output directory
@@ -21,11 +23,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, need
+from zfsmon.lab import flock
 from zfsmon.lab.guest import boot, build
-from zfsmon.lab.guest.spec import GuestSpec
+from zfsmon.lab.guest.spec import CACHE_ROOT, LOCK_DIR, GuestSpec
 
 ENABLE = "ZFSMON_GUEST"
 SCENARIO = "tests/guest/scenario.sh"
+#: how long the fixture waits for a build or guest already running on the machine (scripts/run-tests.sh's
+#: background build: ~18 min cold, a little more on a busy host; another guest run: up to its 45 min)
+WAIT_FOR_LOCKS = 50 * 60
 
 
 def guest_enabled() -> bool:
@@ -35,6 +41,12 @@ def guest_enabled() -> bool:
 # The live tests are not collected while the tier is off: an opt-in tier that is not run is not a skipped
 # capability (in CI nothing that needs a capability may be skipped). The plan and capture tests need no guest.
 collect_ignore = [] if guest_enabled() or os.environ.get("ZFSMON_GUEST_RESULTS") else ["test_live.py"]
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests that boot the guest go last (stable order otherwise), so the image build started in the
+    background by scripts/run-tests.sh overlaps every other tier."""
+    items.sort(key=lambda item: "guest_out" in getattr(item, "fixturenames", ()))
 
 
 def _why_not() -> str:
@@ -67,14 +79,20 @@ def guest_out(tmp_path_factory, guest_zfs: str) -> Path:
     need(not why, why)
     spec = GuestSpec(zfs=guest_zfs)
     t0 = time.monotonic()
+    # the zfsmon guest commands refuse at once when the machine's build or guest lock is taken: wait here
+    for lock in (CACHE_ROOT / "build.lock", LOCK_DIR / "guest.lock"):
+        with flock.held(lock, WAIT_FOR_LOCKS, 5.0, lambda fd, lock=lock: TimeoutError(f"{lock} still held")):
+            pass
+    waited = time.monotonic() - t0
     was_cached = build.cached(spec) is not None
     image = build.build(spec)
     built = time.monotonic() - t0
     out = Path(os.environ.get("ZFSMON_GUEST_OUT") or tmp_path_factory.mktemp("guest-out"))
     src = Path(os.environ.get("ZFSMON_GUEST_SRC") or REPO)
-    res = boot.run(image, f"bash /mnt/zfsmon/{SCENARIO}", out, src=src, timeout=40 * 60)
+    res = boot.run(image, f"bash /mnt/zfsmon/{SCENARIO}", out, src=src, timeout=45 * 60)
     (out / "timings.json").write_text(json.dumps({
         "zfs": guest_zfs, "image": image.directory.name, "image_was_cached": was_cached,
-        "build_seconds": round(built), "run_seconds": round(res.seconds)}, indent=2) + "\n")
+        "waited_for_locks_seconds": round(waited), "build_seconds": round(built - waited),
+        "run_seconds": round(res.seconds)}, indent=2) + "\n")
     assert res.exit_code == 0, f"the guest scenario failed (exit {res.exit_code}); see {res.output}"
     return out

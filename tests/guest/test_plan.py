@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import configparser
 import dataclasses
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -103,3 +105,15 @@ def test_missing_image_is_one_line(tmp_path: Path, monkeypatch) -> None:
 
 def test_nothing_mounted_under_a_fresh_directory(tmp_path: Path) -> None:
     assert mounts_under(tmp_path) == []
+
+
+def test_image_carries_zfsmon_install_requires() -> None:
+    """Every dependency in setup.cfg is in the guest (a wheel or a Debian python3-* package): the guest runs
+    the shared tree's zfsmon, and a new hard import missing there fails every zfsmon command in the guest."""
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).resolve().parents[2] / "setup.cfg")
+    names = [re.split(r"[<>=!~ \[;]", r.strip(), maxsplit=1)[0].lower().replace("_", "-")
+             for r in cfg["options"]["install_requires"].splitlines() if r.strip()]
+    wheels = {w.split("==")[0].lower().replace("_", "-") for w in spec.WHEELS}
+    missing = [n for n in names if n not in wheels and f"python3-{n}" not in spec.TOOL_PACKAGES]
+    assert not missing, f"add to zfsmon/lab/guest/spec.py (WHEELS or TOOL_PACKAGES): {missing}"
