@@ -8,24 +8,48 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import fixture_files, fixture_ids
+from tests.conftest import TEST_DATA, fixture_files, fixture_ids
 from zfsmon.model import ParseError, Sample
 from zfsmon.sources import detect
 
 #: fixture folder -> the kind every file in it must be detected as (None: must not be taken for any kind)
 EXPECTED = {"zpool_iostat": "zpool-iostat", "arcstats": "arcstats", "arcstat_tools": "arcstat",
             "pgbench": "pgbench", "kstat_misc": None, "illumos_fsstat_iostat": None}
-#: `-H` prints no header at all: nothing in the text says what it is (name the kind)
-UNDETECTABLE = {"linux-proxmox-pbs-openzfs2.1__zpool_iostat_pool_-pH_1_5_tabs-expanded.txt"}
+#: none left: `-H` rows (no header) are detected by their shape since issue 12
+UNDETECTABLE: set = set()
 
 ALL = [p for d in EXPECTED for p in fixture_files(d)]
+#: kstat_misc files that have a kind of their own, by the end of their name (the rest: no kind)
+KSTAT_KINDS = {"_iostats.txt": "iostats-kstat", "_txgs.txt": "txgs-kstat", "_txgs_TRUNCATED-first6rows.txt":
+               "txgs-kstat"}
+
+
+def _expected(path: Path):
+    hits = [k for end, k in KSTAT_KINDS.items() if path.name.endswith(end)]
+    return hits[0] if path.parent.name == "kstat_misc" and hits else EXPECTED[path.parent.name]
+#: our own captures from the OpenZFS guest (tests/data/openzfs-*): every `zpool iostat` variant, -H included
+OWN = sorted(TEST_DATA.glob("openzfs-*/zpool-iostat-*.txt"))
 
 
 @pytest.mark.parametrize("path", ALL, ids=fixture_ids(ALL))
 def test_every_capture_is_detected_as_its_kind(path: Path):
-    want = None if path.name in UNDETECTABLE else EXPECTED[path.parent.name]
+    want = None if path.name in UNDETECTABLE else _expected(path)
     got = detect.detect(path.read_text())
     assert (got.name if got else None) == want
+
+
+@pytest.mark.parametrize("path", OWN, ids=[f"{p.parent.name}/{p.name}" for p in OWN])
+def test_own_iostat_captures_are_detected_headerless_ones_included(path: Path):
+    assert detect.detect(path.read_text()).name == "zpool-iostat"
+
+
+def test_headerless_sniff_wants_known_column_counts_and_a_pool_name():
+    row = (TEST_DATA / "openzfs-2.3" / "zpool-iostat-vHp.txt").read_text().splitlines()[0]
+    sniff = detect.get("zpool-iostat").sniff
+    assert sniff(row + "\n")
+    assert not sniff(row + "\t7\n")  # 7 values: no -H column set has that many
+    assert not sniff("0" + row + "\n")  # a name cannot start with a digit (/proc/diskstats, pgbench logs)
+    assert not sniff(row.replace("\t", " x ", 1) + "\n")
 
 
 @pytest.mark.parametrize("path", [p for p in ALL if EXPECTED[p.parent.name] and p.name not in UNDETECTABLE],

@@ -3,6 +3,12 @@ without -T), arcstats dumps (Linux /proc/spl/kstat/zfs/arcstats, FreeBSD sysctl,
 many concatenated), arcstat/arc_summary output and pgbench logs. The format of each LOG is detected
 (`zfsmon parse --list` shows the kinds) unless --kind names it.
 
+A `zpool status` capture given among the LOGs (or with --topology) gives the roles and parents that
+`zpool iostat -H` rows and -r/-w histograms do not print; without one they come from this host's pool of
+that name, or are guessed from the text. --iostat-flags says what the capture's text cannot (`l`/`q`
+columns of -H rows, `y`: the first report is an interval). Every guess is a `note:` line on standard error
+and an info event in the recording (and in its `notes` metadata).
+
 Logs that printed no times (no -T) are placed on the clock so that their last reading falls on the log
 file's modification time, or from --start on. The recording then exports, replays and describes like one
 made by `zfsmon record`.
@@ -15,11 +21,12 @@ import os
 import sys
 from typing import List
 
-from zfsmon.commands._timearg import When, seconds
-from zfsmon.commands.parse import parse_log_text, read_log
+from zfsmon.commands._timearg import When
+from zfsmon.commands.parse import add_options, notes, options_from, parse_log_text, print_notes, read_log
 from zfsmon.errors import UserError
-from zfsmon.model import Record, Sample
+from zfsmon.model import ParseError, Record, Sample
 from zfsmon.sources import detect
+from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recorder
 
 NAME = "import"
@@ -29,15 +36,14 @@ examples:
   zfsmon import iostat-v-5.log --into old.zfsmon
   zfsmon import iostat.log arcstats.log --into night.zfsmon --start 2024-05-01T22:00:00Z
   zfsmon import --kind zpool-iostat --interval 10 capture.txt --into c.zfsmon
+  zfsmon import iostat-vHp.log zpool-status.txt --into c.zfsmon     roles of the -H rows from zpool status
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("logs", nargs="+", metavar="LOG", help="captured text files")
     p.add_argument("--into", required=True, metavar="FILE", help="recording to create (or append to)")
-    p.add_argument("--kind", choices=sorted(detect.KINDS), help="the format (default: detected per file)")
-    p.add_argument("--interval", type=seconds, metavar="S", help="the capture's interval, when the text does not "
-                   "show it")
+    add_options(p)
     p.add_argument("--start", type=When, metavar="T", help="time of the first reading of logs without printed "
                    "times (default: so the last falls on the file's modification time)")
 
@@ -66,20 +72,47 @@ def _check_times(records: List[Record], path: str) -> None:
             seen.add(k)
 
 
+def _status_only(text: str) -> bool:
+    """A ``zpool status`` capture that no kind reads: used for the other logs' trees, not imported itself."""
+    if detect.detect(text) is not None:
+        return False
+    try:
+        parse_status(text)
+    except ParseError:
+        return False
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     loaded = []
-    for path in args.logs:
-        text = read_log(path)
-        records, kind = parse_log_text(text, path, args.kind, args.interval)
+    texts = [(path, read_log(path)) for path in args.logs]
+    trees = [(p, t) for p, t in texts if not args.kind and _status_only(t)]
+    for path, _ in trees:
+        print(f"{path}: zpool status: used for the roles and parents of the other logs", file=sys.stderr)
+    all_notes: List[str] = []
+    for path, text in texts:
+        if any(p == path for p, _ in trees):
+            continue
+        beside = [(p, t) for p, t in texts if p != path]
+        records, kind = parse_log_text(text, path, args.kind, args.interval, options_from(args, beside))
+        print_notes(records)
+        all_notes.extend(notes(records))
         _check_times(records, path)
         records = place(records, path, args.start.resolve(None) if args.start else None)
         loaded.append((path, kind, records))
+    if not loaded:
+        raise UserError("only zpool status captures given: no log to import (they give the roles of "
+                        "zpool iostat logs given with them)")
     if os.path.exists(args.into) and any(os.path.samefile(args.into, p) for p in args.logs if p != "-"):
         raise UserError(f"{args.into}: that is one of the logs")
     meta = {"host": "(imported)", "argv": " ".join(["zfsmon", "import"] + sys.argv[2:]) if sys.argv[1:2] == ["import"]
             else "zfsmon import", "imported_from": ", ".join(f"{p} ({k})" for p, k, _ in loaded)}
     if args.interval:
         meta["interval"] = f"{args.interval:g}"
+    if args.iostat_flags:
+        meta["iostat_flags"] = args.iostat_flags
+    if all_notes:
+        meta["notes"] = "; ".join(all_notes)
     with Recorder(args.into, meta) as rec:
         for path, kind, records in loaded:
             rec.write(records)

@@ -42,6 +42,30 @@ MakeCollector = Callable[[Host, float, Sequence[str]], Collector]
 
 
 @dataclass(frozen=True)
+class ParseOptions:
+    """What the user (or the files around a capture) says about it beyond its own text.
+
+    Every kind gets the same options and takes what applies to it (a kind
+    names them in ``TextKind.options`` so the commands can say which ones it
+    ignores): ``flags``, the letters of the command that printed the text
+    (``zpool iostat``: ``l``/``q`` for headerless columns, ``y`` for a first
+    report that is an interval); ``beside``, (name, text) of the other files
+    given with it, the user's ``--topology`` file first (``zpool iostat`` looks
+    there for a ``zpool status`` capture); ``host_text``, asked with a command's
+    argv, returns that command's output on this host or None (only a kind that
+    needs it calls it, e.g. ``zpool status`` for a pool of the capture's name).
+    """
+
+    flags: str = ""
+    beside: Tuple[Tuple[str, str], ...] = ()
+    host_text: Optional[Callable[[Sequence[str]], Optional[str]]] = None
+
+
+#: (text, source, interval, options) -> records, or ParseError
+ParseWith = Callable[[str, str, Optional[float], ParseOptions], List[Record]]
+
+
+@dataclass(frozen=True)
 class TextKind:
     """A saved text format: a cheap ``sniff`` of its shape, and the source's own pure parser.
 
@@ -53,11 +77,22 @@ class TextKind:
     help: str
     sniff: Callable[[str], bool]
     parse: Parse
-    #: a command whose output is such a text (shown in docs/metrics.md)
+    #: a command whose output is such a text (shown in docs/metrics.md and `zfsmon parse --list`)
     example: str = ""
+    #: the parser that also takes :class:`ParseOptions` (None: ``parse`` ignores them)
+    parse_with: Optional[ParseWith] = None
+    #: which :class:`ParseOptions` fields ``parse_with`` uses (``"flags"``, ``"beside"``, ``"host_text"``)
+    options: Tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return self.name
+
+    def read(self, text: str, source: str, interval: Optional[float], options: Optional[ParseOptions] = None
+             ) -> List[Record]:
+        """Parse with the options this kind takes (the others are ignored: see ``options``)."""
+        if self.parse_with is not None:
+            return self.parse_with(text, source, interval, options or ParseOptions())
+        return self.parse(text, source, interval)
 
 
 @dataclass(frozen=True)

@@ -35,18 +35,22 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 
 from zfsmon.model import SECTION_ROLES, Entity, Event, EventKind, Kind, ParseError, Record, Role, Sample
 from zfsmon.sources.child import StreamParser
+from zfsmon.sources.spec import ParseOptions
 from zfsmon.sources.zpool_iostat_columns import (
     HISTOGRAM_KINDS,
     RECORD_SOURCE,
     Header,
+    infer_flags,
     parse_header,
+    scripted_fits,
     scripted_header,
 )
 from zfsmon.sources.zpool_iostat_histogram import HistogramTable, owner_entity
-from zfsmon.sources.zpool_status import Topology, TreeBuilder, indent_depth
+from zfsmon.sources.zpool_iostat_tree import guess_topology
+from zfsmon.sources.zpool_status import Topology, TreeBuilder, indent_depth, parse_status, valid_pool_name
 from zfsmon.units import is_missing
 
-__all__ = ["ZpoolIostatParser", "parse_text", "looks_like"]
+__all__ = ["ZpoolIostatParser", "parse_text", "read_capture", "looks_like"]
 
 _VALUE_RE = re.compile(r"^(-|\d+(?:\.\d+)?[A-Za-z]{0,2})$")
 _EPOCH_RE = re.compile(r"^\d{9,11}$")
@@ -95,7 +99,7 @@ class ZpoolIostatParser(StreamParser):
     def __init__(self, source: str = RECORD_SOURCE, interval: Optional[float] = None, *, first_since_boot: bool = True,
                  flags: str = "", pools: Sequence[str] = (), topology: Optional[Topology] = None,
                  topology_provider: Optional[TopologyProvider] = None,
-                 report_clock: Optional[ClockForReport] = None) -> None:
+                 report_clock: Optional[ClockForReport] = None, detect_skipped_first: bool = False) -> None:
         self.source = source
         self.interval = interval
         self.first_since_boot = first_since_boot
@@ -104,6 +108,10 @@ class ZpoolIostatParser(StreamParser):
         self.topology = topology
         self.topology_provider = topology_provider
         self.report_clock = report_clock
+        self.detect_skipped_first = detect_skipped_first
+        #: True once the text showed a first report with a time stamp and no rows (``-y`` with ``-T``)
+        self.skipped_first = False
+        self._scripted: Dict[int, Header] = {}  # headerless column sets by value count, once decided
         self._line_no = 0
         self._held: Optional[Tuple[int, str, float]] = None  # header line 1 (no, text, ts) waiting for line 2
         self._header: Optional[Header] = None
@@ -216,6 +224,11 @@ class ZpoolIostatParser(StreamParser):
         if self._rows_in_report:
             out.extend(self._end_report(ts))
         else:
+            if (self.detect_skipped_first and self._report_printed_ts and self._report == 0
+                    and self.reports_seen == 0 and self.first_since_boot):
+                # `zpool iostat -y -T u`: the skipped since-import iteration still prints its time stamp
+                self.first_since_boot = False
+                self.skipped_first = True
             self._report_ts = None
         return out
 
@@ -251,7 +264,9 @@ class ZpoolIostatParser(StreamParser):
         scripted = self._header is None
         header = self._header
         if header is None:
-            header = scripted_header(len(values), self.flags, self.source, self._line_no, s)
+            header = self._scripted.get(len(values)) or scripted_header(len(values), self.flags, self.source,
+                                                                        self._line_no, s, values)
+            self._scripted[len(values)] = header
         depth = 0 if scripted else indent_depth(s.expandtabs(8))
         all_missing = all(v == "-" for v in values)
         g = self._group
@@ -409,13 +424,106 @@ def parse_text(text: str, source: str = RECORD_SOURCE, interval: Optional[float]
 
     Without ``-T`` stamps in the text, report N is dated ``start_ts + N * interval``.
     """
+    return _parse(text, source, interval, start_ts, first_since_boot, flags, pools, topology)[0]
+
+
+def _parse(text: str, source: str, interval: Optional[float], start_ts: float, first_since_boot: bool, flags: str,
+           pools: Sequence[str], topology: Optional[Topology], detect_skipped_first: bool = False
+           ) -> Tuple[List[Record], ZpoolIostatParser]:
     parser = ZpoolIostatParser(source, interval, first_since_boot=first_since_boot, flags=flags, pools=pools,
-                               topology=topology, report_clock=lambda n: start_ts + n * (interval or 0.0))
+                               topology=topology, report_clock=lambda n: start_ts + n * (interval or 0.0),
+                               detect_skipped_first=detect_skipped_first)
     out: List[Record] = []
     for line in text.splitlines():
         out.extend(parser.feed(line, start_ts))
     out.extend(parser.flush(start_ts))
-    return out
+    return out, parser
+
+
+def _headerless_rows(text: str) -> List[List[str]]:
+    """The values of every headerless row (``-H``), name left out; empty if the text has a header."""
+    rows = []
+    for line in text.splitlines()[:20000]:
+        toks = line.split()
+        if not toks or _EPOCH_RE.match(line.strip()) or _DATE_RE.match(line.strip()):
+            continue
+        if len(toks) < 2 or not all(_VALUE_RE.match(t) for t in toks[1:]):
+            return []
+        rows.append(toks[1:])
+    return rows
+
+
+def _status_for(pool: str, candidates: Sequence[Tuple[str, str]]) -> Optional[Tuple[str, Topology]]:
+    """The first ``zpool status`` text among ``candidates`` that lists ``pool``: (its name, its tree)."""
+    for name, text in candidates:
+        if "pool:" not in text or "NAME" not in text:
+            continue
+        try:
+            topo = parse_status(text, name)
+        except ParseError:
+            continue
+        if pool in topo.pools:
+            return name, topo
+    return None
+
+
+def read_capture(text: str, source: str, interval: Optional[float], options: ParseOptions) -> List[Record]:
+    """A captured log with what the user and the files beside it say (``zfsmon parse`` / ``zfsmon import``).
+
+    Roles and parents the text does not show (``-H -v``, ``-v -r``/``-w``) come
+    from a ``zpool status`` capture among ``options.beside`` that lists the
+    pool, else from this host's ``zpool status`` when it lists the pool and
+    every device the text names, else they are guessed from the text
+    (:mod:`zfsmon.sources.zpool_iostat_tree`).  ``options.flags``: ``l``/``q``
+    say the columns of headerless rows (inferred when left out), ``y`` that
+    the first report is an interval (inferred when a ``-T`` stamp comes with
+    no rows).  Every guess is an ``info`` event whose ``data`` has ``note``.
+    """
+    notes: List[str] = []
+    letters = "".join(c for c in options.flags if c in "lq")
+    said_y = "y" in options.flags
+    rows = _headerless_rows(text)
+    if rows and not letters:
+        ambiguous = any(len(scripted_fits(len(r))) > 1 for r in rows)
+        inferred = infer_flags(rows)
+        if inferred is not None:
+            letters = inferred
+            if ambiguous:
+                notes.append(f"headerless rows of {len(rows[0])} values read as `zpool iostat -H"
+                             f"{'' if not inferred else ' -' + inferred}` (their values say so); "
+                             "say otherwise with --iostat-flags")
+    guess = guess_topology(text)
+    topology: Optional[Topology] = None
+    pools: Sequence[str] = ()
+    if guess is not None:
+        pool = guess.topology.pools[0]
+        found = _status_for(pool, options.beside)
+        if found is None and options.host_text is not None:
+            live = options.host_text(["zpool", "status", pool])
+            if live is not None:
+                hit = _status_for(pool, [("zpool status on this host", live)])
+                if hit is not None and all(hit[1].lookup(pool, e.name) for e in guess.topology.of_pool(pool)):
+                    found = hit
+        if found is not None:
+            topology = found[1]
+            notes.append(f"pool {pool}: roles and parents from {found[0]}")
+        else:
+            topology = guess.topology
+            notes.extend(guess.notes)
+        pools = topology.pools
+    elif rows:
+        first = text.split()[0] if text.split() else ""
+        found = _status_for(first, options.beside)
+        if found is not None:
+            topology, pools = found[1], found[1].pools
+    records, parser = _parse(text, source, interval, 0.0, not said_y, letters, pools, topology,
+                             detect_skipped_first=not said_y)
+    if parser.skipped_first:
+        notes.append("the first time stamp came with no rows (`zpool iostat -y`): every report is an interval")
+    if not notes:
+        return records
+    ts = min((r.ts for r in records), default=0.0)
+    return [Event(ts, EventKind.INFO, f"{source}: {n}", source=source, data={"note": n}) for n in notes] + records
 
 
 # --- a saved text? (`zfsmon parse` / `zfsmon import`) ------------------------------------------------
@@ -426,7 +534,26 @@ _HISTOGRAM = re.compile(r"^\S+\s+(total_wait|sync_read)\s+\S+")
 
 
 def looks_like(text: str) -> bool:
-    """A ``zpool iostat`` header (either generation) or histogram header among the first 60 lines."""
+    """A ``zpool iostat`` header (either generation) or histogram header among the first 60 lines, or ``-H`` rows."""
     head = [ln for ln in text.splitlines()[:60] if ln.strip()]
-    return any(_HEAD.match(ln) or _COLUMNS.match(ln) or _HISTOGRAM.match(ln) for ln in head)
+    return any(_HEAD.match(ln) or _COLUMNS.match(ln) or _HISTOGRAM.match(ln) for ln in head) or _looks_headerless(head)
+
+
+def _looks_headerless(head: Sequence[str]) -> bool:
+    """``zpool iostat -H`` rows: a pool or vdev name, then values only, as many as a known column set has.
+
+    Every line must be such a row (or a ``-T`` stamp), the first a valid pool
+    name, and every row's count one ``-H`` prints (6; 15-17 with ``-l``; 16, 18,
+    20 with ``-q``; 25, 28, 31 with both), so tables of other tools with numeric
+    columns are not taken for it.
+    """
+    rows = [ln.split() for ln in head if not (_EPOCH_RE.match(ln.strip()) or _DATE_RE.match(ln.strip()))]
+    if not rows or not valid_pool_name(rows[0][0]):
+        return False
+    for toks in rows:
+        if len(toks) < 7 or not scripted_fits(len(toks) - 1) or not all(_VALUE_RE.match(t) for t in toks[1:]):
+            return False
+        if toks[0][0].isdigit() and toks[0].isdigit():
+            return False
+    return True
 

@@ -17,7 +17,7 @@ from zfsmon.model import ParseError, Record
 from zfsmon.sources.base import Collector
 from zfsmon.sources.child import StreamCollector
 from zfsmon.sources.spec import Source, TextKind
-from zfsmon.sources.zpool_iostat import ZpoolIostatParser, looks_like, parse_text
+from zfsmon.sources.zpool_iostat import ZpoolIostatParser, looks_like, parse_text, read_capture
 from zfsmon.sources.zpool_iostat_columns import RECORD_SOURCE
 from zfsmon.sources.zpool_probe import CANDIDATES, probe_flags
 from zfsmon.sources.zpool_status import Topology, read_topology, run_zpool
@@ -123,7 +123,9 @@ def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
 SOURCE = Source(
     name="zpool", help="per-pool/vdev/leaf I/O with roles (zpool iostat -v, roles from zpool status)", order=10,
     check=check_host, collector=_collector,
-    kinds=(TextKind("zpool-iostat", "`zpool iostat [-v] [-T u|d] [INTERVAL]` output", looks_like, parse_text,
-                    "zpool iostat -v -T u 5 | tee iostat.log"),),
+    kinds=(TextKind("zpool-iostat", "`zpool iostat` output: -v tree, -l/-q columns, -p, -T u|d, -y, "
+                    "-r/-w histograms, headerless -H rows (tree from a `zpool status` beside it, or guessed)",
+                    looks_like, parse_text, "zpool iostat -v -T u 5 | tee iostat.log", parse_with=read_capture,
+                    options=("flags", "beside", "host_text")),),
     family="vdev",
 )

@@ -10,6 +10,7 @@ count and the flags the run was given (:func:`scripted_header`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -149,22 +150,80 @@ _Q_SETS = [[f"{q}_{s}" for q in qs for s in ("pend", "activ")]
            for qs in (_Q_BASE, _Q_BASE + ["trimq_write"], _Q_BASE + ["trimq_write", "rebuildq_write"])]
 
 
+_TIME_RE = re.compile(r"^\d+(?:\.\d+)?(ns|us|ms|s)$")
+
+
+def _looks_latency(values: Sequence[str]) -> Optional[bool]:
+    """Whether extra ``-H`` columns hold latencies (True), queue counts (False) or cannot say (None).
+
+    Latencies print a time unit (``838us``) or ``-`` (no I/O to average); with
+    ``-p`` they are nanoseconds, so anything from 10 000 up is a latency, while
+    queue columns are counts of I/Os waiting or active (never ``-``, small).
+    """
+    if any(v == "-" or _TIME_RE.match(v) for v in values):
+        return True
+    try:
+        nums = [parse_count(v) for v in values]
+    except ValueError:
+        return None
+    if any(n >= 10000 for n in nums):
+        return True
+    return None
+
+
+def scripted_fits(n_values: int, flags: str = "") -> List[Tuple[str, List[str]]]:
+    """Every (``l``/``q`` letters, column names) a headerless row of ``n_values`` values can be.
+
+    ``-l`` and ``-q`` together come from one zpool version, so their sets pair
+    up by version; ``flags`` (the run's letters, when known) narrows the choice.
+    """
+    out: List[Tuple[str, List[str]]] = []
+    said = set(flags) & {"l", "q"}
+    combos: List[Tuple[str, List[str]]] = [("", [])]
+    combos += [("l", la) for la in _LAT_SETS] + [("q", q) for q in _Q_SETS]
+    combos += [("lq", la + q) for la, q in zip(_LAT_SETS, _Q_SETS)]
+    for letters, cols in combos:
+        if said and set(letters) != said:
+            continue
+        if 6 + len(cols) == n_values and (letters, _DEFAULT + cols) not in out:
+            out.append((letters, _DEFAULT + cols))
+    return out
+
+
+def infer_flags(rows: Sequence[Sequence[str]]) -> Optional[str]:
+    """The ``l``/``q`` letters of headerless rows (values only, no name), when their counts or values tell."""
+    choices: Optional[set] = None
+    for values in rows:
+        fits = scripted_fits(len(values))
+        if len(fits) == 1:
+            return fits[0][0]
+        if not fits:
+            continue
+        verdict = _looks_latency(values[6:])
+        if verdict is not None:
+            kept = {f for f, _ in fits if ("l" in f) == verdict}
+            choices = kept if choices is None else choices & kept
+            if choices and len(choices) == 1:
+                return next(iter(choices))
+    return None
+
+
 def scripted_header(n_values: int, flags: str = "", source: str = RECORD_SOURCE, line_no: int = 0,
-                    line: Optional[str] = None) -> Header:
+                    line: Optional[str] = None, values: Sequence[str] = ()) -> Header:
     """Columns of headerless ``-H`` rows from their count and the ``-l``/``-q`` flags of the run.
 
-    Without flags every combination is tried; a count that fits none, or more
-    than one, is a ParseError (e.g. 16 values: ``-l`` of 0.8 or ``-q`` of 0.7).
+    Without flags every combination is tried; where several fit (16 values:
+    ``-l`` of 0.8-2.1 or ``-q`` of 0.7) the row's ``values`` decide if they
+    can (latencies carry time units, ``-`` or nanoseconds); otherwise it is a
+    ParseError that names the option to say it.
     """
-    lat_opts: List[List[str]] = [[]]
-    q_opts: List[List[str]] = [[]]
-    if "l" in flags or not flags:
-        lat_opts = ([[]] if not flags else []) + _LAT_SETS
-    if "q" in flags or not flags:
-        q_opts = ([[]] if not flags else []) + _Q_SETS
-    fits = [_DEFAULT + la + q for la in lat_opts for q in q_opts if 6 + len(la) + len(q) == n_values]
+    fits = scripted_fits(n_values, flags)
+    if len(fits) > 1 and values:
+        verdict = _looks_latency(values[6:])
+        if verdict is not None:
+            fits = [f for f in fits if ("l" in f[0]) == verdict]
     if len(fits) != 1:
-        why = "matches no known column set" if not fits else "is ambiguous (pass the iostat flags)"
+        why = ("matches no known column set" if not fits else
+               "is ambiguous: -l or -q? (say it: --iostat-flags l or --iostat-flags q)")
         raise ParseError(source, line_no, f"headerless row with {n_values} values {why}", line)
-    return _names_to_header(fits[0])
-
+    return _names_to_header(fits[0][1])
