@@ -26,7 +26,6 @@ writes.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -34,8 +33,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
+from zfsmon import outfile
 from zfsmon.engine.sampler import Sampler, Sink
-from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.sources.base import Collector
 from zfsmon.store import Recorder, RecordingError
@@ -56,14 +55,8 @@ class Outcome:
     failure: Optional[str]
 
 
-def check_output_path(path: str) -> None:
-    """A file to be written: its directory must exist and it must not be a directory. One line, not a traceback,
-    before anything has been started."""
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise UserError(f"{path}: directory {parent} does not exist")
-    if os.path.isdir(path):
-        raise UserError(f"{path} is a directory: give a file name")
+#: a file to be written: its directory must exist and it must not be a directory (one line, before anything starts)
+check_output_path = outfile.check_target
 
 
 def tty_progress(out: str) -> Progress:
