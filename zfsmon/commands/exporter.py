@@ -21,6 +21,7 @@ from zfsmon.errors import UserError
 from zfsmon.host import probe
 from zfsmon.sources.base import Collector
 from zfsmon.store import Recording
+from zfsmon.workload.attach import AttachCollector
 
 try:  # the `exporter` extra; without it the other commands work and this one says what to install
     from prometheus_client import CollectorRegistry
@@ -66,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", action="append", default=[], metavar="NAME",
                    help="also run this tracing script (repeatable; `zfsmon trace --list`): its latency histograms "
                         "become zfsmon_vdev_latency_seconds{queue=\"trace\"} where zpool iostat has no -w")
+    p.add_argument("--pgbench-log", action="append", default=[], metavar="LOG",
+                   help="follow this pgbench output (tee'd, or --log files) as `zfsmon attach` does: the workload's "
+                        "TPS and latency as zfsmon_workload_* (repeatable)")
     p.add_argument("--leaf-histograms", action="store_true",
                    help="latency histograms for every leaf too, not only pools and top-level vdevs "
                         "(28 series per leaf, queue and op: mind the cardinality on large hosts)")
@@ -112,6 +116,8 @@ def _skipped_text(skipped: object) -> str:
 def _live(args: argparse.Namespace) -> List[Collector]:
     """The collectors to sample: every available source, or the SOURCES named."""
     collectors, skipped = pick_collectors(probe(), args.interval, args.pool, args.sources, args.trace)
+    if args.pgbench_log:
+        collectors.append(AttachCollector(args.pgbench_log))
     if not collectors:
         why = _skipped_text(skipped)
         raise UserError("no source is available on this host" + (f" ({why})" if why else "") +
@@ -125,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
     host, port = parse_listen(args.listen)
     collectors: List[Collector] = []
     if args.from_recording:  # no sampling: the values are those of the recording's end
-        if args.sources or args.trace:
-            raise UserError("SOURCES/--trace and --from-recording do not go together")
+        if args.sources or args.trace or args.pgbench_log:
+            raise UserError("SOURCES, --trace or --pgbench-log and --from-recording do not go together")
         with Recording.open(args.from_recording) as rec:
             latest = latest_from_recording(rec, leaf_histograms=args.leaf_histograms)
         what = f"the last values of {args.from_recording}"
