@@ -127,10 +127,72 @@ def probe_bpftrace() -> Check:
     ver = first_line(run_probe(["bpftrace", "--version"]))
     if os.geteuid() != 0:
         return Check("bpftrace", False, f"{ver} installed, but tracing needs root", "tracing")
-    kprobes = Path("/sys/kernel/tracing/kprobe_events").exists() or Path("/sys/kernel/debug/tracing/kprobe_events").exists()
+    kprobes = kprobes_available()
     btf = Path("/sys/kernel/btf/vmlinux").exists()
     extras = f"tracepoints yes, BTF {'yes' if btf else 'no'}, kprobes {'yes' if kprobes else 'no (kernel built without)'}"
     return Check("bpftrace", True, f"{ver}; {extras}", "tracing")
+
+
+def kprobes_available() -> bool:
+    """The kernel has kprobes (kprobe_events in tracefs); zfsmon's build machine has none."""
+    return any(Path(d, "kprobe_events").exists() for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+
+
+def kernel_headers() -> Optional[str]:
+    """Where bcc finds the running kernel's headers (it compiles against them), or None."""
+    env = os.environ.get("BCC_KERNEL_SOURCE")
+    rel = platform.release()
+    for cand in ([env] if env else []) + [f"/lib/modules/{rel}/build", f"/lib/modules/{rel}/source",
+                                          "/sys/kernel/kheaders.tar.xz"]:
+        if Path(cand).exists():
+            return cand
+    return None
+
+
+@dataclass
+class BccFacts:
+    """What the bcc backend needs here: root, the bcc module, kernel headers; kprobes and the ZFS module per trace."""
+
+    root: bool
+    version: Optional[str]  # bcc's version, None when `import bcc` fails
+    import_error: str
+    headers: Optional[str]
+    kprobes: bool
+    zfs_module: bool
+
+    def problem(self) -> Optional[str]:
+        """Why no bcc trace can run here at all, or None."""
+        if self.version is None:
+            return f"the python3 module bcc is not importable ({self.import_error}; apt install python3-bpfcc)"
+        if not self.root:
+            return f"bcc {self.version} installed, but tracing needs root"
+        if self.headers is None:
+            return (f"bcc {self.version}: no kernel headers for {platform.release()} (bcc compiles against them: "
+                    f"apt install linux-headers-{platform.release()}, or set BCC_KERNEL_SOURCE)")
+        return None
+
+
+def bcc_facts() -> BccFacts:
+    try:
+        import bcc  # third-party extra (Debian python3-bpfcc)
+        version: Optional[str] = str(getattr(bcc, "__version__", "?"))
+        why = ""
+    except ImportError as exc:
+        version, why = None, f"import bcc: {exc}"
+    return BccFacts(os.geteuid() == 0, version, why, kernel_headers(), kprobes_available(),
+                    Path("/sys/module/zfs").exists())
+
+
+def probe_bcc() -> Check:
+    """doctor's bcc line: usable or not and why; which of its traces this kernel allows."""
+    facts = bcc_facts()
+    problem = facts.problem()
+    if problem:
+        return Check("bcc", False, problem, "tracing")
+    kp = "kprobes yes" if facts.kprobes else "kprobes no (zfsslower, zil cannot run)"
+    zfs = "OpenZFS module yes" if facts.zfs_module else "OpenZFS module no (zfsslower, arc, zil cannot run)"
+    return Check("bcc", True, f"bcc {facts.version}; headers {facts.headers}; tracepoints yes (blklat), {kp}, {zfs}",
+                 "tracing")
 
 
 def probe_dtrace() -> Check:
@@ -173,6 +235,8 @@ def probe() -> Host:
                              "no arcstat/zarcstat (zfsmon arcstat works without it)", "tool"))
     host.checks.append(probe_dtrace())
     host.checks.append(probe_bpftrace())
+    if system == "Linux":
+        host.checks.append(probe_bcc())
     host.checks.append(probe_tool("pgbench", ["pgbench", "--version"], "workload"))
     host.checks.append(probe_tool("psql", ["psql", "--version"], "workload"))
     return host
