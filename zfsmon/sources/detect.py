@@ -19,7 +19,7 @@ import dataclasses
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from zfsmon.model import ParseError, Record
-from zfsmon.sources.spec import EPOCH_MIN, Source, TextKind, discover
+from zfsmon.sources.spec import EPOCH_MIN, ParseOptions, Source, TextKind, discover
 
 
 def kinds_of(sources: Sequence[Source]) -> Dict[str, TextKind]:
@@ -43,12 +43,14 @@ def get(name: str) -> TextKind:
     return KINDS[key]
 
 
-def parse(text: str, source: str, kind: Optional[str] = None, interval: Optional[float] = None) -> List[Record]:
-    """Detect (or take) the kind and parse. Raises ParseError for an unknown or unreadable text."""
+def parse(text: str, source: str, kind: Optional[str] = None, interval: Optional[float] = None,
+          options: Optional[ParseOptions] = None) -> List[Record]:
+    """Detect (or take) the kind and parse, with the options it takes. Raises ParseError for an unknown or
+    unreadable text."""
     tk = get(kind) if kind else detect(text)
     if tk is None:
         raise ParseError(source, None, "not a format zfsmon knows (try one of: " + ", ".join(KINDS) + ")")
-    return tk.parse(text, source, interval)
+    return tk.read(text, source, interval, options)
 
 
 def is_relative(records: List[Record]) -> bool:
