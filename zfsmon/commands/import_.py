@@ -21,10 +21,11 @@ import os
 import sys
 from typing import List
 
+from zfsmon import outfile
 from zfsmon.commands._timearg import When
 from zfsmon.commands.parse import add_options, notes, options_from, parse_log_text, print_notes, read_log
 from zfsmon.errors import UserError
-from zfsmon.model import ParseError, Record, Sample
+from zfsmon.model import ParseError, Record, Sample, valid_ts
 from zfsmon.sources import detect
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recorder
@@ -72,6 +73,15 @@ def _check_times(records: List[Record], path: str) -> None:
             seen.add(k)
 
 
+def _check_possible(records: List[Record], path: str) -> None:
+    """Every time a date (a pgbench summary's ``duration: 300000000000 s``, a --start near year 9999 plus the
+    capture's length): else no recording is made, rather than one every later read fails on."""
+    bad = next((r for r in records if not valid_ts(r.ts)), None)
+    if bad is not None:
+        raise UserError(f"{path}: an impossible time ({bad.ts!r} s after 1970, beyond year 9999 or not a number) "
+                        f"for {bad.entity.key if isinstance(bad, Sample) else 'an event'}: not imported")
+
+
 def _status_only(text: str) -> bool:
     """A ``zpool status`` capture that no kind reads: used for the other logs' trees, not imported itself."""
     if detect.detect(text) is not None:
@@ -99,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         all_notes.extend(notes(records))
         _check_times(records, path)
         records = place(records, path, args.start.resolve(None) if args.start else None)
+        _check_possible(records, path)
         loaded.append((path, kind, records))
     if not loaded:
         raise UserError("only zpool status captures given: no log to import (they give the roles of "
@@ -113,9 +124,18 @@ def run(args: argparse.Namespace) -> int:
         meta["iostat_flags"] = args.iostat_flags
     if all_notes:
         meta["notes"] = "; ".join(all_notes)
-    with Recorder(args.into, meta) as rec:
-        for path, kind, records in loaded:
-            rec.write(records)
-            n = sum(1 for r in records if isinstance(r, Sample))
-            print(f"{path}: {kind}: {n} samples, {len(records) - n} events", file=sys.stderr)
+    outfile.check_target(args.into)
+    created = not os.path.exists(args.into)
+    try:
+        with Recorder(args.into, meta) as rec:
+            for path, kind, records in loaded:
+                rec.write(records)
+                n = sum(1 for r in records if isinstance(r, Sample))
+                print(f"{path}: {kind}: {n} samples, {len(records) - n} events", file=sys.stderr)
+    except BaseException:
+        if created:  # a recording this import began and could not finish: not left behind half-made
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                if os.path.exists(args.into + suffix):
+                    os.unlink(args.into + suffix)
+        raise
     return 0

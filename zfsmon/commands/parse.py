@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from zfsmon.commands._readtext import read_text
 from zfsmon.commands._timearg import seconds
-from zfsmon.errors import UserError
+from zfsmon.errors import UserError, printable
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.sources import detect
 from zfsmon.sources.spec import ParseOptions
@@ -82,13 +84,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def read_log(path: str) -> str:
-    try:
-        if path == "-":
-            return sys.stdin.read()
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise UserError(f"{path}: {exc.strerror or exc}") from None
+    """A capture's text, read bounded (see :mod:`zfsmon.commands._readtext`); a UserError when it cannot be."""
+    return read_text(path)
 
 
 def host_text(argv: Sequence[str]) -> Optional[str]:
@@ -102,13 +99,14 @@ def host_text(argv: Sequence[str]) -> Optional[str]:
 
 
 def options_from(args: argparse.Namespace, beside: Sequence[Tuple[str, str]] = (),
-                 ask_host: Optional[Callable[[Sequence[str]], Optional[str]]] = host_text) -> ParseOptions:
-    """ParseOptions from the shared options; the --topology file comes first among ``beside``."""
+                 ask_host: Optional[Callable[[Sequence[str]], Optional[str]]] = None) -> ParseOptions:
+    """ParseOptions from the shared options; the --topology file comes first among ``beside``; this host is
+    asked through :func:`host_text` unless ``ask_host`` is given."""
     first: List[Tuple[str, str]] = []
     if getattr(args, "topology", None):
         first.append((args.topology, read_log(args.topology)))
     return ParseOptions(flags=getattr(args, "iostat_flags", "") or "", beside=tuple(first) + tuple(beside),
-                        host_text=ask_host)
+                        host_text=ask_host or host_text)
 
 
 def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional[float],
@@ -118,13 +116,48 @@ def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional
     if tk is None:
         raise UserError(f"{path}: not a format zfsmon can import (kinds: {', '.join(detect.KINDS)}; "
                         "name one with --kind NAME)")
+    source = os.path.basename(path) if path != "-" else "stdin"
     try:
-        records = tk.read(text, os.path.basename(path) if path != "-" else "stdin", interval, options)
+        records = tk.read(text, source, interval, options)
     except ParseError as exc:
-        raise UserError(f"cannot read {path} as {tk.name}: {exc}") from None
+        records = _lenient(tk, text, source, interval, options)
+        if records is None:
+            raise UserError(f"cannot read {path} as {tk.name}: {exc}") from None
     if not any(isinstance(r, Sample) for r in records):
         raise UserError(f"{path}: no readings found in it as {tk.name}")
     return records, tk.name
+
+
+#: lines a tool or shell prints on standard error, which a capture made with `2>&1` (or `|&`) has among its
+#: reports: zpool's "cannot open 'tank': no such pool", "internal error: ...", a shell's "command not found"
+STRAY_LINE = re.compile(r"^\s*(cannot \w|internal error|warning:|error:|fatal:|zpool:|zfs:|arcstat:|arc_summary:|"
+                        r"pgbench: (error|fatal)|sh: |bash: |sudo: |Traceback |.*: command not found|"
+                        r".*: [Pp]ermission denied)")
+
+
+def _lenient(tk, text: str, source: str, interval: Optional[float],
+             options: Optional[ParseOptions]) -> Optional[List[Record]]:
+    """After a ParseError: the text again without what is not part of the capture, or None if that fails too.
+    Left out, each said in a note: a last line cut off (no line end: the capture was interrupted) and lines a
+    tool printed on standard error."""
+    lines = text.split("\n")
+    left: List[str] = []
+    if not text.endswith("\n") and lines[-1].strip():
+        left.append(f"the last line is cut off (no line end), left out: {lines[-1].strip()[:60]!r}")
+        lines = lines[:-1]
+    stray = [(i + 1, ln) for i, ln in enumerate(lines) if STRAY_LINE.match(ln)]
+    if stray:
+        lines = [ln for ln in lines if not STRAY_LINE.match(ln)]
+        left.append(f"left out {len(stray)} line(s) that are messages, not reports (line {stray[0][0]}: "
+                    f"{stray[0][1].strip()[:60]!r})")
+    if not left:
+        return None
+    try:
+        records = tk.read("\n".join(lines) + "\n", source, interval, options)
+    except ParseError:
+        return None
+    ts = min((r.ts for r in records), default=0.0)
+    return records + [Event(ts, EventKind.INFO, f"{source}: {n}", source=source, data={"note": True}) for n in left]
 
 
 def notes(records: Sequence[Record]) -> List[str]:
@@ -134,7 +167,7 @@ def notes(records: Sequence[Record]) -> List[str]:
 
 def print_notes(records: Sequence[Record]) -> None:
     for n in notes(records):
-        print(f"note: {n}", file=sys.stderr)
+        print(f"note: {printable(n)}", file=sys.stderr)
 
 
 def list_kinds(out=None) -> None:
@@ -173,5 +206,5 @@ def run(args: argparse.Namespace) -> int:
     if args.events:
         for ev in records:
             if isinstance(ev, Event):
-                print(f"{view.iso(ev.ts)} {ev.kind.value}: {ev.text}", file=sys.stderr)
+                print(f"{view.iso(ev.ts)} {ev.kind.value}: {printable(ev.text)}", file=sys.stderr)
     return 0
