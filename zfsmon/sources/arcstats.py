@@ -191,7 +191,6 @@ def collector_for_host(interval: float = 1.0, fuse_dir: str = FUSE_DIR, linux_pa
 
 # --- saved dumps (`zfsmon parse` / `zfsmon import`) ----------------------------------------------------------
 
-_KSTAT_HEADER = re.compile(r"^\d+ \d+ 0x[0-9a-fA-F]+ \d+ \d+ \d+ \d+\s*$")
 _ILLUMOS_LINE = re.compile(r"^zfs:\d+:arcstats:\S+\t")
 
 
@@ -201,49 +200,23 @@ def _head(text: str, n: int) -> List[str]:
 
 def looks_like(text: str) -> bool:
     """A Linux kstat dump with ``c_max``, sysctl ``kstat.zfs.misc.arcstats.*`` or ``kstat -p zfs:N:arcstats`` lines."""
+    # zfetchstats and vdev_cache_stats have hits/misses too; only arcstats has c_max
+    if kstat_text.looks_like_proc(text, "c_max"):
+        return True
     head = _head(text, 6)
-    if len(head) >= 2 and _KSTAT_HEADER.match(head[0]) and head[1].split() == ["name", "type", "data"]:
-        # zfetchstats and vdev_cache_stats have hits/misses too; only arcstats has c_max
-        return bool(re.search(r"^c_max\s+\d+\s", text, re.M))
     return any(ln.startswith(SYSCTL_PREFIX) or _ILLUMOS_LINE.match(ln) for ln in head)
 
 
-def _split_linux_dumps(text: str) -> List[str]:
-    dumps: List[List[str]] = []
-    for line in text.splitlines():
-        if _KSTAT_HEADER.match(line):
-            dumps.append([])
-        if dumps:
-            dumps[-1].append(line)
-    return ["\n".join(d) + "\n" for d in dumps]
-
-
-def _split_sysctl_dumps(text: str) -> List[str]:
-    """A loop of ``sysctl kstat.zfs.misc.arcstats`` runs: a new dump starts when a name comes round again."""
-    dumps: List[List[str]] = [[]]
-    seen: set = set()
-    for line in text.splitlines():
-        name = line.split(":", 1)[0]
-        if name in seen:
-            dumps.append([])
-            seen = set()
-        seen.add(name)
-        dumps[-1].append(line)
-    return ["\n".join(d) + "\n" for d in dumps if d]
-
-
 def parse_dumps(text: str, source: str, interval: Optional[float] = None) -> List[Record]:
-    """One or more saved dumps. Linux dumps are placed by their kstat snaptime (seconds since boot, relative)."""
+    """One or more saved dumps. Linux dumps are timed by their kstat snaptime (seconds since boot, relative;
+    :func:`zfsmon.sources.kstat_text.timed_proc_dumps`), others by ``interval`` (1 s if not given)."""
     out: List[Record] = []
     head = _head(text, 6)
-    if head and _KSTAT_HEADER.match(head[0]):
-        for i, dump in enumerate(_split_linux_dumps(text)):
-            snap = int(dump.split("\n", 1)[0].split()[6]) / 1e9
-            ts = snap if interval is None else i * interval
-            out.extend(parse_linux(dump, ts, source="arcstats", where=f"{source} (dump {i + 1})"))
-        return out
+    if head and kstat_text.HEADER_RE.match(head[0]):
+        return kstat_text.timed_proc_dumps(
+            text, source, interval, lambda dump, ts, where: list(parse_linux(dump, ts, source="arcstats", where=where)))
     if any(ln.startswith(SYSCTL_PREFIX) for ln in head):
-        for i, dump in enumerate(_split_sysctl_dumps(text)):
+        for i, dump in enumerate(kstat_text.split_sysctl_dumps(text)):
             out.extend(parse_freebsd(dump, i * (interval or 1.0), source="arcstats", where=f"{source} (dump {i + 1})"))
         return out
     return list(parse_illumos(text, 0.0, source="arcstats", where=source, interval=interval or 1.0))

@@ -33,9 +33,9 @@ import re
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
-from zfsmon.model import ParseError, Record
+from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.sources.base import Clock, PolledCollector
 from zfsmon.sources.child import StreamCollector, StreamParser
 
@@ -171,6 +171,116 @@ def parse_proc_table(text: str, source: str = "kstat") -> KstatTable:
         table.rows = len(cols)
         return table
     raise ParseError(source, no, "unknown kstat body (expected `name type data` or an io kstat)", colline)
+
+
+# --- saved Linux dumps (`cat /proc/spl/kstat/zfs/NAME` once or in a loop) ------------------------------
+
+HEADER_RE = re.compile(r"^\d+ \d+ 0x[0-9a-fA-F]+ \d+ \d+ \d+ \d+\s*$")
+#: data key of the info event that says a capture's relative times are seconds since boot (kstat snaptime);
+#: its value is the kstat's crtime in ns, which identifies the boot (and module load) the dumps come from
+BOOT_CLOCK = "boot_clock"
+
+
+def looks_like_proc(text: str, stat: str) -> bool:
+    """A Linux kstat dump (header line, ``name type data``) holding statistic ``stat``."""
+    head = [ln for ln in text.splitlines()[:6] if ln.strip()]
+    return (len(head) >= 2 and bool(HEADER_RE.match(head[0])) and head[1].split() == ["name", "type", "data"]
+            and bool(re.search(rf"^{re.escape(stat)}\s+\d+\s", text, re.M)))
+
+
+def proc_dumps(text: str) -> List[Tuple[str, int]]:
+    """A capture of one or more Linux kstat dumps, cut at each header line: (dump text, first line number)."""
+    dumps: List[Tuple[List[str], int]] = []
+    for no, line in _lines(text):
+        if HEADER_RE.match(line):
+            dumps.append(([], no))
+        if dumps:
+            dumps[-1][0].append(line)
+    return [("\n".join(d) + "\n", no) for d, no in dumps]
+
+
+def timed_proc_dumps(text: str, where: str, interval: Optional[float],
+                     to_records: Callable[[str, float, str], List[Record]]) -> List[Record]:
+    """Every dump of a capture through ``to_records(dump, ts, where)``, timed by the kstat's own clock.
+
+    A dump's time is its header's snaptime (seconds since boot): relative, so
+    ``zfsmon import`` places it, and dumps of one boot keep their gaps also
+    across files (an info event carrying :data:`BOOT_CLOCK`, the kstats'
+    crtimes, says so). With ``interval`` given, dump *i* is at ``i * interval``.
+    """
+    out: List[Record] = []
+    crtimes = set()
+    for i, (dump, no) in enumerate(proc_dumps(text)):
+        header = parse_header(dump.split("\n", 1)[0], where, no)
+        ts = header.snaptime_ns / 1e9 if interval is None else i * interval
+        crtimes.add(header.crtime_ns)
+        out.extend(to_records(dump, ts, f"{where} (dump {i + 1}, line {no})"))
+    if not out:
+        raise ParseError(where, None, "no kstat dump (no `KID TYPE FLAGS NDATA SIZE CRTIME SNAPTIME` line)")
+    if interval is None:
+        out.insert(0, Event(min(r.ts for r in out), EventKind.INFO, f"{where}: times are the kstats' snaptime "
+                            "(seconds since boot)", source=where, data={BOOT_CLOCK: sorted(crtimes)}))
+    return out
+
+
+def boot_clock(records: Sequence[Record]) -> FrozenSet[int]:
+    """The crtimes of the kstats whose snaptime clock (seconds since boot) times the records; empty if none."""
+    return frozenset(int(c) for r in records if isinstance(r, Event) and BOOT_CLOCK in r.data
+                     for c in r.data[BOOT_CLOCK])  # type: ignore[attr-defined]
+
+
+def boot_shifts(files: Sequence[Tuple[str, Sequence[Record], float]], start: Optional[float] = None
+                ) -> Tuple[Dict[str, float], List[str]]:
+    """How far to move each file's relative times so that dumps of one boot keep their gaps across files.
+
+    ``files``: (name, records, modification time). Files timed by snaptime
+    that share a kstat (same crtime: same kstat of the same boot) get one
+    shift: with ``start``, the earliest dump lands on it; otherwise the latest
+    dump lands on its file's modification time (a guess, said in the returned
+    notes). Files of other clocks are not in the result.
+    """
+    groups: List[Tuple[Set[int], List[Tuple[str, Sequence[Record], float]]]] = []
+    for name, records, mtime in files:
+        crtimes = boot_clock(records)
+        if not crtimes or not records:
+            continue
+        joined = [g for g in groups if g[0] & crtimes]
+        merged: Tuple[Set[int], List[Tuple[str, Sequence[Record], float]]] = (set(crtimes), [(name, records, mtime)])
+        for g in joined:
+            groups.remove(g)
+            merged[0].update(g[0])
+            merged[1][:0] = g[1]
+        groups.append(merged)
+    shifts: Dict[str, float] = {}
+    notes: List[str] = []
+    for _crtimes, group in groups:
+        names = ", ".join(n for n, _r, _m in group)
+        if start is not None:
+            delta = start - min(r.ts for _n, recs, _m in group for r in recs)
+        else:
+            last_name, last_recs, mtime = max(group, key=lambda f: max(r.ts for r in f[1]))
+            delta = mtime - max(r.ts for r in last_recs)
+            notes.append(f"{names}: time of day guessed: the last kstat dump is placed at {last_name}'s "
+                         "modification time (give --start to say when the first was taken)")
+        if len(group) > 1:
+            notes.append(f"{names}: placed relative to each other by their kstat snaptime (one boot)")
+        for name, _r, _m in group:
+            shifts[name] = delta
+    return shifts, notes
+
+
+def split_sysctl_dumps(text: str) -> List[str]:
+    """A loop of ``sysctl kstat.zfs.misc.NAME`` runs: a new dump starts when a name comes round again."""
+    dumps: List[List[str]] = [[]]
+    seen: set = set()
+    for line in text.splitlines():
+        name = line.split(":", 1)[0]
+        if name in seen:
+            dumps.append([])
+            seen = set()
+        seen.add(name)
+        dumps[-1].append(line)
+    return ["\n".join(d) + "\n" for d in dumps if d]
 
 
 # --- illumos kstat -p ------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
-from zfsmon.sources.spec import Source
+from zfsmon.sources.spec import Source, TextKind
 
 ROOT = "/proc/spl/kstat/zfs"
 #: the ``source`` of the records
@@ -182,7 +182,33 @@ def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
     return ObjsetCollector(ROOT, list(pools) or None)
 
 
+# --- saved dumps (`zfsmon parse` / `zfsmon import`) ----------------------------------------------------------
+
+def looks_like(text: str) -> bool:
+    """A Linux ``objset-0xID`` kstat dump (``dataset_name`` and the ``writes``/``nwritten`` counters)."""
+    return kstat_text.looks_like_proc(text, "dataset_name") and bool(re.search(r"^nwritten\s+\d+\s", text, re.M))
+
+
+def parse_dumps(text: str, source: str, interval: Optional[float] = None) -> List[Record]:
+    """``cat /proc/spl/kstat/zfs/*/objset-*`` once or in a loop: one dataset sample per dump, named by its
+    ``dataset_name``; timed by snaptime as :func:`zfsmon.sources.kstat_text.timed_proc_dumps` says. With
+    ``interval``, dumps are numbered per dataset: a loop's *i*-th round is at ``i * interval``."""
+    if interval is None:
+        return kstat_text.timed_proc_dumps(text, source, None, lambda dump, ts, where: [parse_objset(dump, ts, where)])
+    out: List[Record] = []
+    rounds: dict = {}
+    for dump, no in kstat_text.proc_dumps(text):
+        sample = parse_objset(dump, 0.0, f"{source} (line {no})")
+        i = rounds[sample.entity.key] = rounds.get(sample.entity.key, -1) + 1
+        out.append(Sample(i * interval, sample.entity, sample.metrics, source=sample.source))
+    if not out:
+        raise ParseError(source, None, "no kstat dump (no `KID TYPE FLAGS NDATA SIZE CRTIME SNAPTIME` line)")
+    return out
+
+
 SOURCE = Source(
     name="objset", help="per-dataset activity (Linux objset kstats; the 0.6-0.8 per-pool io kstat)", order=50,
     check=check_host, collector=_collector, family="dataset",
+    kinds=(TextKind("objset-kstat", "per-dataset objset-0xID kstat dumps (Linux, OpenZFS 0.8+; one or many)",
+                    looks_like, parse_dumps, "for f in /proc/spl/kstat/zfs/*/objset-*; do cat $f; done > objset.log"),),
 )

@@ -13,17 +13,18 @@ the dataset reader, not here.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from zfsmon.host import Check, Host, run_probe
-from zfsmon.model import Entity, Kind, ParseError, Sample
+from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector
 from zfsmon.sources.kstat_text import CommandCollector, KstatFileCollector, KstatPBlock, KstatTable
-from zfsmon.sources.spec import Source
+from zfsmon.sources.spec import Source, TextKind
 
 ZIL = Entity(Kind.ZIL, "zil")
 
@@ -40,6 +41,8 @@ def rename(values: Mapping[str, float]) -> Dict[str, float]:
 
 
 def to_samples(table: KstatTable, ts: float, source: str, where: str) -> List[Sample]:
+    if "dataset_name" in table.strings:
+        raise ParseError(where, None, f"a dataset's objset kstat ({table.strings['dataset_name']}), not the zil kstat")
     metrics = rename(table.values)
     if "commit_count" not in metrics and "itx_count" not in metrics:
         raise ParseError(where, None, "no ZIL statistics (neither zil_commit_count nor zil_itx_count)")
@@ -129,5 +132,38 @@ def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
     return collector_for_host(interval, platform=host.system.lower()) or LinuxZilCollector()
 
 
+# --- saved dumps (`zfsmon parse` / `zfsmon import`) ----------------------------------------------------------
+
+_ILLUMOS_LINE = re.compile(r"^zfs:\d+:zil:\S+\t")
+
+
+def looks_like(text: str) -> bool:
+    """A Linux ``zil`` kstat dump, sysctl ``kstat.zfs.misc.zil.*`` or ``kstat -p zfs:N:zil`` lines."""
+    if kstat_text.looks_like_proc(text, "dataset_name"):
+        return False  # an objset kstat: 2.2+ has per-dataset zil_* counters too
+    if kstat_text.looks_like_proc(text, "zil_commit_count") or kstat_text.looks_like_proc(text, "zil_itx_count"):
+        return True
+    head = [ln for ln in text.splitlines()[:6] if ln.strip()]
+    return any(ln.startswith(SYSCTL_PREFIX) or _ILLUMOS_LINE.match(ln) for ln in head)
+
+
+def parse_dumps(text: str, source: str, interval: Optional[float] = None) -> List[Record]:
+    """One or more saved ``zil`` kstat dumps, timed as arcstats dumps are
+    (:func:`zfsmon.sources.arcstats.parse_dumps`): Linux by snaptime, the others by ``interval``."""
+    head = [ln for ln in text.splitlines()[:6] if ln.strip()]
+    if head and kstat_text.HEADER_RE.match(head[0]):
+        return kstat_text.timed_proc_dumps(
+            text, source, interval, lambda dump, ts, where: list(parse_linux(dump, ts, source="zil", where=where)))
+    out: List[Record] = []
+    if any(ln.startswith(SYSCTL_PREFIX) for ln in head):
+        for i, dump in enumerate(kstat_text.split_sysctl_dumps(text)):
+            out.extend(parse_freebsd(dump, i * (interval or 1.0), source="zil", where=f"{source} (dump {i + 1})"))
+        return out
+    return list(parse_illumos(text, 0.0, source="zil", where=source, interval=interval or 1.0))
+
+
 SOURCE = Source(name="zil", help="ZIL commit and itx statistics", order=40, check=check_host, collector=_collector,
+                kinds=(TextKind("zil-kstat", "zil kstat dumps: Linux /proc/spl/kstat/zfs/zil, FreeBSD sysctl, illumos "
+                                "kstat -p", looks_like, parse_dumps,
+                                "while sleep 10; do cat /proc/spl/kstat/zfs/zil; done > zil.log"),),
                 family="zil")
