@@ -1,13 +1,20 @@
-"""Run one DTrace/bpftrace script and show latency distributions per vdev (with roles), not just averages.
+"""Run tracing and show latency distributions per vdev (with roles), not just averages.
 
-NAME is one of zfsmon's trace scripts (see --list): vdevlat (per-vdev I/O latency; on Linux the
-zfs-fuse syscall script when a zfs-fuse daemon runs, else the block-layer one), blklat, fusevdevlat,
-arc, zil, zfsslower, txg. Each prints the zfsmon trace protocol (docs/tracing.md); zfsmon parses it
-into per-interval rates and p50/p95/p99/max percentiles, maps devices to vdevs and roles with
+NAME is one of zfsmon's traces (see --list): vdevlat (per-vdev I/O latency; on Linux the zfs-fuse
+syscall script when a zfs-fuse daemon runs, else the block-layer one), blklat, fusevdevlat, arc, zil,
+zfsslower, txg. Each prints the zfsmon trace protocol (docs/tracing.md); zfsmon parses it into
+per-interval rates and p50/p95/p99/max percentiles, maps devices to vdevs and roles with
 `zpool status`, and prints a table per interval and, at the end, a histogram per device and vdev.
 
-Tracing needs root and dtrace (illumos, FreeBSD) or bpftrace (Linux). Ctrl-C stops the tracer
-cleanly (SIGINT, then SIGTERM, then SIGKILL to its process group); no probe stays attached.
+Backends (Linux): bpftrace runs the script of bpftrace/ (one trace per run); bcc runs zfsmon's own
+BPF program, with SEVERAL traces in one program: NAME may be a comma-separated list
+(zfsslower,arc,vdevlat) or `all` (blklat, zfsslower, arc, zil). bcc compiles its program with clang
+at start-up (seconds natively, 8-11 minutes under emulation) and then prints "bcc ready: N probes
+attached ..." (stdout; stderr with --csv). Default: bpftrace when installed, bcc for several traces.
+
+Tracing needs root and dtrace (illumos, FreeBSD), bpftrace or bcc (Linux; `zfsmon doctor` says which
+is usable and why not). Ctrl-C stops the tracer cleanly (SIGINT, then SIGTERM, then SIGKILL to its
+process group); no probe stays attached.
 --from FILE reads a saved output (`bpftrace blklat.bt 1 > FILE`) instead of tracing.
 """
 
@@ -18,28 +25,33 @@ import sys
 import time
 from typing import List
 
+from zfsmon import host
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.trace import catalog
+from zfsmon.trace.bcc_collector import BccCollector
 from zfsmon.trace.collector import TraceCollector
 from zfsmon.trace.protocol import TraceParser
 from zfsmon.views.trace_text import Totals, csv_rows, table
 
 NAME = "trace"
-HELP = "run a DTrace/bpftrace script: per-vdev latency histograms, ARC, ZIL, txg"
+HELP = "run DTrace, bpftrace or bcc tracing: per-vdev latency histograms, ARC, ZIL, txg"
 EPILOG = """\
 examples:
   zfsmon trace vdevlat                  per-vdev latency every second until Ctrl-C
   zfsmon trace vdevlat 5 --count 12     one minute, 5 s intervals, then the histograms
   zfsmon trace blklat 1 --slow 20       block devices, printing each I/O slower than 20 ms
   zfsmon trace vdevlat --csv > lat.csv  percentiles per interval as CSV
+  zfsmon trace --backend bcc zfsslower,arc,vdevlat 5   three traces, one bcc program
+  zfsmon trace --backend bcc all 5 --slow 50            every bcc trace, ops slower than 50 ms
   zfsmon trace --from saved.out         read a saved script output instead of tracing
-  zfsmon trace --list                   the scripts and where they run
+  zfsmon trace --list                   the traces and which backend offers them
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", nargs="?", metavar="NAME", help="trace script (see --list)")
+    p.add_argument("name", nargs="?", metavar="NAME", help="trace (see --list); with --backend bcc a "
+                   "comma-separated list or `all`")
     p.add_argument("interval", nargs="?", type=int, default=1, metavar="INTERVAL",
                    help="seconds per report (whole number, default 1)")
     p.add_argument("--count", type=int, metavar="N", help="stop after N intervals")
@@ -48,15 +60,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool", action="append", default=[], metavar="POOL", help="roles from this pool only")
     p.add_argument("--no-histograms", action="store_true", help="skip the closing histograms")
     p.add_argument("--from", dest="from_file", metavar="FILE", help="parse a saved script output")
-    p.add_argument("--list", action="store_true", help="list the trace scripts and exit")
+    p.add_argument("--backend", choices=catalog.LINUX_BACKENDS, help="Linux: bpftrace (default when installed) "
+                   "or bcc (several traces in one program)")
+    p.add_argument("--list", action="store_true", help="list the traces, which backend offers them, and exit")
 
 
 def _list() -> int:
     fam = catalog.tracer_family()
+    linux = fam == "bpftrace"
     for spec in catalog.SCRIPTS.values():
         files = ", ".join(spec.files.values())
-        here = "" if fam in spec.files else "  (not on this platform)"
+        if linux:
+            where = "bpftrace" if "bpftrace" in spec.files else ""
+            where += (", " if where else "") + "bcc" if catalog.bcc_offers(spec.name) else ""
+            here = f"  [{where or 'not on this platform'}]"
+        else:
+            here = "" if fam in spec.files else "  (not on this platform)"
         print(f"{spec.name:<12} {spec.help}\n{'':<12} {files}{here}")
+    if linux:
+        print(f"{'all':<12} bcc only: every bcc trace ({', '.join(catalog.bcc_program.TRACES)}) in one program")
+        for check in (host.probe_bpftrace(), host.probe_bcc()):
+            print(f"backend {check.name}: {'usable' if check.ok else 'not usable'}: {check.detail}")
     return 0
 
 
@@ -116,10 +140,21 @@ def _from_file(args: argparse.Namespace, out: _Printer) -> None:
 def _live(args: argparse.Namespace, out: _Printer) -> None:
     if args.interval < 1:
         raise UserError("INTERVAL must be a whole number of seconds >= 1")
-    coll = TraceCollector(args.name, args.interval, slow_ms=args.slow, pools=tuple(args.pool))
+    names = catalog.split_names(args.name)
+    backend = catalog.choose_backend(args.backend, names)
+    coll: TraceCollector
+    if backend == "bcc":
+        coll = BccCollector(names, args.interval, slow_ms=args.slow, pools=tuple(args.pool))
+    else:
+        if len(names) != 1:
+            raise UserError(f"{backend} runs one trace per run; several at once: --backend bcc {args.name}")
+        coll = TraceCollector(names[0], args.interval, slow_ms=args.slow, pools=tuple(args.pool))
     problem = coll.preflight()
     if problem:
         raise UserError(problem)
+    if backend == "bcc":
+        print(f"zfsmon: bcc compiles one program for {', '.join(coll.selection)} (seconds natively, minutes "
+              f"under emulation); it says when it is ready", file=sys.stderr, flush=True)
     coll.start()
     try:
         seen_data = False

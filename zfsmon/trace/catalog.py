@@ -12,13 +12,15 @@ from __future__ import annotations
 import importlib.resources
 import os
 import platform
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from zfsmon.errors import UserError
-from zfsmon.host import detect_flavour, version_tuple
+from zfsmon.host import bcc_facts, detect_flavour, version_tuple
+from zfsmon.trace import bcc_program
 
 #: what a script needs from zfsmon at start, passed as extra positional arguments after INTERVAL
 NEEDS_PID = "zfs-fuse pid"
@@ -75,6 +77,40 @@ def tracer_family(platform: Optional[str] = None) -> str:
     plat = platform or sys.platform
     return "bpftrace" if plat.startswith("linux") else "dtrace"
 
+
+
+#: Linux tracing backends: bpftrace runs the scripts of bpftrace/ (one per run); bcc runs zfsmon's own BPF
+#: program (zfsmon.trace.bcc_program), several traces in one program. illumos/FreeBSD: dtrace.
+LINUX_BACKENDS = ("bpftrace", "bcc")
+
+
+def bcc_offers(name: str) -> bool:
+    """The bcc backend has this trace (``vdevlat`` is its ``blklat``, as bpftrace's vdevlat is blklat.bt)."""
+    return name in bcc_program.TRACES or name in bcc_program.ALIASES
+
+
+def choose_backend(requested: Optional[str], names: List[str], platform: Optional[str] = None) -> str:
+    """The backend of a ``zfsmon trace`` run: as asked; else bcc for several traces at once (one program),
+    else bpftrace when it is installed, else bcc when ``import bcc`` works, else bpftrace (whose absence
+    then gives the error)."""
+    if tracer_family(platform) == "dtrace":
+        if requested:
+            raise UserError(f"--backend {requested} is for Linux; this platform traces with dtrace")
+        return "dtrace"
+    if requested:
+        if requested not in LINUX_BACKENDS:
+            raise UserError(f"no tracing backend {requested!r} (Linux has: {', '.join(LINUX_BACKENDS)})")
+        return requested
+    if len(names) > 1 or any(n == "all" for n in names):
+        return "bcc"
+    if shutil.which("bpftrace"):
+        return "bpftrace"
+    return "bcc" if bcc_facts().version else "bpftrace"
+
+
+def split_names(text: str) -> List[str]:
+    """``zfsslower,arc,vdevlat`` -> its names (several traces at once are for the bcc backend)."""
+    return [n.strip() for n in text.split(",") if n.strip()]
 
 
 def lookup(name: str) -> TraceScript:
