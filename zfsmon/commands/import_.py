@@ -82,10 +82,8 @@ def _check_possible(records: List[Record], path: str) -> None:
                         f"for {bad.entity.key if isinstance(bad, Sample) else 'an event'}: not imported")
 
 
-def _status_only(text: str) -> bool:
-    """A ``zpool status`` capture that no kind reads: used for the other logs' trees, not imported itself."""
-    if detect.detect(text) is not None:
-        return False
+def _is_status(text: str) -> bool:
+    """A ``zpool status`` capture: it gives the other logs' trees (and is imported too if a kind reads it)."""
     try:
         parse_status(text)
     except ParseError:
@@ -96,12 +94,12 @@ def _status_only(text: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     loaded = []
     texts = [(path, read_log(path)) for path in args.logs]
-    trees = [(p, t) for p, t in texts if not args.kind and _status_only(t)]
-    for path, _ in trees:
-        print(f"{path}: zpool status: used for the roles and parents of the other logs", file=sys.stderr)
+    trees = {p for p, t in texts if not args.kind and _is_status(t)} if len(texts) > 1 else set()
+    for path in sorted(trees):
+        print(f"{path}: zpool status: gives the roles and parents of the other logs", file=sys.stderr)
     all_notes: List[str] = []
     for path, text in texts:
-        if any(p == path for p, _ in trees):
+        if path in trees and detect.detect(text) is None:
             continue
         beside = [(p, t) for p, t in texts if p != path]
         records, kind = parse_log_text(text, path, args.kind, args.interval, options_from(args, beside))

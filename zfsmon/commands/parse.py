@@ -57,7 +57,7 @@ def flags_arg(text: str) -> str:
     letters = text.replace("-", "").replace(" ", "")
     bad = sorted(set(letters) - IOSTAT_LETTERS)
     if not letters or bad:
-        raise argparse.ArgumentTypeError(f"{text!r}: not zpool iostat flag letters (e.g. `lq`, `-vHpl`, `y`)")
+        raise argparse.ArgumentTypeError(f"{text!r}: not zpool iostat flag letters (e.g. `lq`, `y`, `--iostat-flags=-vHpl`)")
     return letters
 
 
