@@ -45,6 +45,9 @@ class Host:
     flavour: str  # "openzfs-kmod", "zfs-fuse", "illumos", "freebsd", "none"
     zfs_version: str
     checks: List[Check] = field(default_factory=list)
+    #: the OpenZFS tools' own version (``zfs version``: ``zfs-2.3.2-2~bpo12+2``), which decides the commands'
+    #: options (``zpool status -j``); empty where there is no such command (zfs-fuse, illumos, legacy FreeBSD)
+    zfs_userland: str = ""
 
     def check(self, name: str) -> Optional[Check]:
         return next((c for c in self.checks if c.name == name), None)
@@ -59,6 +62,22 @@ class Host:
 
     def to_dict(self) -> Dict[str, object]:
         return asdict(self)
+
+    def openzfs_version(self) -> tuple:
+        """(major, minor, patch) of OpenZFS's tools (else its kernel module); () when this is not OpenZFS."""
+        if self.flavour not in ("openzfs-kmod", "freebsd", "openzfs-macos"):
+            return ()
+        for text in (self.zfs_userland, self.zfs_version):
+            v = version_tuple(text.split("zfs-", 1)[-1]) if text else ()
+            if len(v) >= 2:
+                return v
+        return ()
+
+    def describe_zfs(self) -> str:
+        """``openzfs-kmod 2.3.2-2~bpo12+2`` (plus the tools' version where it differs): for headers and meta."""
+        tools = self.zfs_userland.split("zfs-", 1)[-1] if self.zfs_userland else ""
+        extra = f" (tools {tools})" if tools and tools != self.zfs_version else ""
+        return f"{self.flavour} {self.zfs_version}".strip() + extra
 
 
 def run_probe(argv: List[str], timeout: float = 10) -> Optional[subprocess.CompletedProcess]:
@@ -112,6 +131,27 @@ def detect_flavour(system: str) -> tuple:
     if system == "Darwin":
         return "openzfs-macos", "", "Darwin"
     return "none", "", f"unsupported system {system}"
+
+
+def zfs_userland_version(flavour: str) -> str:
+    """``zfs version``'s first line (``zfs-2.3.2-2~bpo12+2``) on OpenZFS 0.8+; empty elsewhere or when it fails."""
+    if flavour not in ("openzfs-kmod", "freebsd", "openzfs-macos"):
+        return ""
+    cp = run_probe(["zfs", "version"], timeout=5)
+    line = first_line(cp) if cp is not None and cp.returncode == 0 else ""
+    return line if line.startswith("zfs-") else ""
+
+
+def recording_meta() -> Dict[str, str]:
+    """What every recording says about where it was made: host, platform, ZFS flavour and versions."""
+    system = platform.system()
+    flavour, version, _why = detect_flavour(system)
+    meta = {"host": platform.node(), "platform": f"{system} {platform.release()} {platform.machine()}",
+            "zfs_flavour": flavour, "zfs_version": version}
+    tools = zfs_userland_version(flavour)
+    if tools:
+        meta["zfs_userland"] = tools
+    return meta
 
 
 def probe_tool(name: str, argv: List[str], category: str = "tool", why_absent: str = "") -> Check:
@@ -225,7 +265,7 @@ def probe() -> Host:
     system = platform.system()
     flavour, version, why = detect_flavour(system)
     host = Host(system=system, release=platform.release(), hostname=platform.node(), flavour=flavour,
-                zfs_version=version)
+                zfs_version=version, zfs_userland=zfs_userland_version(flavour))
     host.checks.append(Check("zfs flavour", flavour != "none", f"{flavour} {version}: {why}".strip(), "zfs"))
     host.checks.append(probe_kernel_zfs())
     if system == "Linux":

@@ -125,9 +125,10 @@ def test_derived_lists_come_from_the_records():
 
 def test_behaviour_the_commands_depend_on_is_kept():
     """`record SOURCES` names and the parse/import kinds, in their order."""
-    assert registry.NAMES == ("zpool", "arcstats", "zil", "objset", "iostats", "txgs", "diskstats", "iostat", "fsstat")
-    assert list(detect.KINDS) == ["zpool-iostat", "arcstats", "zilstat", "arcstat", "iostats-kstat", "txgs-kstat",
-                                  "pgbench"]
+    assert registry.NAMES == ("zpool", "status", "arcstats", "zil", "objset", "iostats", "txgs", "diskstats",
+                              "iostat", "fsstat")
+    assert list(detect.KINDS) == ["zpool-iostat", "zpool-status-json", "zpool-status", "arcstats", "zilstat",
+                                  "arcstat", "zil-kstat", "iostats-kstat", "txgs-kstat", "pgbench"]
 
 
 def test_every_family_a_record_names_is_a_metrics_module():

@@ -17,12 +17,15 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.model import SECTION_ROLES, Entity, Kind, ParseError, Role
+from zfsmon.units import parse_count, parse_size
 
-__all__ = ["TreeBuilder", "Topology", "parse_status", "read_topology", "run_zpool", "indent_depth"]
+__all__ = ["TreeBuilder", "Topology", "parse_status", "read_topology", "run_zpool", "indent_depth", "PoolHealth",
+           "VdevHealth", "ScanStatus", "parse_health", "parse_scan"]
 
 #: top-level vdev types that old ZFS prints without their ``-N`` index
 _UNNUMBERED_TOP = {"mirror": "mirror", "raidz": "raidz1", "raidz1": "raidz1", "raidz2": "raidz2",
@@ -138,18 +141,22 @@ class Topology:
         self.entities.update(other.entities)
 
 
-def parse_status(text: str, source: str = "zpool status") -> Topology:
-    """Every pool's tree from ``zpool status [POOL...]``.
+@dataclass
+class _PoolTable:
+    """One pool's part of ``zpool status``: its lines, the config table's header and rows (line number, text)."""
 
-    The config table is read by indentation: the pool at depth 0, section
-    headings (``logs``, ``cache``, ``spares``, ``special``, ``dedup``) at
-    depth 0 too, vdevs below.  Text after the error counters (``(resilvering)``,
-    ``was /dev/...``) is ignored.
-    """
-    topo = Topology()
+    pool: str
+    first: int  # index of the ``pool:`` line
+    end: int  # index after the config table
+    header: str
+    rows: List[Tuple[int, str]]
+    base: int  # column where NAME starts
+
+
+def _pool_tables(text: str, source: str) -> List[_PoolTable]:
     lines = text.splitlines()
+    out: List[_PoolTable] = []
     i = 0
-    found = False
     while i < len(lines):
         line = lines[i]
         m = re.match(r"^\s*pool: (\S+)\s*$", line)
@@ -176,31 +183,259 @@ def parse_status(text: str, source: str = "zpool status") -> Topology:
             k += 1
         if not rows:
             raise ParseError(source, j + 1, f"empty config table for pool {pool}", header)
-        builder = TreeBuilder(pool)
-        first = True
-        for no, raw in rows:
-            expanded = raw.expandtabs(8)
-            ind = len(expanded) - len(expanded.lstrip())
-            if ind < base:
-                raise ParseError(source, no, "row is left of the NAME column", raw)
-            depth = (ind - base) // 2
-            name = expanded.split()[0]
-            if first:
-                if depth != 0 or name != pool:
-                    raise ParseError(source, no, f"expected the pool {pool} as first config row", raw)
-                topo.add(builder.pool_entity())
-                first = False
-                continue
-            if depth == 0:
-                if not builder.section(name):
-                    raise ParseError(source, no, f"unknown section {name!r} in config of {pool}", raw)
-                continue
-            topo.add(builder.add(name, depth))
-        found = True
+        out.append(_PoolTable(pool, i, k, header, rows, base))
         i = k
-    if not found:
+    if not out:
         raise ParseError(source, None, "no `pool:` in zpool status output")
+    return out
+
+
+def _walk(table: _PoolTable, source: str) -> List[Tuple[Entity, List[str], int, str]]:
+    """The config rows of one pool as (entity, tokens, line number, line); the pool's own row first."""
+    builder = TreeBuilder(table.pool)
+    out: List[Tuple[Entity, List[str], int, str]] = []
+    for no, raw in table.rows:
+        expanded = raw.expandtabs(8)
+        ind = len(expanded) - len(expanded.lstrip())
+        if ind < table.base:
+            raise ParseError(source, no, "row is left of the NAME column", raw)
+        depth = (ind - table.base) // 2
+        tokens = expanded.split()
+        name = tokens[0]
+        if not out:
+            if depth != 0 or name != table.pool:
+                raise ParseError(source, no, f"expected the pool {table.pool} as first config row", raw)
+            out.append((builder.pool_entity(), tokens, no, raw))
+            continue
+        if depth == 0:
+            if not builder.section(name):
+                raise ParseError(source, no, f"unknown section {name!r} in config of {table.pool}", raw)
+            continue
+        out.append((builder.add(name, depth), tokens, no, raw))
+    return out
+
+
+def parse_status(text: str, source: str = "zpool status") -> Topology:
+    """Every pool's tree from ``zpool status [POOL...]``.
+
+    The config table is read by indentation: the pool at depth 0, section
+    headings (``logs``, ``cache``, ``spares``, ``special``, ``dedup``) at
+    depth 0 too, vdevs below.  Text after the error counters (``(resilvering)``,
+    ``was /dev/...``) is ignored.
+    """
+    topo = Topology()
+    for table in _pool_tables(text, source):
+        for entity, _tokens, _no, _raw in _walk(table, source):
+            topo.add(entity)
     return topo
+
+
+# --- health: states, error counters, scrub/resilver ------------------------------------------------------------
+
+#: the states a config row's STATE column can hold (``zpool status`` and ``-j``; spares: AVAIL, INUSE)
+STATES = ("ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SUSPENDED", "AVAIL", "INUSE")
+_COUNT_COLUMNS = {"READ": "read_errors", "WRITE": "write_errors", "CKSUM": "checksum_errors", "SLOW": "slow_ios"}
+
+
+@dataclass
+class VdevHealth:
+    """One row of the config: what it is, its state, its error counters (those the output shows), trailing text."""
+
+    entity: Entity
+    state: str
+    counts: Dict[str, float] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class ScanStatus:
+    """The pool's last or current scrub/resilver. ``function``/``state`` as the kernel names them (upper case)."""
+
+    function: str = "NONE"  # NONE, SCRUB, RESILVER, ERRORSCRUB
+    state: str = "NONE"  # NONE, SCANNING, FINISHED, CANCELED
+    #: scan_* metrics the output gave (scan_examined_bytes, scan_progress_pct, scan_end_time, ...)
+    values: Dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class PoolHealth:
+    """One pool as ``zpool status`` shows it: its state, every config row (the pool's first), the scan."""
+
+    pool: str
+    state: str
+    vdevs: List[VdevHealth]
+    scan: ScanStatus = field(default_factory=ScanStatus)
+    data_errors: Optional[float] = None
+
+
+def _ctime(text: str) -> Optional[float]:
+    """``Sun Jun 19 22:54:38 2016`` (ctime, local time) -> epoch seconds; None if it is not such a date."""
+    try:
+        return time.mktime(time.strptime(" ".join(text.split()[:5]), "%a %b %d %H:%M:%S %Y"))
+    except (ValueError, OverflowError):
+        return None
+
+
+_SIZE = r"(\d+(?:\.\d+)?[KMGTPE]?B?)"
+_SCAN_PATTERNS = [
+    # OpenZFS (scan:) -- cmd/zpool/zpool_main.c print_scan_scrub_resilver_status
+    (re.compile(r"^none requested"), "NONE", "NONE"),
+    (re.compile(r"^(?:thorough )?scrub repaired " + _SIZE + r" in .*? with (\d+) errors on (.+)$"), "SCRUB",
+     "FINISHED"),
+    (re.compile(r"^resilvered " + _SIZE + r" in .*? with (\d+) errors on (.+)$"), "RESILVER", "FINISHED"),
+    (re.compile(r"^(?:thorough )?scrub canceled on (.+)$"), "SCRUB", "CANCELED"),
+    (re.compile(r"^resilver canceled on (.+)$"), "RESILVER", "CANCELED"),
+    (re.compile(r"^(?:thorough )?scrub (?:in progress|paused) since (.+)$"), "SCRUB", "SCANNING"),
+    (re.compile(r"^resilver in progress since (.+)$"), "RESILVER", "SCANNING"),
+    # OpenSolaris-era (scrub:), zfs-fuse
+    (re.compile(r"^scrub in progress for .*?, ([\d.]+)% done"), "SCRUB", "SCANNING"),
+    (re.compile(r"^resilver in progress for .*?, ([\d.]+)% done"), "RESILVER", "SCANNING"),
+    (re.compile(r"^scrub completed after .*? with (\d+) errors on (.+)$"), "SCRUB", "FINISHED"),
+    (re.compile(r"^resilver completed after .*? with (\d+) errors on (.+)$"), "RESILVER", "FINISHED"),
+    (re.compile(r"^scrub stopped after .*? with (\d+) errors on (.+)$"), "SCRUB", "CANCELED"),
+]
+_PROGRESS = [
+    # 2.2+: "A / B scanned at R/s, C / D issued at R/s"
+    (re.compile(r"^" + _SIZE + r" / " + _SIZE + r" scanned(?: at \S+)?, " + _SIZE + r" / " + _SIZE + r" issued"),
+     ("scan_examined_bytes", "scan_to_examine_bytes", "scan_issued_bytes", None)),
+    # 0.8 - 2.1: "A scanned at R/s, C issued at R/s, T total"
+    (re.compile(r"^" + _SIZE + r" scanned(?: at \S+)?, " + _SIZE + r" issued(?: at \S+)?, " + _SIZE + r" total"),
+     ("scan_examined_bytes", "scan_issued_bytes", "scan_to_examine_bytes")),
+    # 0.6 - 0.7: "A scanned out of T at R/s"
+    (re.compile(r"^" + _SIZE + r" scanned out of " + _SIZE), ("scan_examined_bytes", "scan_to_examine_bytes")),
+    # "P repaired|resilvered, X% done"
+    (re.compile(r"^" + _SIZE + r" (?:repaired|resilvered), ([\d.]+)% done"), ("scan_processed_bytes", "pct")),
+]
+
+
+def parse_scan(text: str) -> ScanStatus:
+    """The ``scan:`` (OpenZFS) or ``scrub:`` (OpenSolaris-era) block, its lines joined by newlines.
+
+    What a line does not match is left out (a newer wording), never guessed.
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    scan = ScanStatus()
+    if not lines:
+        return scan
+    first = lines[0]
+    for rx, func, state in _SCAN_PATTERNS:
+        m = rx.match(first)
+        if not m:
+            continue
+        scan.function, scan.state = func, state
+        groups = m.groups()
+        if state == "FINISHED" and func in ("SCRUB", "RESILVER") and first.startswith(("scrub repaired",
+                                                                                        "thorough", "resilvered")):
+            scan.values["scan_processed_bytes"] = parse_size(groups[0])
+            scan.values["scan_errors"] = float(groups[1])
+            end = _ctime(groups[2])
+        elif state in ("FINISHED", "CANCELED") and len(groups) == 2:  # "... after T with N errors on DATE"
+            scan.values["scan_errors"] = float(groups[0])
+            end = _ctime(groups[1])
+        elif state == "CANCELED":
+            end = _ctime(groups[0])
+        else:
+            end = None
+        if end is not None:
+            scan.values["scan_end_time"] = end
+        if state == "SCANNING" and groups:
+            if "since" in first:
+                start = _ctime(groups[0])
+                if start is not None:
+                    scan.values["scan_start_time"] = start
+            else:
+                scan.values["scan_progress_pct"] = float(groups[0])
+        break
+    for line in lines[1:]:
+        if line.startswith(("scrub started on", "thorough scrub started on")):
+            start = _ctime(line.split(" on ", 1)[1])
+            if start is not None:
+                scan.values["scan_start_time"] = start
+            continue
+        for rx, names in _PROGRESS:
+            m = rx.match(line)
+            if not m:
+                continue
+            for name, raw in zip(names, m.groups()):
+                if name == "pct":
+                    scan.values["scan_progress_pct"] = float(raw)
+                elif name is not None:
+                    scan.values[name] = parse_size(raw)
+            break
+    return scan
+
+
+_KEYWORD = re.compile(r"^\s*([a-z]+):(?:\s|$)")
+
+
+def _blocks(lines: Sequence[str]) -> Dict[str, str]:
+    """The ``keyword: text`` blocks of one pool's header (``state``, ``scan``/``scrub``, ``errors``, ...)."""
+    out: Dict[str, str] = {}
+    key: Optional[str] = None
+    for line in lines:
+        m = _KEYWORD.match(line)
+        if m:
+            key = m.group(1)
+            out[key] = line[m.end():].strip()
+        elif key is not None and line.strip():
+            out[key] += "\n" + line.strip()
+    return out
+
+
+def _data_errors(block: Optional[str]) -> Optional[float]:
+    if block is None:
+        return None
+    first = block.splitlines()[0]
+    if first.startswith("No known data errors"):
+        return 0.0
+    m = re.match(r"^(\d+) data errors", first)
+    if m:
+        return float(m.group(1))
+    if first.startswith("Permanent errors have been detected"):
+        return float(len(block.splitlines()) - 1)
+    return None
+
+
+def parse_health(text: str, source: str = "zpool status") -> List[PoolHealth]:
+    """Every pool's state, config rows with their states and error counters, scan and data errors, from the text.
+
+    The counter columns are taken from the header (``READ WRITE CKSUM``, and
+    ``SLOW`` with ``-s``); human counts (``1.2K``) and ``-p`` exact ones read
+    alike. A row without them (a spare ``AVAIL``) has only its state.
+    """
+    out: List[PoolHealth] = []
+    lines = text.splitlines()
+    for table in _pool_tables(text, source):
+        columns = table.header.split()[2:]
+        head = _blocks(lines[table.first:table.end - len(table.rows) - 1])
+        tail_end = len(lines)
+        for nxt in range(table.end, len(lines)):
+            if re.match(r"^\s*pool: ", lines[nxt]):
+                tail_end = nxt
+                break
+        tail = _blocks(lines[table.end:tail_end])
+        rows: List[VdevHealth] = []
+        for entity, tokens, no, raw in _walk(table, source):
+            state = tokens[1] if len(tokens) > 1 else ""
+            if state not in STATES:
+                raise ParseError(source, no, f"unknown state {state!r}", raw)
+            counts: Dict[str, float] = {}
+            rest = tokens[2:]
+            for col in columns:
+                if not rest or col not in _COUNT_COLUMNS:
+                    break
+                try:
+                    counts[_COUNT_COLUMNS[col]] = parse_count(rest[0])
+                except ValueError:
+                    break
+                rest = rest[1:]
+            rows.append(VdevHealth(entity, state, counts, " ".join(rest)))
+        scan_text = head.get("scan", head.get("scrub"))
+        pool_state = head.get("state", rows[0].state).split()[0] if head.get("state") else rows[0].state
+        out.append(PoolHealth(table.pool, pool_state, rows,
+                              parse_scan(scan_text) if scan_text is not None else ScanStatus(),
+                              _data_errors(tail.get("errors"))))
+    return out
 
 
 def run_zpool(argv: Sequence[str], timeout: float = 15.0) -> str:

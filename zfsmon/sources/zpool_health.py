@@ -1,0 +1,248 @@
+"""Pool and vdev health (``zpool status``): states, error counters, ``slow_ios``, scrub/resilver progress.
+
+Which command, by the detected OpenZFS version (:func:`choose`):
+
+* OpenZFS >= 2.3 (Linux, FreeBSD): ``zpool status -j --json-flat-vdevs
+  --json-int [POOL...]``, read by :mod:`zfsmon.sources.zpool_status_json`;
+* older OpenZFS (0.8 - 2.2): ``zpool status -p -s [POOL...]`` (exact counts and
+  the SLOW column), read by :func:`zfsmon.sources.zpool_status.parse_health`;
+* illumos, FreeBSD's legacy ZFS, zfs-fuse: plain ``zpool status [POOL...]``.
+
+If ``-j`` is refused all the same (tools older than the module), the collector
+falls back to the text for good and says so in an event. Both parsers give the
+same :class:`~zfsmon.sources.zpool_status.PoolHealth`; :func:`to_records`
+makes samples (family ``health``) and, compared with the previous reading,
+events in plain words ("pool tank: mirror-0 DEGRADED (was ONLINE)", "scrub
+finished with 0 errors").
+
+Cost: ``zpool status`` is a command, not a file read: a process, the pool
+configuration fetched from the kernel and, for the text, a page of output
+(measured: docs/metrics.md's source line and the report of the change that
+added it). It runs in its own thread, every :data:`EVERY_S` seconds at most
+(or the recording's interval if longer), so a pool whose ``zpool status``
+hangs (a suspended pool) delays only this source.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from queue import Queue
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from zfsmon.host import Check, Host
+from zfsmon.metrics.health import HEALTHY_STATES, SCAN_FUNCTIONS, SCAN_STATES, STATE_CODES
+from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
+from zfsmon.queues import drain
+from zfsmon.sources.base import Clock, Collector
+from zfsmon.sources.spec import Source, TextKind
+from zfsmon.sources.zpool_status import PoolHealth, parse_health, run_zpool
+from zfsmon.sources.zpool_status_json import looks_like as looks_like_json
+from zfsmon.sources.zpool_status_json import parse_health_json
+
+NAME = "status"
+#: seconds between two runs of ``zpool status`` (at least: a longer recording interval wins)
+EVERY_S = 10.0
+JSON_ARGS = ("-j", "--json-flat-vdevs", "--json-int")
+#: OpenZFS versions: ``zpool status -j`` (2.3.0), ``-p``/``-s`` (0.8.0)
+JSON_SINCE = (2, 3)
+EXACT_SINCE = (0, 8)
+
+
+def choose(host: Host) -> Tuple[List[str], str]:
+    """The ``zpool status`` options for this host and why (doctor's words)."""
+    v = host.openzfs_version()
+    shown = ".".join(str(x) for x in v)
+    if v and v[:2] >= JSON_SINCE:
+        return list(JSON_ARGS), f"OpenZFS {shown} has JSON output"
+    if v and v[:2] >= EXACT_SINCE:
+        return ["-p", "-s"], f"text: OpenZFS {shown} has no -j (2.3+)"
+    return [], f"text: {host.flavour} {host.zfs_version} has no -j (OpenZFS 2.3+)".replace("  ", " ")
+
+
+def parse_any(text: str, source: str) -> List[PoolHealth]:
+    return parse_health_json(text, source) if looks_like_json(text) else parse_health(text, source)
+
+
+# --- health -> records ------------------------------------------------------------------------------------------
+
+def _metrics(pool: PoolHealth, index: int) -> Dict[str, float]:
+    row = pool.vdevs[index]
+    m: Dict[str, float] = dict(row.counts)
+    state = pool.state if index == 0 else row.state
+    if state in STATE_CODES:
+        m["state"] = float(STATE_CODES[state])
+        m["online"] = 1.0 if state in HEALTHY_STATES else 0.0
+    if index == 0:
+        m.pop("slow_ios", None)
+        if pool.data_errors is not None:
+            m["data_errors"] = pool.data_errors
+        scan = pool.scan
+        m["scan_function"] = float(SCAN_FUNCTIONS.get(scan.function, 0))
+        m["scan_state"] = float(SCAN_STATES.get(scan.state, 0))
+        running = scan.state == "SCANNING"
+        m["scrubbing"] = 1.0 if running and scan.function == "SCRUB" else 0.0
+        m["resilvering"] = 1.0 if running and scan.function == "RESILVER" else 0.0
+        m.update(scan.values)
+    return m
+
+
+def samples(pools: Sequence[PoolHealth], ts: float, source: str = NAME) -> List[Sample]:
+    """One sample per pool, vdev and leaf (family ``health``)."""
+    return [Sample(ts, row.entity, _metrics(p, i), source=source) for p in pools for i, row in enumerate(p.vdevs)]
+
+
+class HealthTracker:
+    """Remembers each entity's state and each pool's scan, and words the changes as events."""
+
+    def __init__(self, source: str = NAME) -> None:
+        self.source = source
+        self._state: Dict[str, str] = {}
+        self._scan: Dict[str, Tuple[str, str]] = {}
+
+    def to_records(self, pools: Sequence[PoolHealth], ts: float) -> List[Record]:
+        out: List[Record] = []
+        for p in pools:
+            for i, row in enumerate(p.vdevs):
+                state = p.state if i == 0 else row.state
+                out.extend(self._state_event(p.pool, row.entity, state, ts))
+            out.extend(self._scan_event(p, ts))
+        out.extend(samples(pools, ts, self.source))
+        return out
+
+    def _state_event(self, pool: str, entity: Entity, state: str, ts: float) -> List[Event]:
+        was = self._state.get(entity.key)
+        self._state[entity.key] = state
+        if state == was or (was is None and state in HEALTHY_STATES):
+            return []
+        what = f"pool {pool}" if entity.kind == Kind.POOL else f"pool {pool}: {entity.name}"
+        text = f"{what} {state}" + (f" (was {was})" if was is not None else " when first seen")
+        return [Event(ts, EventKind.INFO, text, source=self.source, entity=entity.key,
+                      data={"health": state, "was": was or ""})]
+
+    def _scan_event(self, p: PoolHealth, ts: float) -> List[Event]:
+        now = (p.scan.function, p.scan.state)
+        was = self._scan.get(p.pool)
+        self._scan[p.pool] = now
+        if was is None or was == now or p.scan.function == "NONE":
+            return []
+        what = p.scan.function.lower()
+        if p.scan.state == "SCANNING":
+            text = f"pool {p.pool}: {what} started"
+        elif p.scan.state == "FINISHED":
+            errs = p.scan.values.get("scan_errors")
+            text = f"pool {p.pool}: {what} finished" + (f" with {errs:.0f} errors" if errs is not None else "")
+        else:
+            text = f"pool {p.pool}: {what} {p.scan.state.lower()}"
+        return [Event(ts, EventKind.INFO, text, source=self.source, entity=f"pool:{p.pool}/{p.pool}",
+                      data={"scan": p.scan.function, "scan_state": p.scan.state})]
+
+
+# --- the collector -----------------------------------------------------------------------------------------------
+
+class StatusCollector(Collector):
+    """Runs ``zpool status`` in its own thread every ``every`` seconds; :meth:`poll` hands over what it read."""
+
+    name = NAME
+
+    def __init__(self, pools: Sequence[str] = (), options: Sequence[str] = (), every: float = EVERY_S,
+                 zpool: str = "zpool", clock: Clock = time.time, timeout: float = 60.0) -> None:
+        super().__init__(clock)
+        self.pools = list(pools)
+        self.options = list(options)
+        self.every = every
+        self.zpool = zpool
+        self.timeout = timeout
+        self.tracker = HealthTracker(self.name)
+        self.runs = 0
+        self.last_run_s: Optional[float] = None
+        self._q: Queue = Queue()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def argv(self) -> List[str]:
+        return [self.zpool, "status", *self.options, *self.pools]
+
+    def read_once(self) -> List[Record]:
+        """Run the command once and turn its output into records; failures are error events."""
+        argv = self.argv
+        t0 = time.monotonic()
+        try:
+            text = run_zpool(argv, self.timeout)
+        except OSError as exc:
+            if self.options[:1] == ["-j"] and ("invalid option" in str(exc) or "unrecognized option" in str(exc)):
+                self.options = []
+                return [Event(self.clock(), EventKind.INFO, f"{self.name}: `zpool status -j` refused; reading the "
+                              "text of `zpool status` from now on", source=self.name)]
+            return [self._error(f"{self.name}: {exc}")]
+        finally:
+            self.last_run_s = time.monotonic() - t0
+            self.runs += 1
+        ts = self.clock()
+        try:
+            records = self.tracker.to_records(parse_any(text, " ".join(argv)), ts)
+        except ParseError as exc:
+            return [self._error(f"{self.name}: {exc}")]
+        self._ok()
+        return records
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="zfsmon-status", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for rec in self.read_once():
+                self._q.put(rec)
+            self._stop.wait(self.every)
+
+    def poll(self) -> List[Record]:
+        return drain(self._q)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.timeout + 5)
+            self._thread = None
+
+
+# --- the source ----------------------------------------------------------------------------------------------
+
+def check_host(host: Host) -> Check:
+    if shutil.which("zpool") is None:
+        return Check(NAME, False, "no zpool command")
+    if host.flavour == "none":
+        return Check(NAME, False, "no ZFS on this host")
+    opts, why = choose(host)
+    cmd = " ".join(["zpool", "status", *opts])
+    return Check(NAME, True, f"{cmd} every {EVERY_S:g} s ({why})")
+
+
+def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
+    opts, _why = choose(host)
+    return StatusCollector(pools, opts, every=max(EVERY_S, interval))
+
+
+def parse_text(text: str, source: str, interval: object = None) -> List[Record]:
+    """A saved ``zpool status`` (text or ``-j``): one reading at time 0 (events for unhealthy states)."""
+    return HealthTracker(NAME).to_records(parse_any(text, source), 0.0)
+
+
+def looks_like_text(text: str) -> bool:
+    head = text[:4000]
+    return "pool:" in head and "config:" in head and "NAME" in head and "STATE" in head
+
+
+SOURCE = Source(
+    name=NAME, help="pool/vdev health, error counters, slow I/Os, scrub/resilver progress (zpool status; -j on "
+    "OpenZFS 2.3+)", order=12, check=check_host, collector=_collector, family="health",
+    kinds=(TextKind("zpool-status-json", "`zpool status -j [--json-flat-vdevs] [--json-int]` (OpenZFS 2.3+)",
+                    looks_like_json, parse_text, "zpool status -j --json-flat-vdevs --json-int > status.json"),
+           TextKind("zpool-status", "`zpool status [-p] [-s] [POOL]` text", looks_like_text, parse_text,
+                    "zpool status -p -s > status.txt")),
+)
+
+__all__ = ["SOURCE", "StatusCollector", "HealthTracker", "choose", "parse_any", "samples"]
