@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from types import ModuleType
 from typing import Optional, Sequence, Tuple
@@ -30,7 +31,8 @@ from zfsmon.commands import (
     top,
     trace,
 )
-from zfsmon.errors import UserError
+from zfsmon.errors import UserError, printable
+from zfsmon.outfile import os_message
 
 #: the subcommands, in the order ``zfsmon --help`` lists them
 COMMANDS: Tuple[ModuleType, ...] = (
@@ -99,14 +101,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(run(args) or 0)
+        code = int(run(args) or 0)
+        sys.stdout.flush()  # a full disk under `> file` shows here, not in the interpreter's exit
+        return code
     except UserError as exc:
         print(f"zfsmon: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        _drop_stdout()
         return 0
+    except OSError as exc:  # writing standard output (disk full, EIO), or a file a command did not expect to fail
+        doing = "cannot write" if exc.filename is None else "failed"
+        print(f"zfsmon: {printable(os_message(exc.filename or 'standard output', exc, doing))}", file=sys.stderr)
+        if exc.filename is None:
+            _drop_stdout()
+        return 1
+
+
+def _drop_stdout() -> None:
+    """Standard output can take no more: point it at /dev/null, so the interpreter's final flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
