@@ -291,6 +291,7 @@ def correlate(xs: Cells, ys: Cells, step: float, max_lag: int = 0) -> Correlatio
     p = r_pvalue(r_main, n_eff) if r_main is not None else None
     p_naive = r_pvalue(r_main, n) if r_main is not None else None
     best, best_r = 0, r_s
+    max_lag = max(0, min(max_lag, len(xs) - 3))  # a longer lag leaves fewer than 3 pairs: nothing to try
     for lag in range(-max_lag, max_lag + 1):
         if lag == 0:
             continue

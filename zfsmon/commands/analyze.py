@@ -17,9 +17,12 @@ import argparse
 import json
 
 from zfsmon.analysis.findings import analyze
-from zfsmon.commands._timearg import When, seconds
+from zfsmon.commands._timearg import When, number, seconds, whole
 from zfsmon.errors import UserError
 from zfsmon.store import Recording
+
+#: the largest --max-lag: correlations are tried at every lag up to it (a day of 10 s cells is 8,640)
+MAX_LAG = 10_000
 
 NAME = "analyze"
 HELP = "findings of a soak recording: warm-up, cache fill, TPS correlations, decay, read path"
@@ -37,10 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", type=When, metavar="T", help="window start: ISO time, epoch, +D from the start")
     p.add_argument("--end", type=When, metavar="T", help="window end: ISO time, epoch, -D before the end")
     p.add_argument("--step", type=seconds, metavar="S", help="grid step (default: the coarsest reporting interval)")
-    p.add_argument("--decay-threshold", type=float, default=20.0, metavar="PCT",
+    p.add_argument("--decay-threshold", type=number(0.0, 100.0), default=20.0, metavar="PCT",
                    help="report decay when TPS falls more than PCT%% below its early level (default 20)")
-    p.add_argument("--max-lag", type=int, metavar="CELLS", help="largest lag tried, in grid steps (default: up "
-                   "to 10)")
+    p.add_argument("--max-lag", type=whole(0, MAX_LAG), metavar="CELLS", help="largest lag tried, in grid steps "
+                   f"(0 to {MAX_LAG}; default: up to 10)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         span = rec.time_range()
         start = args.start.resolve(span) if args.start else None
         end = args.end.resolve(span) if args.end else None
+        if start is not None and end is not None and not start < end:
+            raise UserError(f"the window is empty: --start ({args.start.text}) is not before --end ({args.end.text})")
         samples = list(rec.samples(start=start, end=end))
         events = rec.events(start=start, end=end)
     report = analyze(samples, events, step=args.step, start=start, end=end,
