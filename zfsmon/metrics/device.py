@@ -20,6 +20,7 @@ from zfsmon.model import Kind
 _D = (Kind.DEVICE,)
 _DS = "/proc/diskstats"
 _IO = "iostat -xn"
+_IX = "saved iostat -x (sysstat)"
 
 
 def _spec(kind: str, name: str, unit: str, help: str, linux: str = "", illumos: str = "") -> MetricSpec:
@@ -61,17 +62,30 @@ SPECS: List[MetricSpec] = [
     _c("flushes", "ops", "cache flush requests completed", f"{_DS} field 19 (kernel >= 5.5)"),
     _c("flush_time_ns", "ns", "time spent by flush requests", f"{_DS} field 20 (kernel >= 5.5, ms)"),
     # per-interval averages (illumos iostat -xn): already rates, so gauges
-    _g("read_ops", "ops/s", "reads per second over the interval", illumos=f"{_IO} r/s"),
-    _g("write_ops", "ops/s", "writes per second over the interval", illumos=f"{_IO} w/s"),
-    _g("read_bw", "B/s", "bytes read per second over the interval", illumos=f"{_IO} kr/s x 1024"),
-    _g("write_bw", "B/s", "bytes written per second over the interval", illumos=f"{_IO} kw/s x 1024"),
+    _g("read_ops", "ops/s", "reads per second over the interval", f"{_IX} r/s", f"{_IO} r/s"),
+    _g("write_ops", "ops/s", "writes per second over the interval", f"{_IX} w/s", f"{_IO} w/s"),
+    _g("read_bw", "B/s", "bytes read per second over the interval", f"{_IX} rkB/s x 1024", f"{_IO} kr/s x 1024"),
+    _g("write_bw", "B/s", "bytes written per second over the interval", f"{_IX} wkB/s x 1024", f"{_IO} kw/s x 1024"),
     _g("wait_queue", "count", "average requests waiting in the host's queue (not yet sent to the device)",
        illumos=f"{_IO} wait"),
     _g("active_queue", "count", "average requests being serviced by the device", illumos=f"{_IO} actv"),
     _g("wait_svc_ns", "ns", "average time a request spent waiting in the host's queue", illumos=f"{_IO} wsvc_t (ms)"),
     _g("active_svc_ns", "ns", "average time a request spent being serviced", illumos=f"{_IO} asvc_t (ms)"),
     _g("wait_pct", "%", "percent of time requests were waiting", illumos=f"{_IO} %w"),
-    _g("busy_pct", "%", "percent of time the device was busy", illumos=f"{_IO} %b"),
+    _g("busy_pct", "%", "percent of time the device was busy", f"{_IX} %util", f"{_IO} %b"),
+    # per-interval averages only sysstat's Linux iostat -x prints (parse/import of saved output)
+    *[_g(f"{op}_merges_per_s", "ops/s", f"{op} requests merged per second", f"{_IX} {c}rqm/s")
+      for op, c in (("read", "r"), ("write", "w"), ("discard", "d"))],
+    *[_g(f"{op}_merged_pct", "%", f"share of {op} requests merged before reaching the device", f"{_IX} %{c}rqm")
+      for op, c in (("read", "r"), ("write", "w"), ("discard", "d"))],
+    *[_g(f"{op}_await_ns", "ns", f"average time a {op} request took, queue included", f"{_IX} {c}_await (ms)")
+      for op, c in (("read", "r"), ("write", "w"), ("discard", "d"), ("flush", "f"))],
+    *[_g(f"{op}_req_bytes", "B", f"average size of a {op} request", f"{_IX} {c}areq-sz (kB)")
+      for op, c in (("read", "r"), ("write", "w"), ("discard", "d"))],
+    _g("discard_ops", "ops/s", "discards per second over the interval", f"{_IX} d/s"),
+    _g("discard_bw", "B/s", "bytes discarded per second over the interval", f"{_IX} dkB/s x 1024"),
+    _g("flush_ops", "ops/s", "flush requests per second over the interval", f"{_IX} f/s"),
+    _g("queue_len", "count", "average number of requests queued or in service", f"{_IX} aqu-sz"),
     _c("soft_errors", "count", "soft errors since boot", illumos="iostat -e s/w"),
     _c("hard_errors", "count", "hard errors since boot", illumos="iostat -e h/w"),
     _c("transport_errors", "count", "transport errors since boot", illumos="iostat -e trn"),

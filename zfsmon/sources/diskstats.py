@@ -15,14 +15,15 @@ device name ``/proc/diskstats`` uses (``/dev/disk/by-id/wwn-...`` -> ``sdb``).
 from __future__ import annotations
 
 import os
+import re
 import time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.names import candidate_paths
 from zfsmon.sources.base import Clock, Collector, PolledCollector
-from zfsmon.sources.spec import Source
+from zfsmon.sources.spec import Source, TextKind
 
 PATH = "/proc/diskstats"
 #: the ``source`` of the records
@@ -171,5 +172,73 @@ def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
     return DiskstatsCollector()
 
 
+# --- saved logs (`zfsmon parse` / `zfsmon import`) -------------------------------------------------------------
+
+_EPOCH_LINE = re.compile(r"^\s*(\d{9,11})(?:\.\d+)?\s*$")  # `date +%s` between the dumps
+
+
+def _is_row(line: str) -> bool:
+    parts = line.split()
+    return len(parts) - 3 in _WIDTHS and _uint(parts[0]) and _uint(parts[1]) and all(_uint(p) for p in parts[3:])
+
+
+def looks_like(text: str) -> bool:
+    """``/proc/diskstats`` rows (MAJOR MINOR NAME and 11, 15 or 17 counters), optionally after a ``date +%s`` line."""
+    head = [ln for ln in text.splitlines()[:4] if ln.strip()]
+    if head and _EPOCH_LINE.match(head[0]):
+        head = head[1:]
+    return len(head) >= 1 and all(_is_row(ln) for ln in head)
+
+
+def parse_log(text: str, source: str, interval: Optional[float] = None) -> List[Record]:
+    """``cat /proc/diskstats`` once or in a loop, with or without a ``date +%s`` line before each dump.
+
+    A dump ends where a device comes round again or at a time line. A dump
+    after a time line is at that time; otherwise dump *i* is at
+    ``i * interval`` (all at 0 without an interval: ``zfsmon import`` then
+    asks for one).
+    """
+    out: List[Record] = []
+    block: List[Tuple[int, str]] = []
+    names: set = set()
+    stamp: Optional[float] = None
+    count = 0
+
+    def close() -> None:
+        nonlocal block, names, stamp, count
+        if block:
+            ts = stamp if stamp is not None else count * (interval or 0.0)
+            first = block[0][0]
+            body = "\n".join(ln for _n, ln in block)
+            try:
+                out.extend(parse_diskstats(body, ts, f"{source} (dump {count + 1})", RECORD_SOURCE))
+            except ParseError as exc:  # line numbers of the whole file, not of the dump
+                no = None if exc.line_no is None else exc.line_no + first - 1
+                raise ParseError(source, no, exc.message, exc.line) from None
+            count += 1
+        block, names, stamp = [], set(), None if block else stamp
+
+    for no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        m = _EPOCH_LINE.match(line)
+        if m:
+            close()
+            stamp = float(m.group(1))
+            continue
+        name = line.split()[2] if len(line.split()) > 2 else ""
+        if name in names:
+            close()
+        names.add(name)
+        block.append((no, line))
+    close()
+    if not out:
+        raise ParseError(source, None, "no /proc/diskstats rows")
+    return out
+
+
 SOURCE = Source(name="diskstats", help="block-device view (/proc/diskstats), for goose eggs", order=60,
+                kinds=(TextKind("diskstats", "/proc/diskstats dumps, one or a loop (with `date +%s` lines: timed)",
+                                looks_like, parse_log,
+                                "while sleep 10; do date +%s; cat /proc/diskstats; done > diskstats.log"),),
                 check=check_host, collector=_collector, family="device")

@@ -23,7 +23,7 @@ from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector, StreamParser
 from zfsmon.sources.kstat_text import _DATE_RE, _EPOCH_RE
-from zfsmon.sources.spec import Source
+from zfsmon.sources.spec import Source, TextKind
 
 #: the ``source`` of the records
 RECORD_SOURCE = "iostat"
@@ -183,5 +183,20 @@ def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
     return IostatCollector(interval)
 
 
+def looks_like(text: str) -> bool:
+    """An ``extended device statistics`` title followed by a column line ending in ``device`` (the -n layout)."""
+    lines = [ln for ln in text.splitlines()[:12] if ln.strip()]
+    for i, ln in enumerate(lines[:-1]):
+        if TITLE in ln:
+            return lines[i + 1].split()[-1:] == ["device"]
+    return False
+
+
+def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Record]:
+    return list(parse_iostat(text, 0.0, interval, where=source))
+
+
 SOURCE = Source(name="iostat", help="block-device view (illumos iostat -xn), for goose eggs", order=70,
+                kinds=(TextKind("iostat-xn", "illumos/Solaris `iostat -xn` (-z, -e, -p, -c, -T u|d) output", looks_like,
+                                _parse_capture, "iostat -xn 5 | tee iostat.log"),),
                 check=check_host, collector=_collector, family="device")
