@@ -125,10 +125,11 @@ def test_derived_lists_come_from_the_records():
 
 def test_behaviour_the_commands_depend_on_is_kept():
     """`record SOURCES` names and the parse/import kinds, in their order."""
-    assert registry.NAMES == ("zpool", "status", "arcstats", "zil", "objset", "iostats", "txgs", "diskstats",
+    assert registry.NAMES == ("zpool", "latency", "status", "arcstats", "zil", "objset", "iostats", "txgs", "diskstats",
                               "iostat", "fsstat")
     assert list(detect.KINDS) == ["zpool-iostat", "zpool-status-json", "zpool-status", "arcstats", "zilstat",
-                                  "arcstat", "zil-kstat", "iostats-kstat", "txgs-kstat", "pgbench"]
+                                  "arcstat", "zil-kstat", "objset-kstat", "iostats-kstat", "txgs-kstat", "diskstats",
+                                  "iostat-xn", "iostat-x", "pgbench"]
 
 
 def test_every_family_a_record_names_is_a_metrics_module():
@@ -285,5 +286,5 @@ def test_a_collector_without_a_check_is_refused():
 
 
 def test_unknown_source_name_lists_the_known_ones():
-    with pytest.raises(UserError, match="unknown source nope .known: zpool, arcstats"):
+    with pytest.raises(UserError, match="unknown source nope .known: zpool, latency, status, arcstats"):
         registry.build_collectors(_host(), 1.0, names=["nope"])
