@@ -37,7 +37,7 @@ def block(trace: BccTrace, snap: Snapshot, epoch: float, seconds: int) -> List[s
     """One ``interval`` ... ``end`` block of one trace from a snapshot of the shared maps."""
     out = [f"interval {epoch:.6f} {int(seconds)}"]
     for proto in trace.maps:
-        rows = [(k, v) for k, v in snap.get(proto, []) if k[0] == trace.tid and v > 0]
+        rows = [(k, v) for k, v in snap.get(proto, []) if k[0] == trace.tid]
         if proto == "lat":
             rows.sort(key=lambda kv: (kv[0][2], kv[0][1], kv[0][3]))
             out += [f"@lat[{trace.entity_token(k[2])}, {_name(k[1])}, {k[3]}]: {v}" for k, v in rows]

@@ -105,7 +105,11 @@ def run(selection: Sequence[str], interval: int, slow_ms: int, count: Optional[i
     _say(f"compiling one BPF program for {','.join(selection)} ({len(probes)} probes); under emulation this "
          f"takes minutes")
     t0 = time.monotonic()
-    bpf = BPF(text=text)
+    try:
+        bpf = BPF(text=text)
+    except Exception as exc:  # bcc raises plain Exception("Failed to compile BPF module ..."), clang's errors above it
+        raise UserError(f"bcc could not compile the program ({exc}; clang's messages above; "
+                        f"`python3 -m zfsmon.trace.bcc_tool {','.join(selection)} --program` prints it)") from None
     compiled = time.monotonic() - t0
     for p in probes:
         try:
