@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,16 +20,24 @@ EXPECTED = {"zpool_iostat": "zpool-iostat", "arcstats": "arcstats", "arcstat_too
 UNDETECTABLE: set = set()
 
 ALL = [p for d in EXPECTED for p in fixture_files(d)]
-#: kstat_misc files that have a kind of their own, by the end of their name (the rest: no kind)
-KSTAT_KINDS = {"_iostats.txt": "iostats-kstat", "_txgs.txt": "txgs-kstat", "_txgs_TRUNCATED-first6rows.txt":
-               "txgs-kstat"}
+#: our own captures from the OpenZFS guest (tests/data/openzfs-*): every `zpool iostat` variant, -H included
+OWN = sorted(TEST_DATA.glob("openzfs-*/zpool-iostat-*.txt"))
+#: files of the "no kind" folders that have a kind of their own: (folder, part of the name, kind). A rule
+#: applies once its kind exists (kinds are added by their sources; until then the file has none)
+OWN_KIND_RULES = [
+    ("kstat_misc", re.compile(r"_iostats\.txt$"), "iostats-kstat"),
+    ("kstat_misc", re.compile(r"_txgs(_TRUNCATED-first6rows)?\.txt$"), "txgs-kstat"),
+    ("kstat_misc", re.compile(r"_objset-[0-9a-fx]+\.txt$"), "objset-kstat"),
+    ("kstat_misc", re.compile(r"_zfs_zil\.txt$"), "zil-kstat"),
+    ("illumos_fsstat_iostat", re.compile(r"__iostat_-x"), "iostat-xn"),
+]
 
 
 def _expected(path: Path):
-    hits = [k for end, k in KSTAT_KINDS.items() if path.name.endswith(end)]
-    return hits[0] if path.parent.name == "kstat_misc" and hits else EXPECTED[path.parent.name]
-#: our own captures from the OpenZFS guest (tests/data/openzfs-*): every `zpool iostat` variant, -H included
-OWN = sorted(TEST_DATA.glob("openzfs-*/zpool-iostat-*.txt"))
+    for folder, name, kind in OWN_KIND_RULES:
+        if path.parent.name == folder and name.search(path.name) and kind in detect.KINDS:
+            return kind
+    return EXPECTED[path.parent.name]
 
 
 @pytest.mark.parametrize("path", ALL, ids=fixture_ids(ALL))
