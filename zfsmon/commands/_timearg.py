@@ -52,11 +52,11 @@ def number(lo: float = 0.0, hi: float = MAX_SECONDS, lo_open: bool = True) -> Ca
 
 
 def _range_text(text: str, lo: float, hi: float, lo_open: bool = False) -> str:
-    if lo == 0 and lo_open:
-        return f"must be above 0 and at most {hi:g}: {text!r}"
-    if lo == 1 and not lo_open:
-        return f"must be at least 1 and at most {hi:g}: {text!r}"
-    return f"must be {'above' if lo_open else 'from'} {lo:g} {'and at most' if lo_open else 'to'} {hi:g}: {text!r}"
+    def f(v: float) -> str:
+        return f"{int(v):,}" if float(v).is_integer() else f"{v:g}"
+    if lo_open:
+        return f"must be above {f(lo)} and at most {f(hi)}: {text!r}"
+    return f"must be from {f(lo)} to {f(hi)}: {text!r}"
 
 
 #: a count or size: a whole number above zero

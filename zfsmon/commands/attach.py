@@ -21,7 +21,7 @@ import shlex
 import sys
 import time
 
-from zfsmon.commands._timearg import seconds
+from zfsmon.commands._timearg import MAX_SECONDS, number, seconds
 from zfsmon.engine import Session, check_output_path, tty_progress, zfs_collectors_or_warn
 from zfsmon.errors import UserError
 from zfsmon.sources.pgstat import PgStatCollector
@@ -43,11 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from-start", action="store_true", help="also import what the file(s) already hold")
     p.add_argument("--format", choices=("auto", TEXT, LOG), default="auto",
                    help="text: pgbench's printed output; log: --log files (default: recognised from the first line)")
-    p.add_argument("--aggregate-interval", type=float, metavar="S",
+    p.add_argument("--aggregate-interval", type=number(), metavar="S",
                    help="the soak's --aggregate-interval (default: taken from the log; per-transaction logs: 1 s)")
     p.add_argument("--retries-column", action="store_true",
                    help="per-transaction logs: the 7th column is retries (--max-tries without --rate), not lag")
-    p.add_argument("--pause", type=float, default=2.0, metavar="S",
+    p.add_argument("--pause", type=number(0.0, MAX_SECONDS, lo_open=False), default=2.0, metavar="S",
                    help="--from-start: the pause between runs of the soak, for estimating times (default 2)")
     p.add_argument("--conn", metavar="CONNINFO", help="sample pg_stat_database of this database too")
     p.add_argument("--pgstat", action="store_true", help="sample pg_stat_database using libpq's environment")

@@ -9,6 +9,7 @@ import json
 from collections import Counter
 from typing import Dict, List
 
+from zfsmon.commands._timearg import whole
 from zfsmon.model import EventKind, Kind
 from zfsmon.store import Recording
 from zfsmon.views.csv_export import iso
@@ -25,7 +26,7 @@ examples:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="the recording")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--events", type=int, default=10, metavar="N", help="show the last N marks/errors/topology "
+    p.add_argument("--events", type=whole(0), default=10, metavar="N", help="show the last N marks/errors/topology "
                    "changes (default 10)")
 
 

@@ -28,7 +28,7 @@ import shlex
 import sys
 import time
 
-from zfsmon.commands._timearg import seconds
+from zfsmon.commands._timearg import MAX_SECONDS, number, port, seconds, whole
 from zfsmon.engine import Session, check_output_path, zfs_collectors_or_warn
 from zfsmon.errors import UserError
 from zfsmon.sources.pgstat import PgStatCollector
@@ -56,17 +56,18 @@ LAB_DB = target.LAB_DB
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=(LOOP, CONTINUOUS), default=LOOP,
                    help="loop: repeated pgbench -T runs with a pause (default); continuous: one long run with -P")
-    p.add_argument("--run-seconds", "-T", type=int, default=58, metavar="N",
+    p.add_argument("--run-seconds", "-T", type=whole(1, int(MAX_SECONDS)), default=58, metavar="N",
                    help="loop mode: -T of each pgbench run (default 58)")
-    p.add_argument("--pause", type=float, default=2.0, metavar="S", help="loop mode: seconds between runs (default 2)")
-    p.add_argument("--progress", "-P", type=int, metavar="N",
+    p.add_argument("--pause", type=number(0.0, MAX_SECONDS, lo_open=False), default=2.0, metavar="S",
+                   help="loop mode: seconds between runs (default 2)")
+    p.add_argument("--progress", "-P", type=whole(1, int(MAX_SECONDS)), metavar="N",
                    help="pgbench -P N --progress-timestamp (continuous default 10; loop: off)")
-    p.add_argument("--aggregate-interval", type=int, metavar="N",
+    p.add_argument("--aggregate-interval", type=whole(1, int(MAX_SECONDS)), metavar="N",
                    help="continuous mode: also write pgbench --log --aggregate-interval=N files next to --log")
     p.add_argument("--duration", "-d", type=seconds, metavar="D",
                    help="how long to soak (90s, 30m, 4h); default: until Ctrl-C")
-    p.add_argument("--hours", type=float, metavar="H", help="the same in hours (4 = --duration 4h)")
-    p.add_argument("--init-scale", type=int, metavar="S",
+    p.add_argument("--hours", type=number(0.0, MAX_SECONDS / 3600), metavar="H", help="the same in hours (4 = --duration 4h)")
+    p.add_argument("--init-scale", type=whole(1, 1_000_000), metavar="S",
                    help="first initialise the database with pgbench -i -s S (size is printed first)")
     p.add_argument("--conn", metavar="CONNINFO",
                    help="conninfo or postgresql:// URI (default: libpq environment, PGDATABASE ...)")
@@ -75,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="run a PostgreSQL cluster of zfsmon's own on the lab pool's dataset (default pool zlab)")
     p.add_argument("--cold", action="store_true", help="--lab: empty the ARC and L2ARC after loading the database "
                    "(export/import of the lab pool), so the warm-up is seen from cold")
-    p.add_argument("--port", type=int, default=LAB_PORT, help=f"--lab: port of that cluster (default {LAB_PORT})")
+    p.add_argument("--port", type=port, default=LAB_PORT, help=f"--lab: port of that cluster (default {LAB_PORT})")
     p.add_argument("--no-pgstat", action="store_true", help="do not sample pg_stat_database")
     p.add_argument("--no-zfs", action="store_true", help="record only the workload (no ZFS collectors)")
     p.add_argument("--interval", "-i", type=seconds, default=5.0, metavar="S",

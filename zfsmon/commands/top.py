@@ -24,7 +24,7 @@ import sys
 import time
 from typing import List, Optional
 
-from zfsmon.commands._timearg import seconds
+from zfsmon.commands._timearg import MAX_SECONDS, number, seconds, whole
 from zfsmon.commands.record import default_out, host_meta
 from zfsmon.engine import Session, check_output_path, pick_collectors
 from zfsmon.errors import UserError
@@ -76,11 +76,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conn", metavar="CONNINFO", help="--soak/--attach: PostgreSQL conninfo (also for "
                    "pg_stat_database); default: libpq environment")
     p.add_argument("--dbname", metavar="DB", help="--soak: database name")
-    p.add_argument("--run-seconds", "-T", type=int, default=58, metavar="N", help="--soak: -T of each run "
+    p.add_argument("--run-seconds", "-T", type=whole(1, int(MAX_SECONDS)), default=58, metavar="N", help="--soak: -T of each run "
                    "(default 58)")
-    p.add_argument("--pause", type=float, default=2.0, metavar="S", help="--soak: seconds between runs (default 2)")
-    p.add_argument("--progress", "-P", type=int, metavar="N", help="--soak: pgbench -P N (TPS every N s)")
-    p.add_argument("--init-scale", type=int, metavar="S", help="--soak: first run pgbench -i -s S")
+    p.add_argument("--pause", type=number(0.0, MAX_SECONDS, lo_open=False), default=2.0, metavar="S", help="--soak: seconds between runs (default 2)")
+    p.add_argument("--progress", "-P", type=whole(1, int(MAX_SECONDS)), metavar="N", help="--soak: pgbench -P N (TPS every N s)")
+    p.add_argument("--init-scale", type=whole(1, 1_000_000), metavar="S", help="--soak: first run pgbench -i -s S")
     p.add_argument("pgbench_args", nargs=argparse.REMAINDER, metavar="-- PGBENCH_OPTIONS",
                    help="--soak: options passed to pgbench (after --)")
 
