@@ -170,6 +170,8 @@ def probe_bpftrace() -> Check:
     kprobes = kprobes_available()
     btf = Path("/sys/kernel/btf/vmlinux").exists()
     extras = f"tracepoints yes, BTF {'yes' if btf else 'no'}, kprobes {'yes' if kprobes else 'no (kernel built without)'}"
+    zfs = Path("/sys/module/zfs").exists()
+    extras += f", OpenZFS module {'yes' if zfs else 'no (arc, zil, zfsslower, txg cannot run)'}"
     return Check("bpftrace", True, f"{ver}; {extras}", "tracing")
 
 
