@@ -221,7 +221,7 @@ def test_trace_command_errors_are_one_line(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == ["zfsmon: which trace? give NAME (see `zfsmon trace --list`)",
                    "zfsmon: no trace script called 'nope' (known: arc, blklat, fusevdevlat, txg, vdevlat, zfsslower, zil)",
-                   "zfsmon: cannot read /nonexistent/out: No such file or directory"]
+                   "zfsmon: /nonexistent/out: cannot read: no such file or directory"]
 
 
 def test_every_script_gets_the_arguments_it_reads():

@@ -26,7 +26,9 @@ import time
 from typing import List
 
 from zfsmon import host
-from zfsmon.errors import UserError
+from zfsmon.commands._readtext import read_text
+from zfsmon.commands._timearg import whole
+from zfsmon.errors import UserError, printable
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.trace import catalog
 from zfsmon.trace.bcc_collector import BccCollector
@@ -52,10 +54,11 @@ examples:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", nargs="?", metavar="NAME", help="trace (see --list); with --backend bcc a "
                    "comma-separated list or `all`")
-    p.add_argument("interval", nargs="?", type=int, default=1, metavar="INTERVAL",
+    p.add_argument("interval", nargs="?", type=whole(1, 86400), default=1, metavar="INTERVAL",
                    help="seconds per report (whole number, default 1)")
-    p.add_argument("--count", type=int, metavar="N", help="stop after N intervals")
-    p.add_argument("--slow", type=int, default=0, metavar="MS", help="also report each op slower than MS ms")
+    p.add_argument("--count", type=whole(1), metavar="N", help="stop after N intervals")
+    p.add_argument("--slow", type=whole(0, 3_600_000), default=0, metavar="MS",
+                   help="also report each op slower than MS ms")
     p.add_argument("--csv", action="store_true", help="CSV rows (one per entity and op per interval)")
     p.add_argument("--pool", action="append", default=[], metavar="POOL", help="roles from this pool only")
     p.add_argument("--no-histograms", action="store_true", help="skip the closing histograms")
@@ -104,7 +107,7 @@ class _Printer:
             elif isinstance(r, Event):
                 self.flush()
                 where = sys.stderr if r.kind == EventKind.ERROR or self.csv else sys.stdout
-                print(("zfsmon: " if r.kind == EventKind.ERROR else "") + r.text, file=where)
+                print(("zfsmon: " if r.kind == EventKind.ERROR else "") + printable(r.text), file=where)
 
     def flush(self) -> None:
         if not self.pending:
@@ -123,18 +126,24 @@ class _Printer:
 
 
 def _from_file(args: argparse.Namespace, out: _Printer) -> None:
-    try:
-        with open(args.from_file) as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise UserError(f"cannot read {args.from_file}: {exc.strerror}") from None
+    lines = read_text(args.from_file).splitlines()  # bounded; binary input is one line, not a UnicodeDecodeError
     parser = TraceParser(f"trace:{args.from_file}")
+    problems: List[str] = []
+    samples = 0
     for line in lines:
         try:
-            out.take(parser.feed(line, time.time()))
+            recs = parser.feed(line, time.time())
         except ParseError as exc:
-            print(f"zfsmon: {exc}", file=sys.stderr)
+            problems.append(str(exc))
+            continue
+        samples += sum(isinstance(r, Sample) for r in recs)
+        out.take(recs)
     out.flush()
+    if not samples:
+        raise UserError(f"{args.from_file}: no trace output in it" + (f" ({len(problems)} unreadable lines; first: "
+                                                                      f"{problems[0]})" if problems else ""))
+    if problems:
+        print(printable(f"zfsmon: {len(problems)} unreadable lines left out; first: {problems[0]}"), file=sys.stderr)
 
 
 def _live(args: argparse.Namespace, out: _Printer) -> None:
