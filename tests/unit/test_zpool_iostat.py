@@ -429,7 +429,8 @@ def test_probe_when_zpool_itself_fails():
 
 # --- robustness -------------------------------------------------------------------------------------------
 
-_ALL_TEXT = [p.read_text() for p in FILES] + [p.read_text() for p in sorted(ZFSFUSE.glob("*.txt"))]
+_ALL_TEXT = ([p.read_text() for p in FILES] + [p.read_text() for p in sorted(ZFSFUSE.glob("*.txt"))]
+             + [p.read_text() for p in sorted(TEST_DATA.glob("openzfs-*/zpool-iostat-*.txt"))])
 
 
 def _parse_or_parse_error(text: str) -> None:
