@@ -176,3 +176,13 @@ def test_import_y_said_keeps_the_first_report_as_an_interval(tmp_path):
         assert [s.since_boot for s in p.samples() if s.entity.name == "zguest"] == [True, False]
         assert [s.since_boot for s in y.samples() if s.entity.name == "zguest"] == [False, False]
         assert y.meta["iostat_flags"] == "y"
+
+
+def test_import_with_kind_named_still_takes_the_status_file_for_the_tree(tmp_path, capsys):
+    rec = tmp_path / "k.zfsmon"
+    assert main(["import", "--kind", "zpool-iostat", str(V21 / "zpool-iostat-vw.txt"), str(V21 / "zpool-status.txt"),
+                 "--into", str(rec), "--interval", "2"]) == 0
+    assert "roles and parents from" in capsys.readouterr().err
+    with Recording.open(str(rec)) as r:
+        assert {(e.kind.value, e.name, e.role.value if e.role else None, e.parent) for e in r.entities()} == TREE
+        assert "(zpool-iostat)" in r.meta["imported_from"] and "zpool-status.txt (" not in r.meta["imported_from"]

@@ -94,13 +94,15 @@ def _is_status(text: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     loaded = []
     texts = [(path, read_log(path)) for path in args.logs]
-    trees = {p for p, t in texts if not args.kind and _is_status(t)} if len(texts) > 1 else set()
+    trees = {p for p, t in texts if _is_status(t)} if len(texts) > 1 else set()
     for path in sorted(trees):
         print(f"{path}: zpool status: gives the roles and parents of the other logs", file=sys.stderr)
     all_notes: List[str] = []
     for path, text in texts:
-        if path in trees and detect.detect(text) is None:
-            continue
+        if path in trees:
+            own = detect.detect(text)
+            if own is None or (args.kind and args.kind != own.name):
+                continue  # only the others' tree (`--kind zpool-iostat` names the logs' kind, not this file's)
         beside = [(p, t) for p, t in texts if p != path]
         records, kind = parse_log_text(text, path, args.kind, args.interval, options_from(args, beside))
         print_notes(records)
