@@ -22,6 +22,7 @@ from typing import List, Optional
 
 _CHECK_BYTES = 64  # how many already-read bytes are re-checked to notice a rewrite
 _MAX_READ = 8 * 1024 * 1024  # per poll, so a huge backlog never stalls the sampler
+_MAX_LINE = 1 << 20  # a longer line (no line end in sight: a binary file, /dev/zero) is left out, not buffered
 
 
 @dataclass
@@ -116,7 +117,16 @@ class Follower:
             budget -= len(data)
             self._tail = (self._tail + data)[-_CHECK_BYTES:]
             self._buf += data
-        *complete, self._buf = self._buf.split(b"\n")
+        parts = self._buf.split(b"\n")
+        if getattr(self, "_skipping", False):  # the rest of a line too long to keep, up to its line end
+            if len(parts) == 1:
+                parts = [b""]
+            else:
+                parts, self._skipping = parts[1:], False
+        *complete, self._buf = parts
+        if len(self._buf) > _MAX_LINE:
+            chunk.notes.append(f"{self.path}: a line longer than {_MAX_LINE >> 20} MiB left out")
+            self._buf, self._skipping = b"", True
         chunk.lines.extend(c.decode(self.encoding, "replace").rstrip("\r") for c in complete)
         if final and self._buf:
             chunk.lines.append(self._buf.decode(self.encoding, "replace").rstrip("\r"))
@@ -167,6 +177,7 @@ class Follower:
         return chunk
 
     def _reset_to_start(self) -> None:
+        self._skipping = False
         self._pos = 0
         self._buf = b""
         self._tail = b""
