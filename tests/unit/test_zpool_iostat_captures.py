@@ -242,6 +242,23 @@ def test_y_detected_from_a_time_stamp_with_no_rows():
     assert _samples(read_capture(text, "t.txt", 2.0, ParseOptions()))[0].since_boot
 
 
+def test_two_pools_in_one_headerless_report_are_told_apart_by_the_vdev_index():
+    """Two pools: zpool's scripted output prints each pool's rows with nothing between them (print_iostat adds
+    a separator only without -H). Built from our two real captures, the 2.1 pool renamed `zother`."""
+    a = (V23 / "zpool-iostat-vHp.txt").read_text().splitlines()
+    b = [ln.replace("zguest", "zother") for ln in (V21 / "zpool-iostat-vHp.txt").read_text().splitlines()]
+    half_a, half_b = len(a) // 2, len(b) // 2
+    text = "\n".join(a[:half_a] + b[:half_b] + a[half_a:] + b[half_b:]) + "\n"
+    recs = read_capture(text, "two.txt", 2.0, ParseOptions())
+    s = _samples(recs)
+    first = s[:2 * len(TREE)]
+    assert {x.entity.pool for x in first} == {"zguest", "zother"} and len(s) == 4 * len(TREE)
+    assert _tree([x for x in first if x.entity.pool == "zguest"]) == TREE
+    other = {(k, n.replace("zguest", "zother"), r, p.replace("zguest", "zother")) for k, n, r, p in TREE}
+    assert _tree([x for x in first if x.entity.pool == "zother"]) == other
+    assert sum("tree guessed" in n for n in _notes(recs)) == 2
+
+
 # --- the section-role rules on their own -----------------------------------------------------------------
 
 def test_section_roles_follow_zpools_order_and_what_the_capacity_says():

@@ -21,10 +21,14 @@ then the L2ARC devices).  What the text still shows, and this module reads:
   a cache section cannot hold a mirror; of the assignments left, the most
   common layouts win (logs and cache before special before dedup).
 
+* several pools: a top-level vdev's ``-N`` is its index in its pool, rising
+  through the data and the log/special/dedup sections, so a ``mirror-N`` /
+  ``raidzN-N`` whose index does not rise starts another pool, whose own row is
+  the one just before it.  A pool whose first vdev has no index (a single disk)
+  cannot be told from a device of the pool before it.
+
 The result is a :class:`~zfsmon.sources.zpool_status.Topology` the parser uses
 as it would use ``zpool status``, with notes that say what was guessed.
-Only the first pool of a report is rebuilt (several pools in ``-H -v`` or
-histogram output cannot be told apart from vdevs by the text alone).
 """
 
 from __future__ import annotations
@@ -237,8 +241,27 @@ def _adds_up(pool: _Unit, tops: Dict[int, List[_Unit]], n: int) -> bool:
     return any(c is not None for c in _counted(pool, tops, n))
 
 
+_INDEX_RE = re.compile(r"-(\d+)$")
+
+
+def split_pools(units: List[_Unit]) -> List[List[_Unit]]:
+    """One report's rows/tables per pool: a top-level index that does not rise starts the next pool."""
+    pools: List[List[_Unit]] = [[units[0]]]
+    last = -1
+    for u in units[1:]:
+        m = _INDEX_RE.search(u.name) if is_interior_name(u.name) else None
+        if m and int(m.group(1)) <= last and len(pools[-1]) >= 3:
+            head = pools[-1].pop()  # the row just before: the new pool's own
+            pools.append([head])
+            last = -1
+        if m:
+            last = int(m.group(1))
+        pools[-1].append(u)
+    return pools
+
+
 def guess_topology(text: str) -> Optional[GuessedTree]:
-    """The first pool's tree from ``-H -v`` rows or ``-v`` histograms; None for any other text (or one pool row)."""
+    """The pools' trees from ``-H -v`` rows or ``-v`` histograms; None for any other text (or one row a report)."""
     lines = text.splitlines()[:5000]
     scripted = True
     units = _scripted_units(lines)
@@ -247,7 +270,25 @@ def guess_topology(text: str) -> Optional[GuessedTree]:
         units = _histogram_units(lines)
     if units is None or not valid_pool_name(units[0].name):
         return None
-    pool, rest = units[0], units[1:]
+    pools = split_pools(units)
+    if any(not valid_pool_name(p[0].name) for p in pools):
+        return None
+    topo = Topology()
+    notes: List[str] = []
+    for members in pools:
+        pool = members[0]
+        rest = [_Unit(u.name, u.section - pool.section, u.capacity, u.totals) for u in members[1:]]
+        got = _guess_pool(_Unit(pool.name, 0, pool.capacity, pool.totals), rest, scripted, len(pools))
+        if got is None:
+            return None
+        for e in got.topology.entities.values():
+            topo.add(e)
+        topo.add(Entity(Kind.POOL, pool.name, pool.name))
+        notes.extend(got.notes)
+    return GuessedTree(topo, notes)
+
+
+def _guess_pool(pool: _Unit, rest: List[_Unit], scripted: bool, n_pools: int) -> Optional[GuessedTree]:
     n = max((u.section for u in rest), default=0)
     placed: List[Tuple[_Unit, Optional[str]]] = []
     for s in range(n + 1):
@@ -258,7 +299,7 @@ def guess_topology(text: str) -> Optional[GuessedTree]:
             tops.setdefault(u.section, []).append(u)
     interior = [any(p is not None for u, p in placed if u.section == s) for s in range(1, n + 1)]
     counted = _counted(pool, tops, n) if scripted else [None] * n
-    if scripted and not any(p is not None for _, p in placed) and not _adds_up(pool, tops, n):
+    if scripted and n_pools == 1 and not any(p is not None for _, p in placed) and not _adds_up(pool, tops, n):
         return None  # no leaves and the rows do not add up to the first: several pools, not one pool's tree
     roles = [Role.DATA] + assign_sections(n, counted, interior)
     topo = Topology()
