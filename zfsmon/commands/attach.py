@@ -18,12 +18,16 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import stat
 import sys
 import time
+from typing import Optional
 
 from zfsmon.commands._timearg import MAX_SECONDS, number, seconds
 from zfsmon.engine import Session, check_output_path, tty_progress, zfs_collectors_or_warn
 from zfsmon.errors import UserError
+from zfsmon.outfile import os_message
+from zfsmon.sources.pgbench import looks_like
 from zfsmon.sources.pgstat import PgStatCollector
 from zfsmon.workload.attach import LOG, TEXT, AttachCollector
 
@@ -58,12 +62,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", "-o", metavar="FILE", help="recording file (default attach-TIME.zfsmon)")
 
 
+def _check_log(path: str, fmt: Optional[str]) -> None:
+    """A log to follow, before anything starts: a regular file that is readable text and, when it already holds
+    something and --format does not say, pgbench's output or a --log file. One that does not exist yet is waited
+    for. Raises UserError."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UserError(os_message(path, exc, "cannot read")) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{path} is a directory; give the log file(s)")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{path}: not a regular file (attach follows a log file as it grows; for a stream, "
+                        "`zfsmon import` a capture of it)")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError as exc:
+        raise UserError(os_message(path, exc, "cannot read")) from None
+    if b"\x00" in head:
+        raise UserError(f"{path}: a binary file, not pgbench's output or log")
+    text = head.decode("utf-8", "replace")
+    if text.strip() and fmt is None and not looks_like(text) and "pgbench" not in text:  # (-i's output names it)
+        raise UserError(f"{path}: neither pgbench's printed output nor a pgbench --log file (if it is, say which "
+                        "with --format)")
+
+
 def run(args: argparse.Namespace) -> int:
     out = args.out or f"attach-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.zfsmon"
     check_output_path(out)
     for path in args.logs:
-        if os.path.isdir(path):
-            raise UserError(f"{path} is a directory; give the log file(s)")
+        _check_log(path, None if args.format == "auto" else args.format)
     tx_extra = ("retries",) if args.retries_column else None
     follower = AttachCollector(args.logs, from_start=args.from_start,
                                fmt=None if args.format == "auto" else args.format, pause=args.pause,
