@@ -113,4 +113,7 @@ def run(args: argparse.Namespace) -> int:
           f"{follower.lines} log lines", file=sys.stderr)
     if outcome.failure:
         raise UserError(outcome.failure, exit_code=1)
+    if not follower.lines:
+        raise UserError(f"{', '.join(args.logs)}: no pgbench output appeared while following (the recording has "
+                        f"{'the ZFS sources only' if not args.no_zfs else 'nothing of the workload'})", exit_code=1)
     return 0
