@@ -247,7 +247,10 @@ def _zilstat_metric(col: str) -> Tuple[Kind, str, str]:
     if col == "time":
         return Kind.ZIL, "", TIME
     rate = col.endswith("/s")
-    per_s, total, fmt = ZILSTAT_COLUMNS[col[:-2] if rate else col]
+    known = ZILSTAT_COLUMNS.get(col[:-2] if rate else col)
+    if known is None:  # a newer zilstat's column: its own name, as arcstat's unknown columns
+        return Kind.ZIL, col, COUNT
+    per_s, total, fmt = known
     return Kind.ZIL, per_s if rate else total, fmt
 
 

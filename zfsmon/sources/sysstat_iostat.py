@@ -153,7 +153,7 @@ def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Re
     out: List[Record] = list(samples)
     if skipped:
         note = f"{source}: iostat -x column(s) not read (no capture of them to check): {', '.join(skipped)}"
-        out.insert(0, Event(min(s.ts for s in samples), EventKind.INFO, note, source=RECORD_SOURCE,
+        out.insert(0, Event(min((s.ts for s in samples), default=0.0), EventKind.INFO, note, source=RECORD_SOURCE,
                             data={"note": note}))
     return out
 
