@@ -35,7 +35,7 @@ def _csv(path) -> list:
 def test_per_kind_csv_holds_every_value(recording, tmp_path):
     out = tmp_path / "out"
     assert main(["export", recording, "--csv", str(out)]) == 0
-    assert sorted(os.listdir(out)) == ["arc.csv", "events.csv", "pool.csv", "vdev.csv", "workload.csv"]
+    assert sorted(os.listdir(out)) == ["arc.csv", "events.csv", "meta.csv", "pool.csv", "vdev.csv", "workload.csv"]
     given = samples_of(records(15))
     for fname, kinds in (("pool.csv", {Kind.POOL}), ("vdev.csv", {Kind.VDEV, Kind.LEAF}), ("arc.csv", {Kind.ARC}),
                          ("workload.csv", {Kind.WORKLOAD})):

@@ -2,7 +2,8 @@
 
 Per-kind CSV (`--csv DIR`) writes DIR/pool.csv, vdev.csv (vdevs and their leaves, with each one's role
 at that moment), arc.csv, l2arc.csv, zil.csv, dataset.csv, device.csv, workload.csv, trace.csv (those
-the recording has) and events.csv. `--long` writes DIR/samples.csv with one line per value instead
+the recording has), events.csv and meta.csv (host, platform, ZFS version). `--long` writes DIR/samples.csv
+with one line per value instead
 (`--csv -` sends it to standard output). `--json FILE` writes samples and events as JSON lines.
 Every row has an ISO-8601 UTC time and epoch seconds; counters come with their delta and per-second
 rate; `--every` downsamples (counters summed, gauges averaged with min/max). Columns: docs/export.md.
@@ -75,7 +76,7 @@ def _check_out(path: str, recording: str) -> None:
 
 
 #: the files a per-kind or long export writes (an earlier export's files of these names are replaced or removed)
-EXPORT_FILES = sorted({f"{f}.csv" for f in view.KIND_FILE.values()} | {"samples.csv", "events.csv"})
+EXPORT_FILES = sorted({f"{f}.csv" for f in view.KIND_FILE.values()} | {"samples.csv", "events.csv", "meta.csv"})
 
 
 def _remove_stale(out: str, written: Sequence[str]) -> List[str]:
@@ -145,7 +146,10 @@ def run(args: argparse.Namespace) -> int:
         with outfile.atomic(os.path.join(out, "events.csv")) as fh:
             ne = view.write_events(fh, events)
         written.append(f"events.csv ({ne} events)")
-        gone = _remove_stale(out, names + ["events.csv"])
+        with outfile.atomic(os.path.join(out, "meta.csv")) as fh:
+            view.write_meta(fh, rec.meta)
+        written.append("meta.csv (host, platform, ZFS version)")
+        gone = _remove_stale(out, names + ["events.csv", "meta.csv"])
         print(f"{out}: " + ", ".join(written) + (f"; removed an earlier export's {', '.join(gone)}" if gone else ""),
               file=sys.stderr)
     return 0

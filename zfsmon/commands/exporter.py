@@ -18,7 +18,7 @@ from typing import List, Tuple
 from zfsmon.commands._timearg import seconds
 from zfsmon.engine import Session, pick_collectors
 from zfsmon.errors import UserError
-from zfsmon.host import probe
+from zfsmon.host import probe, recording_meta
 from zfsmon.sources.base import Collector
 from zfsmon.store import Recording
 from zfsmon.workload.attach import AttachCollector
@@ -139,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         collectors = _live(args)
         # stale entities go after three missed intervals
-        latest = LatestValues(stale_after=3 * args.interval + 5, leaf_histograms=args.leaf_histograms)
+        latest = LatestValues(stale_after=3 * args.interval + 5, leaf_histograms=args.leaf_histograms,
+                              host=recording_meta())
         what = f"{', '.join(c.name for c in collectors)} every {args.interval:g} s"
     server, bound = serve(latest, host, port)
     with Session(args.interval, collectors, sinks=[latest.add]) as session:

@@ -11,7 +11,7 @@ from typing import Dict, List
 
 from zfsmon.commands._timearg import whole
 from zfsmon.model import EventKind, Kind
-from zfsmon.store import Recording
+from zfsmon.store import Recording, platform_of, zfs_of
 from zfsmon.views.csv_export import iso
 
 NAME = "info"
@@ -88,10 +88,9 @@ def render(info: Dict[str, object]) -> List[str]:
     meta: Dict[str, str] = info["meta"]  # type: ignore[assignment]
     out = [f"file:       {info['file']} ({_human_bytes(info['bytes'])}"  # type: ignore[arg-type]
            + (f", {info['bytes_per_value']} bytes/value)" if info["bytes_per_value"] else ")")]
-    host = meta.get("host", "?")
-    plat = " ".join(x for x in (meta.get("platform", ""),) if x)
-    zfs = " ".join(x for x in (meta.get("zfs_flavour", ""), meta.get("zfs_version", "")) if x)
-    out.append(f"host:       {host}" + (f" ({plat})" if plat else "") + (f", ZFS {zfs}" if zfs else ""))
+    out.append(f"host:       {meta.get('host', '?')}")
+    out.append(f"platform:   {platform_of(meta)}")
+    out.append(f"zfs:        {zfs_of(meta)}")
     if meta.get("argv"):
         out.append(f"command:    {meta['argv']}  (zfsmon {meta.get('zfsmon_version', '?')})")
     if meta.get("imported_from"):

@@ -35,6 +35,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from zfsmon import outfile
 from zfsmon.engine.sampler import Sampler, Sink
+from zfsmon.host import recording_meta
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.sources.base import Collector
 from zfsmon.store import Recorder, RecordingError
@@ -109,10 +110,13 @@ class Session:
     def record_into(self, path: str, meta: Mapping[str, object]) -> Recorder:
         """Open (or append to) the recording ``path``; the sampler's records go there first.
 
+        Every recording says where it was made: this host's name, platform, ZFS flavour and versions
+        (:func:`zfsmon.host.recording_meta`) are stored unless ``meta`` gives them.
+
         A missing directory or a directory given as ``path`` is a one-line UserError; a file that cannot be
         a recording is a RecordingError (a UserError too)."""
         check_output_path(path)
-        self.recorder = Recorder(path, dict(meta))
+        self.recorder = Recorder(path, {**recording_meta(), **dict(meta)})
         self._recording = True
         return self.recorder
 

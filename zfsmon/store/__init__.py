@@ -16,7 +16,8 @@ Reading (replay, export, info; safe while a recorder is still writing)::
 
     from zfsmon.store import Recording
     with Recording.open("run.zfsmon") as r:
-        r.meta                      # {"host": ..., "platform": ..., "interval": ..., "argv": ...} (strings)
+        r.meta                      # {"host": ..., "platform": ..., "zfs_flavour": ..., "zfs_version": ...,
+                                    #  "interval": ..., "argv": ...} (strings; older recordings lack some)
         r.time_range()              # (first_ts, last_ts) or None
         r.entities()                # every Entity ever seen, latest role/parent
         r.topology(at=ts)           # Entities present at ts, with roles then
@@ -32,7 +33,7 @@ with min/max) is :func:`zfsmon.analysis.downsample.downsample`.
 """
 
 from zfsmon.store.errors import RecordingError, RecordingFull
-from zfsmon.store.reader import Recording
+from zfsmon.store.reader import NOT_RECORDED, Recording, platform_of, zfs_of
 from zfsmon.store.writer import Recorder
 
-__all__ = ["Recorder", "Recording", "RecordingError", "RecordingFull"]
+__all__ = ["Recorder", "Recording", "RecordingError", "RecordingFull", "zfs_of", "platform_of", "NOT_RECORDED"]

@@ -15,7 +15,7 @@ import shutil
 import sqlite3
 import tempfile
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample, valid_ts
 from zfsmon.store import codec, schema
@@ -119,6 +119,25 @@ def _private_copy(path: str) -> str:
 def _remove_tree(path: Optional[str]) -> None:
     if path:
         shutil.rmtree(path, ignore_errors=True)
+
+
+#: what a recording made before zfsmon stored its origin says in headers
+NOT_RECORDED = "not recorded"
+
+
+def zfs_of(meta: Mapping[str, str]) -> str:
+    """The recording's ZFS as one phrase: ``openzfs-kmod 2.3.2-2~bpo12+2 (tools zfs-2.3.2-2~bpo12+2)``,
+    ``zfs-fuse 0.7.0-25+b1 (pool v23)``; :data:`NOT_RECORDED` for older recordings (or imported text)."""
+    text = " ".join(x for x in (meta.get("zfs_flavour", ""), meta.get("zfs_version", "")) if x)
+    tools = meta.get("zfs_userland", "")
+    if tools and tools.split("zfs-", 1)[-1] != meta.get("zfs_version", ""):
+        text += f" (tools {tools})"
+    return text or NOT_RECORDED
+
+
+def platform_of(meta: Mapping[str, str]) -> str:
+    """The recording's platform (``Linux 6.1.0-50-amd64 x86_64``), or :data:`NOT_RECORDED`."""
+    return meta.get("platform", "") or NOT_RECORDED
 
 
 class Recording:

@@ -21,7 +21,7 @@ import math
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import IO, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from zfsmon import metrics
 from zfsmon.analysis.downsample import downsample
@@ -265,6 +265,24 @@ def write_events(out: IO[str], events: Iterable[Event]) -> int:
                     if ev.data else ""])
         n += 1
     return n
+
+
+#: the recording's metadata in the CSV export (meta.csv), these keys first, in this order
+META_FIRST = ("host", "platform", "zfs_flavour", "zfs_version", "zfs_userland", "interval", "argv", "zfsmon_version",
+              "created")
+META_COLUMNS = ["key", "value"]
+
+
+def write_meta(out: IO[str], meta: Mapping[str, str]) -> int:
+    """``key,value`` rows: where and how the recording was made (host, platform, ZFS flavour and versions,
+    interval, command). A key an older recording lacks is written empty, so the columns a reader looks for
+    are always there."""
+    w = csv.writer(out)
+    w.writerow(META_COLUMNS)
+    keys = list(META_FIRST) + sorted(k for k in meta if k not in META_FIRST)
+    for k in keys:
+        w.writerow([neutralise(k), neutralise(str(meta.get(k, "")))])
+    return len(keys)
 
 
 def _json_num(v: Optional[float]) -> Optional[float]:

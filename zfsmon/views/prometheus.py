@@ -30,7 +30,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -146,7 +146,10 @@ class LatestValues:
     """
 
     def __init__(self, stale_after: Optional[float] = None, clock: Callable[[], float] = time.monotonic,
-                 leaf_histograms: bool = False) -> None:
+                 leaf_histograms: bool = False, host: Optional[Mapping[str, str]] = None) -> None:
+        #: where the values come from (``host``, ``platform``, ``zfs_flavour``, ``zfs_version``): a recording's
+        #: meta, or this host's; shown as ``zfsmon_host_info``
+        self.host: Dict[str, str] = dict(host or {})
         self.stale_after = stale_after
         self.clock = clock
         self.leaf_histograms = leaf_histograms
@@ -260,6 +263,7 @@ class ZfsmonCollector(Collector):
         yield from families(ents)
         yield from histogram_families(self.latest.histograms())
         yield from _self_metrics(errors, resets, source_ts)
+        yield host_info(self.latest.host)
 
 
 def families(ents: Sequence[Tuple[Entity, Dict[str, float]]]) -> List[Metric]:
@@ -284,7 +288,7 @@ def latest_from_recording(rec: Recording, lookback: Optional[float] = None,
     Reads the tail (``lookback`` seconds, default ten nominal intervals, at least a minute) and, for entities
     still present at the end but silent in the tail (a slow source), their own last samples.
     """
-    latest = LatestValues(leaf_histograms=leaf_histograms)
+    latest = LatestValues(leaf_histograms=leaf_histograms, host=rec.meta)
     span = rec.time_range()
     if span is None:
         return latest
@@ -299,6 +303,20 @@ def latest_from_recording(rec: Recording, lookback: Optional[float] = None,
     present = {e.key for e in rec.topology()}
     latest.keep_only(present)
     return latest
+
+
+#: the labels of ``zfsmon_host_info`` and the recording meta key each comes from
+HOST_INFO_LABELS = (("host", "host"), ("platform", "platform"), ("zfs_flavour", "zfs_flavour"),
+                    ("zfs_version", "zfs_version"), ("zfs_userland", "zfs_userland"))
+
+
+def host_info(meta: Mapping[str, str]) -> Metric:
+    """``zfsmon_host_info{host, platform, zfs_flavour, zfs_version, zfs_userland} 1``; a label the source did
+    not record (an old recording) is empty."""
+    fam = GaugeMetricFamily(f"{PREFIX}_host_info", "where the metrics come from: host, platform, ZFS flavour and "
+                            "versions (1)", labels=[label for label, _ in HOST_INFO_LABELS])
+    fam.add_metric([str(meta.get(key, "")) for _, key in HOST_INFO_LABELS], 1.0)
+    return fam
 
 
 def _self_metrics(errors: Dict[str, int], resets: Dict[str, int], source_ts: Dict[str, float]) -> Iterator[Metric]:

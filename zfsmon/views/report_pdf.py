@@ -31,7 +31,7 @@ from zfsmon.analysis.arc import derive_samples
 from zfsmon.analysis.findings import LATENCY, TPS, analyze, series_from_samples
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 from zfsmon.outfile import atomic
-from zfsmon.store import Recording
+from zfsmon.store import Recording, platform_of, zfs_of
 from zfsmon.units import human_size
 from zfsmon.views.csv_export import iso
 
@@ -85,8 +85,7 @@ class ReportData:
         """The header of the report: what was recorded where and when, and what happened."""
         m = self.meta
         out = [f"zfsmon post-mortem report: {os.path.basename(self.path)}",
-               f"host {m.get('host', '?')} ({m.get('platform', '?')}; ZFS {m.get('zfs_flavour', '?')} "
-               f"{m.get('zfs_version', '')}), recorded by {m.get('argv', '?')}".replace(" )", ")"),
+               f"host {m.get('host', '?')} ({platform_of(m)}; ZFS {zfs_of(m)}), recorded by {m.get('argv', '?')}",
                f"window {iso(self.start)} .. {iso(self.end)} ({self.end - self.start:.0f} s)",
                "entities: " + ", ".join(f"{n} {k}" for k, n in sorted(self.entity_counts.items())),
                ]
