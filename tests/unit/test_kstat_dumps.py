@@ -104,3 +104,40 @@ def test_forced_kind_that_does_not_fit_is_refused():
         detect.get("arcstats").parse(_text("2.3", "zil.after"), "z", None)
     with pytest.raises(ParseError, match="no dataset_name"):
         detect.get("objset-kstat").parse(_text("2.3", "zil.after"), "z", None)
+
+
+def test_import_keeps_the_gap_between_two_dump_files(tmp_path, capsys, monkeypatch):
+    """`zfsmon import arcstats.before arcstats.after`: both files have one mtime here (a checkout), yet the
+    recording keeps the 56.3 s between the dumps, and says what it guessed."""
+    import os
+
+    from zfsmon.cli import main
+    from zfsmon.store import Recording
+
+    files = []
+    for name in ("arcstats.before", "arcstats.after", "zil.after"):
+        p = tmp_path / name
+        p.write_text(_text("2.3", name))
+        os.utime(p, (1_795_000_000, 1_795_000_000))
+        files.append(name)
+    monkeypatch.chdir(tmp_path)
+    rec = tmp_path / "a.zfsmon"
+    assert main(["import", *files, "--into", str(rec)]) == 0
+    err = capsys.readouterr().err
+    assert ("note: arcstats.before, arcstats.after: placed relative to each other by their kstat snaptime "
+            "(one boot)") in err
+    assert "note: zil.after: time of day guessed: the last kstat dump is placed at zil.after's modification" in err
+    with Recording.open(str(rec)) as r:
+        arc = [s for s in r.samples() if s.entity.name == "arc"]
+        assert [s.ts for s in arc] == [pytest.approx(1_795_000_000 - 56.29547271), 1_795_000_000]
+        assert arc[1].metrics["hits"] - arc[0].metrics["hits"] > 0
+        [z] = [s for s in r.samples() if s.entity.kind == Kind.ZIL]
+        assert z.ts == 1_795_000_000
+        assert not [e for e in r.events() if kstat_text.BOOT_CLOCK in e.data]  # the marker is not recorded
+        assert "one boot" in r.meta["notes"]
+    # --start: the first dump of the boot lands on it, the gap kept
+    rec2 = tmp_path / "b.zfsmon"
+    assert main(["import", *files[:2], "--into", str(rec2), "--start", "2026-11-23T18:00:00Z"]) == 0
+    with Recording.open(str(rec2)) as r:
+        arc = [s for s in r.samples() if s.entity.name == "arc"]
+        assert [s.ts for s in arc] == [1795456800.0, pytest.approx(1795456800.0 + 56.29547271)]
