@@ -30,6 +30,7 @@ OWN_KIND_RULES = [
     ("kstat_misc", re.compile(r"_objset-[0-9a-fx]+\.txt$"), "objset-kstat"),
     ("kstat_misc", re.compile(r"_zfs_zil\.txt$"), "zil-kstat"),
     ("illumos_fsstat_iostat", re.compile(r"__iostat_-x"), "iostat-xn"),
+    ("illumos_fsstat_iostat", re.compile(r"__fsstat_"), "fsstat"),
 ]
 
 

@@ -90,3 +90,19 @@ def test_illumos_iostat_xn_kind(fixtures):
     samples = _samples(detect.get("iostat-xn").parse(path.read_text(), path.name, 5.0))
     assert samples and all(s.entity.kind == Kind.DEVICE for s in samples)
     assert samples[0].since_boot and samples[0].ts == 1069685916.0 and samples[0].entity.name == "c0"
+
+
+FSSTAT = [p for p in fixture_files("illumos_fsstat_iostat") if "fsstat" in p.name]
+
+
+def test_illumos_fsstat_kind(fixtures):
+    for path in FSSTAT:
+        assert detect.detect(path.read_text()).name == "fsstat"
+    [path] = [p for p in FSSTAT if "fsstat_-F" in p.name]
+    samples = _samples(detect.get("fsstat").parse(path.read_text(), path.name, None))
+    by = {s.entity.name: s for s in samples}
+    assert [(s.entity.kind, s.entity.pool) for s in samples] == [(Kind.DATASET, "")] * len(samples)
+    ufs = by["ufs"].metrics
+    assert ufs["attr_gets"] == pytest.approx(2.16 * 1024 ** 2) and ufs["files_created"] == 313 * 1024
+    assert ufs["write_bytes"] == pytest.approx(39.1 * 1024 ** 3) and by["ufs"].since_boot
+    assert by["proc"].metrics["read_bytes"] == 466 * 1024 and by["nfs"].metrics["reads"] == 0

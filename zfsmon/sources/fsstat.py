@@ -28,7 +28,7 @@ from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sam
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector, StreamParser
 from zfsmon.sources.illumos_iostat import printed_ts
-from zfsmon.sources.spec import Source
+from zfsmon.sources.spec import Source, TextKind
 from zfsmon.units import parse_count
 
 #: the ``source`` of the records
@@ -182,5 +182,23 @@ def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
     return FsstatCollector(("zfs",), interval)
 
 
+def looks_like(text: str) -> bool:
+    """One of fsstat's headers (the two-line default, ``-a``'s or ``-n``'s) on the first lines."""
+    lines = [ln.split() for ln in text.splitlines()[:6] if ln.strip()]
+    for i, parts in enumerate(lines):
+        if parts[:1] and parts[0] in SINGLE_HEADERS and all(p in SINGLE_HEADERS[parts[0]] for p in parts):
+            return True
+        if i + 1 < len(lines) and len(parts) == len(lines[i + 1]) and parts and all(
+                k in DEFAULT_COLUMNS for k in zip(parts, lines[i + 1])):
+            return True
+    return False
+
+
+def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Record]:
+    return parse_fsstat(text, 0.0, interval, where=source)
+
+
 SOURCE = Source(name="fsstat", help="per-filesystem-type operations (illumos fsstat zfs)", order=80,
-                check=check_host, collector=_collector, family="dataset")
+                check=check_host, collector=_collector, family="dataset",
+                kinds=(TextKind("fsstat", "illumos/Solaris `fsstat [-a|-n] {fstype|path}... [INTERVAL]` output",
+                                looks_like, _parse_capture, "fsstat zfs 5 | tee fsstat.log"),))
