@@ -141,6 +141,34 @@ def test_scan_events():
     assert pool.metrics["scan_function"] == 1 and pool.metrics["scan_state"] == 2
 
 
+def test_zfs_fuse_offline_then_resilvered():
+    """Real zfs-fuse text: a leaf taken offline (DEGRADED), then online again and resilvered."""
+    offline = (FUSE / "zpool_status_zst11_offline-degraded.txt").read_text()
+    back = (FUSE / "zpool_status_zst11_resilver-completed.txt").read_text()
+    [p] = parse_health(offline)
+    assert p.state == "DEGRADED" and p.scan.function == "NONE"
+    assert {v.entity.name: v.state for v in p.vdevs if v.state != "ONLINE"} == \
+        {"zst11": "DEGRADED", "mirror-0": "DEGRADED", "loop13": "OFFLINE"}
+    [q] = parse_health(back)
+    assert (q.scan.function, q.scan.state, q.scan.values["scan_errors"]) == ("RESILVER", "FINISHED", 0)
+    assert next(v for v in q.vdevs if v.entity.name == "loop13").note == "72K resilvered"
+    tracker = zpool_health.HealthTracker()
+    first = [e.text for e in tracker.to_records([p], 1.0) if isinstance(e, Event)]
+    assert first == ["pool zst11 DEGRADED when first seen", "pool zst11: mirror-0 DEGRADED when first seen",
+                     "pool zst11: loop13 OFFLINE when first seen"]
+    recs = tracker.to_records([q], 2.0)
+    assert [e.text for e in recs if isinstance(e, Event)] == [
+        "pool zst11 ONLINE (was DEGRADED)", "pool zst11: mirror-0 ONLINE (was DEGRADED)",
+        "pool zst11: loop13 ONLINE (was OFFLINE)", "pool zst11: resilver finished with 0 errors"]
+    [pool] = [r for r in recs if isinstance(r, Sample) and r.entity.kind == Kind.POOL]
+    assert pool.metrics["scan_function"] == 2 and pool.metrics["resilvering"] == 0 and pool.metrics["online"] == 1
+    # the same scan read again says nothing; a later one (another end time) does
+    assert not [e for e in tracker.to_records([q], 3.0) if isinstance(e, Event)]
+    again = parse_health(back.replace("19:33:24", "19:40:00"))
+    assert [e.text for e in tracker.to_records(again, 4.0) if isinstance(e, Event)] == \
+        ["pool zst11: resilver finished with 0 errors"]
+
+
 def test_a_pool_unhealthy_at_first_sight_is_said():
     recs = zpool_health.HealthTracker().to_records(parse_health_json(_degraded_json()), 1.0)
     assert "pool zguest: virtio-data1 OFFLINE when first seen" in [e.text for e in recs if isinstance(e, Event)]
@@ -199,7 +227,8 @@ def test_saved_texts_are_detected():
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from([FLAT, NESTED, (G23 / "zpool-status.txt").read_text(),
-                        (FUSE / "zpool_status_zhealth11_scrub-completed.txt").read_text()]), st.data())
+                        (FUSE / "zpool_status_zhealth11_scrub-completed.txt").read_text(),
+                        (FUSE / "zpool_status_zst11_offline-degraded.txt").read_text()]), st.data())
 def test_mangled_input_only_raises_parse_error(text, data):
     for variant in variants(text, data):
         try:

@@ -99,7 +99,7 @@ class HealthTracker:
     def __init__(self, source: str = NAME) -> None:
         self.source = source
         self._state: Dict[str, str] = {}
-        self._scan: Dict[str, Tuple[str, str]] = {}
+        self._scan: Dict[str, Tuple[str, str, Optional[float]]] = {}
 
     def to_records(self, pools: Sequence[PoolHealth], ts: float) -> List[Record]:
         out: List[Record] = []
@@ -122,7 +122,7 @@ class HealthTracker:
                       data={"health": state, "was": was or ""})]
 
     def _scan_event(self, p: PoolHealth, ts: float) -> List[Event]:
-        now = (p.scan.function, p.scan.state)
+        now = (p.scan.function, p.scan.state, p.scan.values.get("scan_end_time"))  # a new scan ends later
         was = self._scan.get(p.pool)
         self._scan[p.pool] = now
         if was is None or was == now or p.scan.function == "NONE":

@@ -383,7 +383,7 @@ def _blocks(lines: Sequence[str]) -> Dict[str, str]:
 
 
 def _data_errors(block: Optional[str]) -> Optional[float]:
-    if block is None:
+    if block is None or not block.strip():
         return None
     first = block.splitlines()[0]
     if first.startswith("No known data errors"):
@@ -431,7 +431,9 @@ def parse_health(text: str, source: str = "zpool status") -> List[PoolHealth]:
                 rest = rest[1:]
             rows.append(VdevHealth(entity, state, counts, " ".join(rest)))
         scan_text = head.get("scan", head.get("scrub"))
-        pool_state = head.get("state", rows[0].state).split()[0] if head.get("state") else rows[0].state
+        pool_state = (head.get("state") or rows[0].state).split()[0]
+        if pool_state not in STATES:
+            raise ParseError(source, table.first + 2, f"unknown pool state {pool_state!r}")
         out.append(PoolHealth(table.pool, pool_state, rows,
                               parse_scan(scan_text) if scan_text is not None else ScanStatus(),
                               _data_errors(tail.get("errors"))))
