@@ -16,11 +16,14 @@ events in plain words ("pool tank: mirror-0 DEGRADED (was ONLINE)", "scrub
 finished with 0 errors").
 
 Cost: ``zpool status`` is a command, not a file read: a process, the pool
-configuration fetched from the kernel and, for the text, a page of output
-(measured: docs/metrics.md's source line and the report of the change that
-added it). It runs in its own thread, every :data:`EVERY_S` seconds at most
-(or the recording's interval if longer), so a pool whose ``zpool status``
-hangs (a suspended pool) delays only this source.
+configuration fetched from the kernel (or the zfs-fuse daemon) and a page of
+output. Measured on the zfs-fuse lab (one pool, 2 mirrors + log + cache, 50
+runs): 14 ms wall and 4.6 ms of CPU per run in the zpool process, so about
+0.05 % of a core at one run per 10 s; it grows with the number of vdevs
+(``-j`` on 2.3 not measured yet here: the guest tier will). It runs in its own
+thread, every :data:`EVERY_S` seconds (or the recording's interval if longer),
+so a pool whose ``zpool status`` hangs (a suspended pool) delays only this
+source.
 """
 
 from __future__ import annotations
