@@ -186,3 +186,8 @@ def test_import_with_kind_named_still_takes_the_status_file_for_the_tree(tmp_pat
     with Recording.open(str(rec)) as r:
         assert {(e.kind.value, e.name, e.role.value if e.role else None, e.parent) for e in r.entities()} == TREE
         assert "(zpool-iostat)" in r.meta["imported_from"] and "zpool-status.txt (" not in r.meta["imported_from"]
+
+
+def test_iostat_flags_on_another_kind_are_said_to_be_ignored(capsys):
+    assert main(["parse", str(V23 / "arcstats.after"), "--iostat-flags", "l"]) == 0
+    assert "--iostat-flags does not apply to arcstats (ignored)" in capsys.readouterr().err

@@ -117,6 +117,8 @@ def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional
         raise UserError(f"{path}: not a format zfsmon can import (kinds: {', '.join(detect.KINDS)}; "
                         "name one with --kind NAME)")
     source = os.path.basename(path) if path != "-" else "stdin"
+    if options is not None and options.flags and "flags" not in tk.options:
+        print(f"note: {path}: --iostat-flags does not apply to {tk.name} (ignored)", file=sys.stderr)
     try:
         records = tk.read(text, source, interval, options)
     except ParseError as exc:
