@@ -10,6 +10,7 @@ count and the flags the run was given (:func:`scripted_header`).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -177,6 +178,11 @@ def scripted_fits(n_values: int, flags: str = "") -> List[Tuple[str, List[str]]]
     ``-l`` and ``-q`` together come from one zpool version, so their sets pair
     up by version; ``flags`` (the run's letters, when known) narrows the choice.
     """
+    return [(letters, list(cols)) for letters, cols in _fits(n_values, "".join(sorted(set(flags) & {"l", "q"})))]
+
+
+@functools.lru_cache(maxsize=256)
+def _fits(n_values: int, flags: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     out: List[Tuple[str, List[str]]] = []
     said = set(flags) & {"l", "q"}
     combos: List[Tuple[str, List[str]]] = [("", [])]
@@ -187,7 +193,7 @@ def scripted_fits(n_values: int, flags: str = "") -> List[Tuple[str, List[str]]]
             continue
         if 6 + len(cols) == n_values and (letters, _DEFAULT + cols) not in out:
             out.append((letters, _DEFAULT + cols))
-    return out
+    return tuple((letters, tuple(cols)) for letters, cols in out)
 
 
 def infer_flags(rows: Sequence[Sequence[str]]) -> Optional[str]:
