@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import sys
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from zfsmon.commands._timearg import seconds
 from zfsmon.engine import Session, pick_collectors
@@ -26,7 +26,7 @@ from zfsmon.workload.attach import AttachCollector
 try:  # the `exporter` extra; without it the other commands work and this one says what to install
     from prometheus_client import CollectorRegistry
 
-    from zfsmon.views.prometheus import LatestValues, ZfsmonCollector, latest_from_recording
+    from zfsmon.views.prometheus import DEFAULT_QUEUES, LatestValues, ZfsmonCollector, latest_from_recording
     from zfsmon.views.prometheus_http import start_server
 except ImportError as _missing:
     if not (_missing.name or "").startswith("prometheus_client"):
@@ -70,9 +70,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pgbench-log", action="append", default=[], metavar="LOG",
                    help="follow this pgbench output (tee'd, or --log files) as `zfsmon attach` does: the workload's "
                         "TPS and latency as zfsmon_workload_* (repeatable)")
+    p.add_argument("--histograms", choices=("wait", "all", "none"), default="wait",
+                   help="latency histograms to expose: wait (default: total_wait, disk_wait and traced), all "
+                        "(also syncq/asyncq waits, scrub, trim, rebuild: 7 x 30 more series per vdev), none")
     p.add_argument("--leaf-histograms", action="store_true",
                    help="latency histograms for every leaf too, not only pools and top-level vdevs "
-                        "(28 series per leaf, queue and op: mind the cardinality on large hosts)")
+                        "(30 series per leaf, queue and op: mind the cardinality on large hosts)")
 
 
 def parse_listen(text: str) -> Tuple[str, int]:
@@ -125,6 +128,11 @@ def _live(args: argparse.Namespace) -> List[Collector]:
     return collectors
 
 
+def _queues(choice: str) -> Optional[Tuple[str, ...]]:
+    """--histograms: the queues whose latency histograms are exposed (None: all)."""
+    return {"wait": DEFAULT_QUEUES, "all": None, "none": ()}[choice]
+
+
 def run(args: argparse.Namespace) -> int:
     if not HAVE_PROMETHEUS:
         raise UserError(INSTALL_HINT)
@@ -134,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
         if args.sources or args.trace or args.pgbench_log:
             raise UserError("SOURCES, --trace or --pgbench-log and --from-recording do not go together")
         with Recording.open(args.from_recording) as rec:
-            latest = latest_from_recording(rec, leaf_histograms=args.leaf_histograms)
+            latest = latest_from_recording(rec, leaf_histograms=args.leaf_histograms,
+                                           histogram_queues=_queues(args.histograms))
         what = f"the last values of {args.from_recording}"
     else:
         collectors = _live(args)

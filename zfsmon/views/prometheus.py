@@ -70,6 +70,12 @@ LABELS: Dict[Kind, Tuple[str, ...]] = {
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
 _RESERVED_SUFFIXES = ("_total", "_created", "_count", "_sum", "_bucket", "_info")
 
+#: the label a trace script's histogram carries as its queue (zpool iostat -w says total/disk/syncq/asyncq)
+TRACE_QUEUE = "trace"
+#: the queues exposed by default: what the I/O took in all and at the disk (the sync/async queue waits,
+#: scrub, trim and rebuild would add 7 x 30 series per vdev: `exporter --histograms all`)
+DEFAULT_QUEUES = ("total_wait", "disk_wait", TRACE_QUEUE)
+
 
 @dataclass(frozen=True)
 class PromName:
@@ -142,17 +148,20 @@ class LatestValues:
     since import: it is not what happens now, so it is ignored. An entity not updated for ``stale_after``
     seconds (a removed cache device, an exported pool) is dropped; ``None`` keeps everything (a recording).
     Latency histograms are added up interval by interval into cumulative ones (pools and vdevs; leaves too
-    with ``leaf_histograms``: 28 series per leaf, queue and op).
+    with ``leaf_histograms``: 30 series per leaf, queue and op), for the queues in ``histogram_queues``
+    (default :data:`DEFAULT_QUEUES`; None: every queue ``zpool iostat -w`` has).
     """
 
     def __init__(self, stale_after: Optional[float] = None, clock: Callable[[], float] = time.monotonic,
-                 leaf_histograms: bool = False, host: Optional[Mapping[str, str]] = None) -> None:
+                 leaf_histograms: bool = False, host: Optional[Mapping[str, str]] = None,
+                 histogram_queues: Optional[Iterable[str]] = DEFAULT_QUEUES) -> None:
         #: where the values come from (``host``, ``platform``, ``zfs_flavour``, ``zfs_version``): a recording's
         #: meta, or this host's; shown as ``zfsmon_host_info``
         self.host: Dict[str, str] = dict(host or {})
         self.stale_after = stale_after
         self.clock = clock
         self.leaf_histograms = leaf_histograms
+        self.histogram_queues = None if histogram_queues is None else frozenset(histogram_queues)
         self._lock = threading.Lock()
         self._by_key: Dict[str, _Latest] = {}
         self._hists: Dict[str, Tuple[Entity, Dict[Tuple[str, str], _Hist]]] = {}
@@ -202,6 +211,8 @@ class LatestValues:
         ent, by_op = self._hists.setdefault(owner.key, (owner, {}))
         self._hists[owner.key] = (owner, by_op)  # latest role and parent
         for key, (counts, sum_s) in parts.items():
+            if self.histogram_queues is not None and key[0] not in self.histogram_queues:
+                continue
             h = by_op.setdefault(key, _Hist())
             for e, n in counts.items():
                 h.buckets[e] = h.buckets.get(e, 0.0) + n
@@ -281,14 +292,14 @@ def families(ents: Sequence[Tuple[Entity, Dict[str, float]]]) -> List[Metric]:
     return list(fams.values())
 
 
-def latest_from_recording(rec: Recording, lookback: Optional[float] = None,
-                          leaf_histograms: bool = False) -> LatestValues:
+def latest_from_recording(rec: Recording, lookback: Optional[float] = None, leaf_histograms: bool = False,
+                          histogram_queues: Optional[Iterable[str]] = DEFAULT_QUEUES) -> LatestValues:
     """The last values of a recording: what a scrape at its end would have shown.
 
     Reads the tail (``lookback`` seconds, default ten nominal intervals, at least a minute) and, for entities
     still present at the end but silent in the tail (a slow source), their own last samples.
     """
-    latest = LatestValues(leaf_histograms=leaf_histograms, host=rec.meta)
+    latest = LatestValues(leaf_histograms=leaf_histograms, host=rec.meta, histogram_queues=histogram_queues)
     span = rec.time_range()
     if span is None:
         return latest
@@ -350,8 +361,6 @@ _TRACE_HIST = re.compile(r"^([a-z_]+?)_hist_(\d+)$")
 #: the exposed bucket bounds: powers of two, 2^10 ns (~1 us) .. 2^36 ns (~69 s), then +Inf. Fixed, so a series'
 #: buckets never come and go, and bounded: 28 series per (vdev, queue, op).
 LE_EXPONENTS = tuple(range(10, 37))
-#: the label a trace script's histogram carries as its queue (zpool iostat -w says total/disk/syncq/asyncq)
-TRACE_QUEUE = "trace"
 
 
 def _le_exponent(upper_ns: float) -> Optional[int]:
@@ -388,34 +397,19 @@ def histogram_parts(s: Sample) -> Dict[Tuple[str, str], Tuple[Dict[Optional[int]
     out: Dict[Tuple[str, str], Tuple[Dict[Optional[int], float], float]] = {}
     m = s.metrics
     mids: Dict[Tuple[str, str], float] = {}
+    is_trace = s.entity.kind == Kind.TRACE
     for name, raw in m.items():
+        bucket = _bucket_of(is_trace, name)
+        if bucket is None:
+            continue
         try:
             n = float(raw)
         except (TypeError, ValueError):
             continue
         if not math.isfinite(n) or n < 0:
             continue
-        if s.entity.kind == Kind.TRACE:
-            hit = _TRACE_HIST.match(name)
-            if not hit:
-                continue
-            key = (TRACE_QUEUE, hit.group(1))
-            upper = float(bucket_upper(int(hit.group(2))))
-        else:
-            hit = _ZPOOL_LAT.match(name)
-            if hit:
-                key, label = (hit.group(1), hit.group(2)), hit.group(3)
-            else:
-                hit = _ZPOOL_LAT_CLASS.match(name)
-                if not hit:
-                    continue
-                key, label = (hit.group(1), "any"), hit.group(2)  # scrub/trim/rebuild I/O is of one kind
-            try:
-                upper = zpool_bucket_upper_ns(label)
-            except ValueError:
-                continue
+        key, upper, e = bucket
         counts, _ = out.setdefault(key, ({}, 0.0))
-        e = _le_exponent(upper)
         counts[e] = counts.get(e, 0.0) + n
         mids[key] = mids.get(key, 0.0) + n * 0.75 * upper * 1e-9
     for key, (counts, _) in list(out.items()):
@@ -430,11 +424,36 @@ def histogram_parts(s: Sample) -> Dict[Tuple[str, str], Tuple[Dict[Optional[int]
     return out
 
 
+@functools.lru_cache(maxsize=65536)
+def _bucket_of(is_trace: bool, name: str) -> Optional[Tuple[Tuple[str, str], float, Optional[int]]]:
+    """((queue, op), upper bound in ns, exposed bound's exponent) of a histogram bucket metric, else None.
+    Cached: the same few hundred names come back every interval, for every vdev."""
+    if is_trace:
+        hit = _TRACE_HIST.match(name)
+        if not hit:
+            return None
+        upper = float(bucket_upper(int(hit.group(2))))
+        return (TRACE_QUEUE, hit.group(1)), upper, _le_exponent(upper)
+    if not name.startswith("lat_"):
+        return None
+    hit = _ZPOOL_LAT.match(name)
+    if hit:
+        key, label = (hit.group(1), hit.group(2)), hit.group(3)
+    else:
+        hit = _ZPOOL_LAT_CLASS.match(name)
+        if not hit:
+            return None
+        key, label = (hit.group(1), "any"), hit.group(2)  # scrub/trim/rebuild I/O is of one kind
+    try:
+        upper = zpool_bucket_upper_ns(label)
+    except ValueError:
+        return None
+    return key, upper, _le_exponent(upper)
+
+
 def is_histogram_metric(kind: Kind, name: str) -> bool:
     """A bucket of a latency histogram (exposed as part of a histogram family, never as its own gauge)."""
-    if kind == Kind.TRACE:
-        return bool(_TRACE_HIST.match(name))
-    return name.startswith("lat_") and bool(_ZPOOL_LAT.match(name) or _ZPOOL_LAT_CLASS.match(name))
+    return _bucket_of(kind == Kind.TRACE, name) is not None
 
 
 def _histogram_owner(e: Entity, leaf_histograms: bool) -> Optional[Entity]:
