@@ -17,6 +17,19 @@ def variants(text: str, data: st.DataObject) -> List[str]:
     return [text[:cut], text[:cut] + junk + text[cut:], junk]
 
 
+def drop_or_repeat(text: str, picks: List[int]) -> str:
+    """The capture with lines dropped (odd picks) or repeated (even picks), each pick a line number modulo."""
+    lines = text.splitlines()
+    for k in picks:
+        if lines:
+            j = k % len(lines)
+            if k % 2:
+                del lines[j]
+            else:
+                lines.insert(j, lines[j])
+    return "\n".join(lines)
+
+
 def drain(collector, samples: int, timeout: float = 10.0) -> List[Record]:
     """Poll a started collector until it has yielded ``samples`` samples (or ``timeout`` passed)."""
     deadline = time.time() + timeout

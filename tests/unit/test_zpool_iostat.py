@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import TEST_DATA, fixture_files, fixture_ids
+from tests.unit.mangle import drop_or_repeat
 from zfsmon import metrics
 from zfsmon.model import Event, EventKind, Kind, ParseError, Role, Sample
 from zfsmon.sources.zpool_iostat import ZpoolIostatParser, parse_text
@@ -466,12 +467,4 @@ def test_corrupted_captures_raise_only_parse_error(i, edits):
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, len(_ALL_TEXT) - 1), st.lists(st.integers(0, 200), max_size=5))
 def test_lines_dropped_or_repeated_raise_only_parse_error(i, picks):
-    lines = _ALL_TEXT[i].splitlines()
-    for k in picks:
-        if lines:
-            j = k % len(lines)
-            if k % 2:
-                del lines[j]
-            else:
-                lines.insert(j, lines[j])
-    _parse_or_parse_error("\n".join(lines))
+    _parse_or_parse_error(drop_or_repeat(_ALL_TEXT[i], picks))

@@ -144,7 +144,10 @@ def _histogram_units(lines: Sequence[str]) -> Optional[List[_Unit]]:
                     continue
                 if len(row) < 2 or not all(_VALUE_RE.match(t) for t in row[1:]):
                     break
-                vals = [0.0 if t == "-" else parse_count(t) for t in row[1:]]
+                try:
+                    vals = [0.0 if t == "-" else parse_count(t) for t in row[1:]]
+                except ValueError:
+                    return None  # not a count: the parser says where (a ParseError), nothing to guess from
                 totals = [a + b for a, b in zip(totals, vals)] if totals else vals
                 i += 1
             units.append(_Unit(name, section, None, tuple(totals)))
