@@ -132,6 +132,15 @@ def panels() -> List[Panel]:
             Target(f"{m(W, 'tps')}{{{HOST}}}", "TPS {{instance}} {{workload}}"),
             Target(l2_ratio, "L2ARC hit ratio {{instance}}")),
             "short", "Does throughput follow the cache device's hit ratio? (right axis: ratio)"),
+        Panel("Pool and vdev health (1 = ONLINE)", (
+            Target(f"{m(P, 'online')}{{{vsel}}}", "pool {{instance}} {{pool}}"),
+            Target(f"min by (instance, pool, vdev, role) ({m(V, 'online')}{{{vsel}}})", "{{pool}} {{vdev}} ({{role}})")),
+            "short", "zpool status: 0 means DEGRADED, FAULTED, OFFLINE, UNAVAIL, REMOVED or SUSPENDED (the state "
+                     "code is zfsmon_pool_state / zfsmon_vdev_state)."),
+        Panel("Read, write and checksum errors per vdev (last hour)", (Target(
+            f"sum by (instance, pool, vdev) (increase({m(V, 'read_errors')}{{{vsel}}}[1h]) + "
+            f"increase({m(V, 'write_errors')}{{{vsel}}}[1h]) + increase({m(V, 'checksum_errors')}{{{vsel}}}[1h]))",
+            "{{pool}} {{vdev}}"),), "short", "zpool status's READ/WRITE/CKSUM columns, as counters."),
         Panel("Pool capacity used", (Target(
             f"{m(P, 'alloc')}{{{vsel}}} / ({m(P, 'alloc')}{{{vsel}}} + {m(P, 'free')}{{{vsel}}})",
             "{{instance}} {{pool}}"),), "percentunit"),
