@@ -125,6 +125,9 @@ def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional
         records = _lenient(tk, text, source, interval, options)
         if records is None:
             raise UserError(f"cannot read {path} as {tk.name}: {exc}") from None
+    except (ValueError, OverflowError) as exc:  # a parser that let a number it cannot hold through (a 4,301-digit
+        # integer: int() refuses it, float() overflows): still one line, never a traceback
+        raise UserError(f"cannot read {path} as {tk.name}: a value out of range ({str(exc).split(':')[0]})") from None
     if not any(isinstance(r, Sample) for r in records):
         raise UserError(f"{path}: no readings found in it as {tk.name}")
     return records, tk.name
