@@ -125,7 +125,8 @@ def _lines(text: str) -> Iterator[Tuple[int, str]]:
 
 def parse_header(line: str, source: str, line_no: int = 1) -> KstatHeader:
     parts = line.split()
-    if len(parts) != 7 or not all(_INT_RE.match(p) or re.match(r"^0x[0-9a-fA-F]+$", p) for p in parts):
+    if len(parts) != 7 or not all((_INT_RE.match(p) or re.match(r"^0x[0-9a-fA-F]+$", p)) and len(p) <= _MAX_DIGITS
+                                  for p in parts):
         raise ParseError(source, line_no, "not a kstat header (KID TYPE FLAGS NDATA SIZE CRTIME SNAPTIME)", line)
     nums = [int(p, 16) if p.startswith("0x") else int(p) for p in parts]
     return KstatHeader(*nums)
