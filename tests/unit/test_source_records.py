@@ -129,7 +129,8 @@ def test_behaviour_the_commands_depend_on_is_kept():
                               "iostat", "fsstat")
     assert list(detect.KINDS) == ["zpool-iostat", "zpool-status-json", "zpool-status", "arcstats", "zilstat",
                                   "arcstat", "zil-kstat", "objset-kstat", "iostats-kstat", "txgs-kstat", "diskstats",
-                                  "iostat-xn", "iostat-x", "pgbench"]
+                                  "iostat-xn", "iostat-x", "fsstat", "bcc-hist", "bcc-slower", "bpftrace-hist",
+                                  "pgbench"]
 
 
 def test_every_family_a_record_names_is_a_metrics_module():
