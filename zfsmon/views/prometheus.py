@@ -485,7 +485,7 @@ def histogram_families(hists: Sequence[Tuple[Entity, str, str, _Hist]]) -> List[
         buckets, acc = [], 0.0
         for e in LE_EXPONENTS:
             acc += h.buckets.get(e, 0.0)
-            buckets.append((f"{(1 << e) * 1e-9:.9g}", acc))
+            buckets.append((repr((1 << e) / 1e9), acc))
         buckets.append(("+Inf", h.count))
         fam.add_metric(list(vals) + [queue, op], buckets, h.sum_s)
     return list(fams.values())
