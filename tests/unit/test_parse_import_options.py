@@ -191,3 +191,18 @@ def test_import_with_kind_named_still_takes_the_status_file_for_the_tree(tmp_pat
 def test_iostat_flags_on_another_kind_are_said_to_be_ignored(capsys):
     assert main(["parse", str(V23 / "arcstats.after"), "--iostat-flags", "l"]) == 0
     assert "--iostat-flags does not apply to arcstats (ignored)" in capsys.readouterr().err
+
+
+def test_a_status_beside_a_headed_capture_gives_roles_the_text_lacks(tmp_path, capsys):
+    """zfs-fuse prints its SLOG as a plain top-level row (no `logs` heading): its zpool status says it is one."""
+    fuse = TEST_DATA / "zfsfuse"
+    rec = tmp_path / "f.zfsmon"
+    assert main(["import", str(fuse / "zpool_iostat_-v_ziocap.txt"), str(fuse / "zpool_status_ziocap.txt"),
+                 "--into", str(rec), "--interval", "1"]) == 0
+    assert f"roles and parents from {fuse / 'zpool_status_ziocap.txt'}" in capsys.readouterr().err
+    with Recording.open(str(rec)) as r:
+        roles = {e.name: e.role.value for e in r.entities() if e.kind == Kind.VDEV}
+    assert roles["loop5"] == "log" and roles["loop6"] == "cache" and roles["mirror-0"] == "data"
+    assert main(["parse", str(fuse / "zpool_iostat_-v_ziocap.txt")]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert {r["role"] for r in rows if r["name"] == "loop5"} == {"data"}  # what the text alone says

@@ -511,11 +511,16 @@ def read_capture(text: str, source: str, interval: Optional[float], options: Par
             topology = guess.topology
             notes.extend(guess.notes)
         pools = topology.pools
-    elif rows:
-        first = text.split()[0] if text.split() else ""
-        found = _status_for(first, options.beside)
+    elif options.beside:
+        # the text shows its tree, but not always every role (zfs-fuse prints its SLOG without `logs`):
+        # a zpool status given for one of its pools is still the authority
+        names = {ln.split()[0] for ln in text.splitlines()[:5000] if ln.strip() and not ln[0].isspace()}
+        found = next((hit for pool in sorted(names) if valid_pool_name(pool)
+                      for hit in [_status_for(pool, options.beside)] if hit is not None), None)
         if found is not None:
-            topology, pools = found[1], found[1].pools
+            topology = found[1]
+            pools = topology.pools if rows else ()
+            notes.append(f"roles and parents from {found[0]}")
     records, parser = _parse(text, source, interval, 0.0, not said_y, letters, pools, topology,
                              detect_skipped_first=not said_y)
     if parser.skipped_first:
