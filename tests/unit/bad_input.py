@@ -17,11 +17,14 @@ import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import List, NamedTuple, Sequence
+from typing import Dict, List, NamedTuple, Sequence
 
-from tests.conftest import REPO, need
+from tests.conftest import REPO, TEST_DATA, fixtures_root, need
 from tests.unit.store_data import records
+from zfsmon import cli
+from zfsmon.cli import build_parser as _build_parser
 from zfsmon.cli import main
+from zfsmon.sources import detect
 from zfsmon.store import Recorder
 
 
@@ -31,10 +34,20 @@ class Answer(NamedTuple):
     err: List[str]
 
 
+_PARSER: List[object] = []
+
+
+def _cached_parser():
+    """The argument parser, built once (building it is most of a small command's time)."""
+    if not _PARSER:
+        _PARSER.append(_build_parser())
+    return _PARSER[0]
+
+
 def answer(argv: Sequence[str], stdin: bytes = b"") -> Answer:
     """``zfsmon ARGV`` in this process; an argparse exit is an exit code like any other."""
     out, err = io.StringIO(), io.StringIO()
-    old_stdin = sys.stdin
+    old_stdin, cli.build_parser = sys.stdin, _cached_parser
     sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
     try:
         with redirect_stdout(out), redirect_stderr(err):
@@ -43,7 +56,7 @@ def answer(argv: Sequence[str], stdin: bytes = b"") -> Answer:
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
     finally:
-        sys.stdin = old_stdin
+        sys.stdin, cli.build_parser = old_stdin, _build_parser
     return Answer(code, out.getvalue(), [ln for ln in err.getvalue().splitlines() if ln.strip()])
 
 
@@ -100,3 +113,34 @@ def refused_in_one_line(p: subprocess.CompletedProcess, contains: str = "") -> s
     """:func:`one_line` for a command run in a subprocess."""
     return one_line(Answer(p.returncode, p.stdout, [ln for ln in p.stderr.splitlines() if ln.strip()]),
                     contains=contains)
+
+
+#: captures larger than this are cut (at a line end) for mutation: the parsers' speed is not under test here
+SAMPLE_BYTES = 48 * 1024
+
+
+def kind_samples(per_kind: int = 2) -> Dict[str, List[Path]]:
+    """For every text kind of the registry (``zfsmon parse --list``), up to ``per_kind`` real captures of it:
+    tests/data first, then the shared fixtures. A kind added to the registry is covered without a change here;
+    one with no capture anywhere is missing from the result (the tests fail on that)."""
+    found: Dict[str, List[Path]] = {k: [] for k in detect.KINDS}
+    roots = [TEST_DATA] + ([fixtures_root()] if fixtures_root().is_dir() else [])
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            if not p.is_file() or p.suffix in (".md", ".py") or p.stat().st_size > 4_000_000:
+                continue
+            try:
+                text = p.read_text()
+            except (UnicodeDecodeError, OSError):
+                continue
+            k = detect.detect(text)
+            if k is not None and len(found[k.name]) < per_kind:
+                found[k.name].append(p)
+    return {k: v for k, v in found.items() if v}
+
+
+def sample_text(path: Path) -> bytes:
+    data = path.read_bytes()
+    if len(data) <= SAMPLE_BYTES:
+        return data
+    return data[: data.rindex(b"\n", 0, SAMPLE_BYTES) + 1]
