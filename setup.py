@@ -20,7 +20,7 @@ SCRIPT_DIRS = {"dtrace": ("*.d", "README.md"), "bpftrace": ("*.bt", "README.md")
 class BuildWithScripts(build_py):
     def run(self) -> None:
         super().run()
-        if self.editable_mode:  # an editable install runs from the source tree, which has them already
+        if getattr(self, "editable_mode", False):  # an editable install runs from the source tree, which has them already
             return
         for folder, patterns in SCRIPT_DIRS.items():
             files = sorted({f for pat in patterns for f in (HERE / folder).glob(pat) if f.is_file()})
