@@ -82,7 +82,10 @@ def test_wheel_carries_the_scripts_as_package_data(dist):
         names = set(whl.namelist())
         for rel in SCRIPT_FILES:  # byte for byte the repository's script
             assert whl.read(f"zfsmon/share/{rel}") == (REPO / rel).read_bytes(), rel
-    assert "zfsmon/share/systemd/zfsmon-record.service" in names
+    shared = {f"zfsmon/share/{p.relative_to(REPO / 'zfsmon' / 'share')}"
+              for p in (REPO / "zfsmon" / "share").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert "zfsmon/share/systemd/zfsmon-record.service" in shared
+    assert shared <= names, shared - names  # units, manifests, dashboard, alert rules: all of share/
     assert any(n.endswith(".data/data/share/man/man1/zfsmon.1") for n in names)
     assert not any(n.startswith(("dtrace/", "bpftrace/", "tests/")) for n in names)
 
