@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -63,7 +64,9 @@ def answer(argv: Sequence[str], stdin: bytes = b"") -> Answer:
 def one_line(a: Answer, *, contains: str = "") -> str:
     """The promise for refused input: a non-zero exit, one line on stderr, no terminal control characters."""
     assert a.code != 0, f"exit 0 for bad input; stderr: {a.err}"
-    refusals = [ln for ln in a.err if not ln.startswith(("note:", "zfsmon: following", "zfsmon: recording"))]
+    # what a command that ran says besides (its start, its closing count, notes) is not the refusal
+    refusals = [ln for ln in a.err if not ln.startswith(("note:", "zfsmon: following", "zfsmon: recording"))
+                and not re.match(r"^zfsmon: .*: \d+ intervals, ", ln)]
     assert len(refusals) == 1, f"expected one line, got {a.err}"
     line = refusals[0]
     assert line.startswith("zfsmon: "), line

@@ -112,6 +112,7 @@ def options_from(args: argparse.Namespace, beside: Sequence[Tuple[str, str]] = (
 def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional[float],
                    options: Optional[ParseOptions] = None) -> Tuple[List[Record], str]:
     """(records, kind name) or a UserError naming the file and line."""
+    text, left = _without_messages(text)
     tk = detect.get(kind) if kind else detect.detect(text)
     if tk is None:
         raise UserError(f"{path}: not a format zfsmon can import (kinds: {', '.join(detect.KINDS)}; "
@@ -122,12 +123,16 @@ def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional
     try:
         records = tk.read(text, source, interval, options)
     except ParseError as exc:
-        records = _lenient(tk, text, source, interval, options)
+        records = _without_cut_line(tk, text, source, interval, options, left)
         if records is None:
             raise UserError(f"cannot read {path} as {tk.name}: {exc}") from None
     except (ValueError, OverflowError) as exc:  # a parser that let a number it cannot hold through (a 4,301-digit
         # integer: int() refuses it, float() overflows): still one line, never a traceback
         raise UserError(f"cannot read {path} as {tk.name}: a value out of range ({str(exc).split(':')[0]})") from None
+    if left:
+        ts = min((r.ts for r in records), default=0.0)
+        records = records + [Event(ts, EventKind.INFO, f"{source}: {n}", source=source, data={"note": True})
+                             for n in left]
     if not any(isinstance(r, Sample) for r in records):
         raise UserError(f"{path}: no readings found in it as {tk.name}")
     return records, tk.name
@@ -135,34 +140,37 @@ def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional
 
 #: lines a tool or shell prints on standard error, which a capture made with `2>&1` (or `|&`) has among its
 #: reports: zpool's "cannot open 'tank': no such pool", "internal error: ...", a shell's "command not found"
-STRAY_LINE = re.compile(r"^\s*(cannot \w|internal error|warning:|error:|fatal:|zpool:|zfs:|arcstat:|arc_summary:|"
-                        r"pgbench: (error|fatal)|sh: |bash: |sudo: |Traceback |.*: command not found|"
-                        r".*: [Pp]ermission denied)")
+#: (at the start of a line, as the tools print them: indented text belongs to the capture)
+STRAY_LINE = re.compile(r"^(cannot (open|get|stat|read|iterate|find|connect|allocate)\b|internal error:|warning:|"
+                        r"error:|fatal:|zpool: |zfs: |arcstat: |arc_summary: |sh: |bash: |sudo: |Traceback |"
+                        r"\S+: command not found|\S+: [Pp]ermission denied)")
 
 
-def _lenient(tk, text: str, source: str, interval: Optional[float],
-             options: Optional[ParseOptions]) -> Optional[List[Record]]:
-    """After a ParseError: the text again without what is not part of the capture, or None if that fails too.
-    Left out, each said in a note: a last line cut off (no line end: the capture was interrupted) and lines a
-    tool printed on standard error."""
+def _without_messages(text: str) -> Tuple[str, List[str]]:
+    """The text without the lines a tool printed on standard error (they split the reports around them: a
+    pgbench summary lost its run, a zpool iostat capture was refused), and a note saying what was left out."""
     lines = text.split("\n")
-    left: List[str] = []
-    if not text.endswith("\n") and lines[-1].strip():
-        left.append(f"the last line is cut off (no line end), left out: {lines[-1].strip()[:60]!r}")
-        lines = lines[:-1]
     stray = [(i + 1, ln) for i, ln in enumerate(lines) if STRAY_LINE.match(ln)]
-    if stray:
-        lines = [ln for ln in lines if not STRAY_LINE.match(ln)]
-        left.append(f"left out {len(stray)} line(s) that are messages, not reports (line {stray[0][0]}: "
-                    f"{stray[0][1].strip()[:60]!r})")
-    if not left:
+    if not stray:
+        return text, []
+    kept = [ln for ln in lines if not STRAY_LINE.match(ln)]
+    return "\n".join(kept), [f"left out {len(stray)} line(s) that are messages, not reports (line {stray[0][0]}: "
+                             f"{stray[0][1].strip()[:60]!r})"]
+
+
+def _without_cut_line(tk, text: str, source: str, interval: Optional[float], options: Optional[ParseOptions],
+                      left: List[str]) -> Optional[List[Record]]:
+    """After a ParseError: a capture whose last line is cut off (no line end: it was interrupted) read without
+    that line, said in a note; None when that is not the case or does not help."""
+    head, _, cut = text.rpartition("\n")
+    if not cut.strip() or not head.strip():
         return None
     try:
-        records = tk.read("\n".join(lines) + "\n", source, interval, options)
+        records = tk.read(head + "\n", source, interval, options)
     except ParseError:
         return None
-    ts = min((r.ts for r in records), default=0.0)
-    return records + [Event(ts, EventKind.INFO, f"{source}: {n}", source=source, data={"note": True}) for n in left]
+    left.append(f"the last line is cut off (no line end), left out: {cut.strip()[:60]!r}")
+    return records
 
 
 def notes(records: Sequence[Record]) -> List[str]:

@@ -152,7 +152,9 @@ class Recording:
     def open(cls, path: str) -> Recording:
         path = str(path)
         if not os.path.isfile(path):
-            raise RecordingError(f"{path}: no such recording")
+            raise RecordingError(f"{path}: " + ("a directory, not a recording" if os.path.isdir(path) else
+                                                "not a regular file: a recording is a file" if os.path.exists(path)
+                                                else "no such recording"))
         try:
             with open(path, "rb") as f:
                 head = f.read(100)  # the SQLite header
