@@ -54,14 +54,11 @@ def bcc_problem(selection: Sequence[str]) -> Optional[str]:
     problem = facts.problem()
     if problem:
         return problem
-    traces = [bcc_program.TRACES[n] for n in selection]
-    if any(t.needs_kprobes for t in traces) and not facts.kprobes:
-        names = ", ".join(t.name for t in traces if t.needs_kprobes)
-        return f"{names} need kprobes, and this kernel has none (no kprobe_events in tracefs)"
-    if any(t.needs_zfs_module for t in traces) and not facts.zfs_module:
-        names = ", ".join(t.name for t in traces if t.needs_zfs_module)
-        return (f"{names} need the OpenZFS kernel module, and this host has none loaded "
-                f"(zfs-fuse runs ZFS in user space: try blklat)")
+    # a trace this kernel cannot serve is skipped by the runner with an `error` line; refuse only when none can run
+    blocked = bcc_program.unavailable(selection, {tp: {} for tp in bcc_program.tracepoints(selection)},
+                                      facts.kprobes, facts.zfs_module)
+    if len(blocked) == len(selection):
+        return "; ".join(f"{name} {why}" for name, why in blocked.items())
     return None
 
 

@@ -105,6 +105,10 @@ class Printer:
             out += self._switch(TRACES[name])
         return out
 
+    def error_lines(self, name: str, reason: str) -> List[str]:
+        """A trace that cannot run here: its header, then an ``error`` line (the parser's ERROR event)."""
+        return [*self._switch(TRACES[name]), f"error {name}: {reason}"]
+
     def interval_lines(self, snap: Snapshot, epoch: float) -> List[str]:
         """Each selected trace's block for one interval, all with the same EPOCH (one table in zfsmon)."""
         out: List[str] = []

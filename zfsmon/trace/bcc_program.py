@@ -435,6 +435,30 @@ def probes(selection: Sequence[str]) -> List[Probe]:
     return [p for name in selection for p in TRACES[name].probes]
 
 
+def unavailable(selection: Sequence[str], formats: Dict[str, Dict[str, Tuple[int, int]]], kprobes: bool = True,
+                zfs_module: bool = True) -> Dict[str, str]:
+    """Traces of the selection this kernel cannot serve, with the reason (the others still run).
+
+    Debian's zfs-dkms builds OpenZFS without its tracepoints (they need GPL-only kernel symbols that a
+    CDDL module may not use), so on such a module ``arc`` (and ``arc.bt``) has nothing to attach to.
+    """
+    out: Dict[str, str] = {}
+    for name in selection:
+        t = TRACES[name]
+        if t.needs_zfs_module and not zfs_module:
+            out[name] = "needs the OpenZFS kernel module, and none is loaded"
+            continue
+        if t.needs_kprobes and not kprobes:
+            out[name] = "needs kprobes, and this kernel has none"
+            continue
+        missing = sorted({tp for tp, _f in t.tracepoint_fields if tp not in formats})
+        if missing:
+            why = (" (the OpenZFS module is loaded but has no tracepoints: built without them, as Debian's "
+                   "zfs-dkms is)" if zfs_module and all(m.startswith("zfs:") for m in missing) else "")
+            out[name] = f"tracepoint {missing[0]} is absent on this kernel{why}"
+    return out
+
+
 def _field_defines(selection: Sequence[str], formats: Dict[str, Dict[str, Tuple[int, int]]]) -> List[str]:
     lines: List[str] = []
     for name in selection:

@@ -27,6 +27,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from zfsmon import host
 from zfsmon.errors import UserError
 from zfsmon.trace import bcc_program, catalog
 from zfsmon.trace.bcc_format import MAP_NAMES, Printer, SlowEvent, Snapshot
@@ -89,13 +90,16 @@ def _on_term(_sig, _frame) -> None:
 
 def run(selection: Sequence[str], interval: int, slow_ms: int, count: Optional[int]) -> int:  # pragma: no cover
     """Compile, attach, print the protocol until stopped (needs bcc, root and the kernel's support)."""
-    needs_zfs = any(bcc_program.TRACES[n].needs_zfs_module for n in selection)
-    if needs_zfs and not os.path.isdir("/sys/module/zfs"):
-        raise UserError(f"traces {', '.join(selection)} need the OpenZFS kernel module, and none is loaded")
-    if "arc" in selection:
+    formats = read_formats(bcc_program.tracepoints(selection))
+    missing = bcc_program.unavailable(selection, formats, host.kprobes_available(), os.path.isdir("/sys/module/zfs"))
+    if "arc" in selection and "arc" not in missing:
         # the same ARC flag constants as arc.bt, so the same version gate
         catalog.check_openzfs(catalog.SCRIPTS["arc"], "bpftrace", catalog.openzfs_module_version())
-    formats = read_formats(bcc_program.tracepoints(selection))
+    selection = tuple(n for n in selection if n not in missing)
+    for name, why in missing.items():
+        _say(f"{name}: {why}; tracing the others")
+    if not selection:
+        raise UserError("; ".join(f"{n}: {why}" for n, why in missing.items()))
     text = bcc_program.generate(selection, formats, slow_ms)
     try:
         from bcc import BPF
@@ -122,6 +126,9 @@ def run(selection: Sequence[str], interval: int, slow_ms: int, count: Optional[i
         except Exception as exc:  # bcc raises plain Exception("Failed to attach BPF program ...")
             raise UserError(f"cannot attach {p.label()} ({exc})") from None
     printer = Printer(selection, interval, slow_ms)
+    skipped: List[str] = []
+    for name, why in missing.items():
+        skipped += printer.error_lines(name, why)
     mono0, wall0 = time.monotonic_ns(), time.time()
 
     def on_slow(_cpu, data, _size) -> None:
@@ -132,8 +139,8 @@ def run(selection: Sequence[str], interval: int, slow_ms: int, count: Optional[i
 
     bpf["slow"].open_perf_buffer(on_slow, page_cnt=64)
     ready = (f"ready: {len(probes)} probes attached for {','.join(selection)} "
-             f"(compiled in {compiled:.1f} s)")
-    _emit(printer.headers() + [f"# {PREFIX} {ready}"])
+             f"(compiled in {compiled:.1f} s)" + (f"; not traced: {','.join(missing)}" if missing else ""))
+    _emit(skipped + printer.headers() + [f"# {PREFIX} {ready}"])
     _say(ready)
     signal.signal(signal.SIGTERM, _on_term)
     done = 0
