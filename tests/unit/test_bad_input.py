@@ -456,3 +456,12 @@ def test_recording_reader_closes_its_private_copy(tmp_path):
     assert (tmp_path / "o.jsonl").read_text().count('"type":"sample"') > 0
     with Recording.open(str(rec)) as r:  # writable here: read in place
         assert r._copy_dir is None
+
+
+def test_6_escape_sequences_from_a_recording_in_info_and_analyze(tmp_path):
+    rec = make_recording(tmp_path / "r.zfsmon")
+    _edit(rec, f"UPDATE event SET text = 'x{ESC}y', kind = 'mark' WHERE id = 1")
+    for cmd in (["info"], ["analyze"]):
+        a = answer([cmd[0], str(rec)])
+        assert a.code == 0 and "\x1b" not in a.out and "\x07" not in a.out, (cmd, a.err)
+    assert "x\\x1b]0;pwned\\x07" in answer(["info", str(rec)]).out

@@ -18,7 +18,7 @@ import json
 
 from zfsmon.analysis.findings import analyze
 from zfsmon.commands._timearg import When, number, seconds, whole
-from zfsmon.errors import UserError
+from zfsmon.errors import UserError, printable
 from zfsmon.store import Recording
 
 #: the largest --max-lag: correlations are tried at every lag up to it (a day of 10 s cells is 8,640)
@@ -62,6 +62,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"file": args.file, **report.as_dict()}, indent=2, default=str))
     else:
-        print(f"{args.file}:")
-        print(report.render(), end="")
+        print(printable(f"{args.file}:"))
+        print("".join(printable(line) + "\n" for line in report.render().splitlines()), end="")
     return 0

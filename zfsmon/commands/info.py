@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Dict, List
 
 from zfsmon.commands._timearg import whole
+from zfsmon.errors import printable
 from zfsmon.model import EventKind, Kind
 from zfsmon.store import Recording, platform_of, zfs_of
 from zfsmon.views.csv_export import iso
@@ -120,5 +121,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=True))
     else:
-        print("\n".join(render(info)))
+        print("\n".join(printable(line) for line in render(info)))  # names and texts come from the file
     return 0
