@@ -170,14 +170,26 @@ def probe_bpftrace() -> Check:
     kprobes = kprobes_available()
     btf = Path("/sys/kernel/btf/vmlinux").exists()
     extras = f"tracepoints yes, BTF {'yes' if btf else 'no'}, kprobes {'yes' if kprobes else 'no (kernel built without)'}"
-    zfs = Path("/sys/module/zfs").exists()
-    extras += f", OpenZFS module {'yes' if zfs else 'no (arc, zil, zfsslower, txg cannot run)'}"
+    extras += ", " + _zfs_detail(Path("/sys/module/zfs").exists())
     return Check("bpftrace", True, f"{ver}; {extras}", "tracing")
 
 
 def kprobes_available() -> bool:
     """The kernel has kprobes (kprobe_events in tracefs); zfsmon's build machine has none."""
     return any(Path(d, "kprobe_events").exists() for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+
+
+def zfs_tracepoints() -> bool:
+    """The OpenZFS module has its tracepoints (zfs:zfs_arc__hit, ...); Debian's zfs-dkms builds it without."""
+    return any(Path(d, "events", "zfs").is_dir() for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+
+
+def _zfs_detail(zfs: bool) -> str:
+    if not zfs:
+        return "OpenZFS module no (zfsslower, arc, zil, txg cannot run)"
+    if not zfs_tracepoints():
+        return "OpenZFS module yes, without its tracepoints (arc cannot run: module built without them)"
+    return "OpenZFS module yes, with tracepoints"
 
 
 def kernel_headers() -> Optional[str]:
@@ -232,7 +244,7 @@ def probe_bcc() -> Check:
     if problem:
         return Check("bcc", False, problem, "tracing")
     kp = "kprobes yes" if facts.kprobes else "kprobes no (zfsslower, zil cannot run)"
-    zfs = "OpenZFS module yes" if facts.zfs_module else "OpenZFS module no (zfsslower, arc, zil cannot run)"
+    zfs = _zfs_detail(facts.zfs_module).replace(", txg", "")
     return Check("bcc", True, f"bcc {facts.version}; headers {facts.headers}; tracepoints yes (blklat), {kp}, {zfs}",
                  "tracing")
 
