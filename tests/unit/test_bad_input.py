@@ -128,28 +128,22 @@ def test_4_export_json_into_a_missing_directory(tmp_path):
     one_line(answer(["export", str(rec), "--json", str(tmp_path / "nope" / "o.jsonl")]), contains="does not exist")
 
 
-@pytest.mark.parametrize("argv", [["export", "{rec}", "--json", "{d}/o.jsonl"], ["export", "{rec}", "--csv", "{d}"],
-                                  ["export", "{rec}", "--csv", "{d}", "--long"]])
-def test_4_export_into_a_read_only_directory(argv, tmp_path):
-    rec = make_recording(tmp_path / "r.zfsmon")
-    d = tmp_path / "ro"
-    d.mkdir()
-    p = in_mount(d, "ro", [a.format(rec=rec, d=d) for a in argv], cwd=tmp_path)
-    refused_in_one_line(p, contains="read-only")
-    _no_leftovers(d)
+WRITE_FAILURES = [("ro", "read-only", argv) for argv in (
+    ["export", "{rec}", "--json", "{d}/o.jsonl"], ["export", "{rec}", "--csv", "{d}"],
+    ["export", "{rec}", "--csv", "{d}", "--long"])] + [("full", "full", argv) for argv in (
+    ["export", "{rec}", "--json", "{d}/o.jsonl"], ["export", "{rec}", "--csv", "{d}/c"],
+    ["export", "{rec}", "--csv", "{d}/c", "--long"], ["report", "{rec}", "--out", "{d}/r.pdf"],
+    ["report", "{rec}", "--out", "{d}/r.png"], ["report", "{rec}", "--out", "{d}/r.html"])]
 
 
-@pytest.mark.parametrize("argv", [["export", "{rec}", "--json", "{d}/o.jsonl"], ["export", "{rec}", "--csv", "{d}/c"],
-                                  ["export", "{rec}", "--csv", "{d}/c", "--long"],
-                                  ["report", "{rec}", "--out", "{d}/r.pdf"], ["report", "{rec}", "--out", "{d}/r.png"],
-                                  ["report", "{rec}", "--out", "{d}/r.html"]])
-def test_4_export_and_report_on_a_full_disk(argv, tmp_path):
+@pytest.mark.parametrize("how,says,argv", WRITE_FAILURES, ids=[f"{h} {' '.join(a[::2])}" for h, _, a in WRITE_FAILURES])
+def test_4_export_and_report_into_a_read_only_or_full_file_system(how, says, argv, tmp_path):
     rec = make_recording(tmp_path / "r.zfsmon")
-    d = tmp_path / "full"
+    d = tmp_path / how
     d.mkdir()
-    p = in_mount(d, "full", [a.format(rec=rec, d=d) for a in argv], cwd=tmp_path)
-    refused_in_one_line(p, contains="full")
-    _no_leftovers(d)  # the namespace's tmpfs is gone: nothing may have been written through to the directory
+    p = in_mount(d, how, [a.format(rec=rec, d=d) for a in argv], cwd=tmp_path)
+    refused_in_one_line(p, contains=says)
+    _no_leftovers(d)  # for a full disk, the namespace's tmpfs is gone: nothing may have reached the directory
 
 
 @pytest.mark.parametrize("argv", [["export", "{rec}", "--csv", "-", "--long"], ["info", "{rec}"],
