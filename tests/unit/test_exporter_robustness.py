@@ -178,3 +178,30 @@ def test_absurd_durations_are_refused_before_serving(value: str) -> None:
     res = _zfsmon("exporter", "--duration", value, "--listen", "127.0.0.1:0")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and "--duration" in res.stderr
+
+
+def test_a_rendering_is_reused_until_the_values_change() -> None:
+    """Two scrapers (an HA pair) cost one rendering per update of the values, and see the same bytes."""
+    latest = LatestValues()
+    ent = Entity(Kind.VDEV, "mirror-0", "tank", Role.DATA, "tank")
+    latest.add([Sample(1.0, ent, {"read_ops": 5.0})])
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(ZfsmonCollector(latest))
+    srv = start_server("127.0.0.1", 0, reg, version=latest.version, max_age=60.0)
+    try:
+        first, second = _scrape(srv), _scrape(srv)
+        assert first == second and srv.cache is not None and srv.cache.renders == 1
+        latest.add([Sample(2.0, ent, {"read_ops": 7.0})])
+        third = _scrape(srv)
+        assert srv.cache.renders == 2 and "7.0" in third and "5.0" not in third
+        gz = urllib.request.Request(_url(srv), headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(gz, timeout=5) as resp:
+            assert resp.headers["Content-Encoding"] == "gzip"
+        assert srv.cache.renders == 3  # one per (format, compression)
+        # a query string goes to prometheus_client's own handler, not the cache
+        with urllib.request.urlopen(_url(srv, "/metrics?x=1"), timeout=5) as resp:
+            assert resp.status == 200 and "zfsmon_vdev" in resp.read().decode()
+        assert srv.cache.renders == 3
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -101,7 +101,8 @@ def serve(latest: LatestValues, host: str, port: int):
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ZfsmonCollector(latest))
     try:
-        server = start_server(host, port, registry)
+        # a rendering is reused until the sampler adds values (or 5 s pass: stale entities still go)
+        server = start_server(host, port, registry, version=latest.version)
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return server, server.server_port

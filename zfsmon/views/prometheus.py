@@ -163,6 +163,7 @@ class LatestValues:
         self.leaf_histograms = leaf_histograms
         self.histogram_queues = None if histogram_queues is None else frozenset(histogram_queues)
         self._lock = threading.Lock()
+        self._version = 0
         self._by_key: Dict[str, _Latest] = {}
         self._hists: Dict[str, Tuple[Entity, Dict[Tuple[str, str], _Hist]]] = {}
         self._hist_seen: Dict[str, float] = {}
@@ -174,6 +175,7 @@ class LatestValues:
         """A sampler sink: ``Sampler(..., sinks=[latest.add])``."""
         now = self.clock()
         with self._lock:
+            self._version += 1
             for r in records:
                 if isinstance(r, Sample):
                     self._add_sample(r, now)
@@ -228,10 +230,15 @@ class LatestValues:
             src = e.source or "unknown"
             self._resets[src] = self._resets.get(src, 0) + 1
 
+    def version(self) -> int:
+        """Changes whenever records are added (a rendering of the values may be reused until it changes)."""
+        return self._version
+
     def keep_only(self, keys: Iterable[str]) -> None:
         """Forget entities not in ``keys`` (those a recording says were gone by its end)."""
         wanted = set(keys)
         with self._lock:
+            self._version += 1
             for key in [k for k in self._by_key if k not in wanted]:
                 del self._by_key[key]
             for key in [k for k in self._hists if k not in wanted]:
