@@ -270,9 +270,15 @@ DAMAGE = {"truncated": _truncated, "zero-paged": _zero_paged, "foreign SQLite": 
 SEEDS = range(6)
 
 
+@pytest.fixture(scope="module")
+def whole_recording(tmp_path_factory) -> bytes:
+    """A recording's bytes (200 intervals), made once: each case damages a copy."""
+    return make_recording(tmp_path_factory.mktemp("whole") / "r.zfsmon", 200).read_bytes()
+
+
 @pytest.mark.parametrize("cmd", list(RECORDING_COMMANDS))
 @pytest.mark.parametrize("damage", list(DAMAGE))
-def test_damaged_recordings(damage, cmd, tmp_path):
+def test_damaged_recordings(damage, cmd, tmp_path, whole_recording):
     """Each damage at several seeded places. A damaged page the command does not read (free space, an index it
     does not use) may go unnoticed: then it answers as for a whole file; every other time it says so in one
     line. Most must be noticed (the test fails if damage stops being detected)."""
@@ -281,7 +287,8 @@ def test_damaged_recordings(damage, cmd, tmp_path):
     for seed in seeds:
         d = tmp_path / f"s{seed}"
         d.mkdir()
-        rec = make_recording(d / "r.zfsmon", 200)
+        rec = d / "r.zfsmon"
+        rec.write_bytes(whole_recording)
         DAMAGE[damage](rec, seed)
         before = sha(rec)
         a = answer(RECORDING_COMMANDS[cmd](str(rec), d))
