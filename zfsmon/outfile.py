@@ -91,10 +91,18 @@ def atomic(path: str, mode: str = "w", encoding: str = "utf-8", newline: str = "
         raise
 
 
-def _umask() -> int:
+def _read_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+#: read once, at import (setting it to read it is not thread-safe; the process does not change it)
+_UMASK = _read_umask()
+
+
+def _umask() -> int:
+    return _UMASK
 
 
 def _remove(path: str) -> None:
