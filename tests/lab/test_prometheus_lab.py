@@ -111,7 +111,7 @@ def prom(lab, tmp_path_factory) -> Iterator[Prom]:
     exporter = start("exporter", [sys.executable, "-m", "zfsmon", "exporter", "--pool", lab.pool, "--interval", "1",
                                   "--listen", f"127.0.0.1:{exp_port}", "--duration", "1200",
                                   "--pgbench-log", str(pgbench_log), "--trace", "fusevdevlat"])
-    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": [str(RULES)],
               "scrape_configs": [{"job_name": "zfsmon", "scrape_interval": "1s", "scrape_timeout": "1s",
                                   "static_configs": [{"targets": [f"127.0.0.1:{exp_port}"]}]}]}
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
@@ -247,7 +247,17 @@ def test_every_dashboard_query_returns_data_for_the_lab(prom: Prom) -> None:
 
 
 def test_every_rule_evaluates(prom: Prom) -> None:
+    # loaded by the test's Prometheus (rule_files) and evaluated by it on the lab's series, without error
     doc = yaml.safe_load(RULES.read_text())
+    expected = sum(len(g["rules"]) for g in doc["groups"])
+
+    def evaluated() -> bool:
+        rules = [r for g in prom.api("rules")["groups"] for r in g["rules"]]
+        return len(rules) == expected and all(r.get("health") == "ok" for r in rules)
+
+    wait_until(evaluated, 60, lambda: f"every rule evaluated with health ok: {prom.api('rules')}", step=1.0)
+    recorded = prom.query("zfsmon:arc_hit_ratio:rate5m")
+    assert recorded and 0.0 <= float(recorded[0]["value"][1]) <= 1.0
     for group in doc["groups"]:
         for rule in group["rules"]:
             prom.query(rule["expr"])  # raises on a query Prometheus refuses
