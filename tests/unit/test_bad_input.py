@@ -459,3 +459,12 @@ def test_6_escape_sequences_from_a_recording_in_info_and_analyze(tmp_path):
         a = answer([cmd[0], str(rec)])
         assert a.code == 0 and "\x1b" not in a.out and "\x07" not in a.out, (cmd, a.err)
     assert "x\\x1b]0;pwned\\x07" in answer(["info", str(rec)]).out
+
+
+@pytest.mark.parametrize("how,says", [("ro", "read-only"), ("full", "full")])
+def test_4_import_into_a_read_only_or_full_file_system(how, says, tmp_path):
+    d = tmp_path / how
+    d.mkdir()
+    p = in_mount(d, how, ["import", str(IOSTAT_T), "--into", str(d / "x.zfsmon")], cwd=tmp_path)
+    refused_in_one_line(p, contains=says)
+    _no_leftovers(d)

@@ -53,6 +53,13 @@ class Recorder:
         if os.path.isdir(self.path):
             raise RecordingError(f"{self.path} is a directory: give a file name for the recording")
         existed = os.path.exists(self.path) and os.path.getsize(self.path) > 0
+        if not os.path.exists(self.path):
+            try:  # SQLite says only "unable to open database file": learn why (read-only, no permission, ...)
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise RecordingError(os_message(self.path, exc, "cannot create the recording")) from None
         try:
             if existed:
                 self._check_existing()  # read-only first: a foreign file is left untouched
