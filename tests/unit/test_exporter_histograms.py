@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import TEST_DATA, need
+from zfsmon.metrics import latency
 from zfsmon.model import Kind, Sample
 from zfsmon.sources.zpool_iostat import parse_text as parse_iostat
 from zfsmon.sources.zpool_status import parse_status
@@ -57,10 +58,16 @@ def _hist(text: bytes, family: str, **labels: str) -> Tuple[List[Tuple[float, fl
     raise AssertionError(f"no {family} {labels}")
 
 
+def _upper(name: str) -> float:
+    hit = latency.split_metric(name)
+    assert hit is not None, name
+    return zpool_bucket_upper_ns(hit[2])
+
+
 def test_zpool_bucket_bounds() -> None:
     # bucket j holds [2^j, 2^(j+1)) ns; zpool prints 2^(j+1)-1
-    assert zpool_bucket_upper_ns("1ns") == 2 and zpool_bucket_upper_ns("131us") == 2 ** 17
-    assert zpool_bucket_upper_ns("1us") == 2 ** 10 and zpool_bucket_upper_ns("137s") == 2 ** 37
+    assert [_upper(f"lat_disk_wait_read_{x}") for x in ("1ns", "1us", "131us", "137s")] == [2, 2 ** 10, 2 ** 17,
+                                                                                            2 ** 37]
 
 
 def test_zpool_w_intervals_add_up_into_cumulative_buckets() -> None:
@@ -81,11 +88,11 @@ def test_zpool_w_intervals_add_up_into_cumulative_buckets() -> None:
     assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:]))  # cumulative
     # each bucket holds exactly the I/Os zpool counted at or under its bound
     for le, cum in buckets[:-1]:
-        under = sum(v for k, v in raw.items() if zpool_bucket_upper_ns(k.rsplit("_", 1)[1]) <= le * 1e9 + 0.5)
+        under = sum(v for k, v in raw.items() if _upper(k) <= le * 1e9 + 0.5)
         assert cum == 2 * under, le
     # no mean in a -w report: each I/O at 3/4 of its bucket's upper bound, so the sum lies within the bounds
-    lo = 2 * sum(v * zpool_bucket_upper_ns(k.rsplit("_", 1)[1]) / 2 for k, v in raw.items()) * 1e-9
-    hi = 2 * sum(v * zpool_bucket_upper_ns(k.rsplit("_", 1)[1]) for k, v in raw.items()) * 1e-9
+    lo = 2 * sum(v * _upper(k) / 2 for k, v in raw.items()) * 1e-9
+    hi = 2 * sum(v * _upper(k) for k, v in raw.items()) * 1e-9
     assert lo <= total <= hi
     # the pool and every vdev get one, the buckets are not also exposed as gauges
     names = {f.name for f in text_string_to_metric_families(text.decode())}

@@ -36,10 +36,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from zfsmon import __version__, metrics
+from zfsmon.metrics import latency
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample
 from zfsmon.store import Recording
 from zfsmon.trace.histogram import bucket_upper
-from zfsmon.units import parse_duration_ns
 
 PREFIX = "zfsmon"
 
@@ -360,9 +360,6 @@ def _self_metrics(errors: Dict[str, int], resets: Dict[str, int], source_ts: Dic
 
 # --- latency histograms -------------------------------------------------------------------------------------
 
-#: ``zpool iostat -w`` columns: lat_<queue>_wait_<read|write>_<bucket>, lat_<scrub|trim|rebuild>_<bucket>
-_ZPOOL_LAT = re.compile(r"^lat_(total_wait|disk_wait|syncq_wait|asyncq_wait)_(read|write)_(\d+(?:ns|us|ms|s))$")
-_ZPOOL_LAT_CLASS = re.compile(r"^lat_(scrub|trim|rebuild)_(\d+(?:ns|us|ms|s))$")
 #: the trace scripts' buckets: <op>_hist_<lower bound in ns>
 _TRACE_HIST = re.compile(r"^([a-z_]+?)_hist_(\d+)$")
 #: the exposed bucket bounds: powers of two, 2^10 ns (~1 us) .. 2^36 ns (~69 s), then +Inf. Fixed, so a series'
@@ -378,11 +375,9 @@ def _le_exponent(upper_ns: float) -> Optional[int]:
     return None
 
 
-def zpool_bucket_upper_ns(label: str) -> float:
-    """Upper bound of a ``zpool iostat -w`` row: bucket j holds [2^j, 2^(j+1)) ns, printed as 2^(j+1)-1
-    (``1ns``, ``3ns``, ... ``131us``, ``137s``)."""
-    ns = parse_duration_ns(label)
-    return float(1 << max(0, round(math.log2(ns + 1))))
+def zpool_bucket_upper_ns(j: int) -> float:
+    """Exclusive upper end of ``zpool iostat -w`` bucket ``j`` ([2^j, 2^(j+1)) ns; zpool prints 2^(j+1)-1)."""
+    return float(latency.upper_ns(j) + 1)
 
 
 @dataclass
@@ -441,20 +436,11 @@ def _bucket_of(is_trace: bool, name: str) -> Optional[Tuple[Tuple[str, str], flo
             return None
         upper = float(bucket_upper(int(hit.group(2))))
         return (TRACE_QUEUE, hit.group(1)), upper, _le_exponent(upper)
-    if not name.startswith("lat_"):
+    hit = latency.split_metric(name)  # the latency family's own names: lat_<queue>[_<op>]_<label>
+    if hit is None:
         return None
-    hit = _ZPOOL_LAT.match(name)
-    if hit:
-        key, label = (hit.group(1), hit.group(2)), hit.group(3)
-    else:
-        hit = _ZPOOL_LAT_CLASS.match(name)
-        if not hit:
-            return None
-        key, label = (hit.group(1), "any"), hit.group(2)  # scrub/trim/rebuild I/O is of one kind
-    try:
-        upper = zpool_bucket_upper_ns(label)
-    except ValueError:
-        return None
+    queue, op, j = hit
+    key, upper = (queue, op), zpool_bucket_upper_ns(j)
     return key, upper, _le_exponent(upper)
 
 
