@@ -158,3 +158,20 @@ def test_promtool_accepts_the_histograms() -> None:
 def test_kinds_of_the_trace_owner() -> None:
     s = _fusevdevlat()
     assert {x.entity.kind for x in s} == {Kind.TRACE}
+
+
+def test_label_names_are_a_fixed_bounded_set() -> None:
+    """No per-I/O, per-file or per-client label: every label is one of the entity labels, queue/op/le or the
+    exporter's own; the le values are the fixed set."""
+    latest = LatestValues(histogram_queues=None, leaf_histograms=True)
+    latest.add(_vw() + _fusevdevlat())
+    text = _render(latest).decode()
+    allowed = {"pool", "vdev", "device", "role", "parent", "dataset", "workload", "name", "queue", "op", "le",
+               "source", "version", "host", "platform", "zfs_flavour", "zfs_version", "zfs_userland"}
+    les = set()
+    for fam in text_string_to_metric_families(text):
+        for smp in fam.samples:
+            assert set(smp.labels) <= allowed, (smp.name, smp.labels)
+            if "le" in smp.labels:
+                les.add(smp.labels["le"])
+    assert len(les) == len(LE_EXPONENTS) + 1
