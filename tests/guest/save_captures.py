@@ -22,6 +22,8 @@ from zfsmon.lab.guest.spec import CACHE_ROOT
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_BYTES = 256 * 1024
+#: subdirectories of a version's data that other scripts write (the bcc backend's capture): kept as they are
+KEEP = ("bcc",)
 #: raw reads the scenario takes outside captures/, also worth keeping (command, what)
 EXTRA = {
     "arcstats.before": ("cat /proc/spl/kstat/zfs/arcstats", "before the recorded fio workload"),
@@ -29,6 +31,18 @@ EXTRA = {
     "zil.before": ("cat /proc/spl/kstat/zfs/zil", "before the recorded fio workload"),
     "zil.after": ("cat /proc/spl/kstat/zfs/zil", "after it"),
     "beside-iostat-vp.txt": ("zpool iostat -vp -T u zguest 5", "beside `zfsmon record --interval 5`, around fio"),
+    "objset.before": ("cat /proc/spl/kstat/zfs/zguest/objset-0x... (zguest/db)", "before the recorded fio workload"),
+    "objset.after": ("cat /proc/spl/kstat/zfs/zguest/objset-0x... (zguest/db)", "after it"),
+    "txgs.before": ("cat /proc/spl/kstat/zfs/zguest/txgs", "before the recorded fio workload"),
+    "txgs.after": ("cat /proc/spl/kstat/zfs/zguest/txgs", "after it"),
+    "fio.json": ("fio --rw=randrw --rwmixread=70 --fsync=16 --runtime=25 --bs=8k ... --output-format=json",
+                 "the recorded workload"),
+    "trace-zfsslower.txt": ("zfsmon trace zfsslower 5 --slow 1000 --no-histograms",
+                            "around one 16 MiB write made slow on purpose"),
+    "scrape.2": ("zfsmon exporter --interval 2 --pool zguest; GET /metrics", "under the captures' fio load"),
+    "bcc.out": ("python3 -m zfsmon.trace.bcc_tool zfsslower,zil 5 1000", "the bcc backend around fio-bcc.json's run"),
+    "fio-bcc.json": ("fio --rw=randrw --rwmixread=70 --fsync=16 --runtime=15 --bs=8k ... --output-format=json",
+                     "under bcc"),
 }
 
 
@@ -60,9 +74,11 @@ def save(out: Path, dest_root: Path) -> Path:
     if not m:
         raise SystemExit(f"no zfs-kmod version in {out / 'captures' / 'zfs-version.txt'}")
     dest = dest_root / f"openzfs-{m.group(1)}"
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    dest.mkdir(parents=True, exist_ok=True)
+    for old in dest.iterdir():  # all but KEEP: others' captures from the same guest, with their own provenance
+        if old.name in KEEP:
+            continue
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
     kept: List[Tuple[str, str, str]] = []
     skipped: List[str] = []
     for name, cmd, rc in _commands(out):

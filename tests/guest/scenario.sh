@@ -33,6 +33,17 @@ step "zfsmon doctor"
 zfsmon doctor --json > "$OUT/doctor.json"
 zfsmon doctor > "$OUT/doctor.txt"
 
+BCC=1  # the bcc backend (zfsmon.trace.bcc_tool), one program for the run
+if [ "$BCC" = 1 ]; then
+    step "bcc: one program (zfsslower, zil) started now: it compiles for 8-11 min under emulation"
+    BCC_CMD=(env PYTHONPATH=/mnt/zfsmon /opt/zfsmon/venv/bin/python3 -m zfsmon.trace.bcc_tool zfsslower,zil
+             "$INTERVAL" 1000)
+    mountpoint -d "$MNT" > "$OUT/dataset.devt"
+    "${BCC_CMD[@]}" > "$OUT/bcc.out" 2> "$OUT/bcc.err" &
+    BCCPID=$!
+    echo "${BCC_CMD[*]}" > "$OUT/bcc.cmd"
+fi
+
 step "fio: lay out the file, then sync"
 "${FIO[@]}" --rw=write --bs=128k --end_fsync=1 --output="$OUT/fio-layout.txt"
 zpool sync "$POOL"
@@ -41,21 +52,46 @@ zpool export "$POOL"
 zpool import -d /dev/disk/by-id "$POOL"
 sleep 2
 
-step "recording: zfsmon record and zpool iostat -vp beside it, every $INTERVAL s"
-zfsmon record --interval "$INTERVAL" --pool "$POOL" --out "$REC" --quiet 2> "$OUT/record.err" &
+step "recording: zfsmon record (with the four OpenZFS trace scripts) and zpool iostat -vp beside it, every $INTERVAL s"
+zfsmon record --interval "$INTERVAL" --pool "$POOL" --trace arc --trace zil --trace txg --trace zfsslower \
+    --out "$REC" --quiet 2> "$OUT/record.err" &
 RECPID=$!
 # zfsmon takes tens of seconds to start under emulation (and reads pool metadata while it does): the
 # window begins once its first interval's readings are in the recording
-ticks() { python3 -c 'import sqlite3, sys
+q() { python3 -c 'import sqlite3, sys
 try:
-    print(sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute("SELECT count(*) FROM tick").fetchone()[0])
+    print(sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute(sys.argv[2]).fetchone()[0])
 except sqlite3.Error:
-    print(0)' "$REC"; }
+    print(0)' "$REC" "$1"; }
+ticks() { q "SELECT count(*) FROM tick"; }
+traced() { q "SELECT count(DISTINCT so.name) FROM sample sa JOIN stream st ON sa.stream = st.id
+              JOIN source so ON st.source = so.id WHERE so.name LIKE 'trace:%'"; }
 for _ in $(seq 300); do [ -s "$REC" ] && [ "$(ticks)" -ge 1 ] && break; sleep 1; done
-step "recording has begun ($(ticks) readings)"
-# raw reads after zfsmon's first reading: its start-up itself reads pool metadata (~400 ARC hits seen)
-cat /proc/spl/kstat/zfs/arcstats > "$OUT/arcstats.before"
-cat /proc/spl/kstat/zfs/zil > "$OUT/zil.before"
+step "recording has begun ($(ticks) readings); waiting for the four tracers to report"
+# bpftrace takes 30-55 s per script to start: each reports an interval only when it saw an event, so a
+# little I/O on the pool's root dataset (not the dataset under test) until all four have reported
+# arc.bt needs OpenZFS's own tracepoints (zfs:zfs_arc__hit...), which a module built without them lacks
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+ls /sys/kernel/tracing/events/zfs > "$OUT/zfs-tracepoints.txt" 2>&1
+WANT=4; [ -d /sys/kernel/tracing/events/zfs ] || WANT=3
+for _ in $(seq 100); do
+    [ "$(traced)" -ge "$WANT" ] && break
+    head -c 65536 /dev/urandom > "/$POOL/poke"; sync "/$POOL/poke"; cat "/$POOL/poke" > /dev/null
+    sleep 3
+done
+step "tracers reporting: $(traced) of 4 (expected $WANT); idle, then the raw reads"
+sleep $((INTERVAL * 3 + 2))
+OBJSET=$(grep -l "dataset_name .* $ZFSMON_DATASET\$" /proc/spl/kstat/zfs/"$POOL"/objset-* | head -1)
+echo "$OBJSET" > "$OUT/objset.path"
+raw() {  # raw kstat reads at one moment, named .$1, with the time
+    date +%s.%N > "$OUT/raw-time.$1"
+    cat /proc/spl/kstat/zfs/arcstats > "$OUT/arcstats.$1"
+    cat /proc/spl/kstat/zfs/zil > "$OUT/zil.$1"
+    cat "$OBJSET" > "$OUT/objset.$1"
+    cat /proc/spl/kstat/zfs/"$POOL"/txgs > "$OUT/txgs.$1"
+    [ -e /proc/spl/kstat/zfs/"$POOL"/iostats ] && cat /proc/spl/kstat/zfs/"$POOL"/iostats > "$OUT/iostats.$1"
+}
+raw before
 zpool iostat -vp -T u "$POOL" "$INTERVAL" > "$OUT/beside-iostat-vp.txt" &
 BESIDE=$!
 sleep $((INTERVAL * 2 + 2))
@@ -64,20 +100,63 @@ step "fio: 8k random read/write with an fsync every 16 writes, 25 s"
     --output="$OUT/fio.json"
 zpool sync "$POOL"
 step "idle tail"
-sleep $((INTERVAL * 3))
+sleep $((INTERVAL * 4))
 kill -TERM "$RECPID"
 wait "$RECPID"
 echo "record exit $?" > "$OUT/record.exit"
 kill -TERM "$BESIDE"
 wait "$BESIDE" 2>/dev/null
-cat /proc/spl/kstat/zfs/arcstats > "$OUT/arcstats.after"
-cat /proc/spl/kstat/zfs/zil > "$OUT/zil.after"
+raw after
+
+step "zfsslower: an operation made slow on purpose (one 64 MiB write call with zfs_dirty_data_max at 1 MiB)"
+zfsmon trace zfsslower "$INTERVAL" --slow 1000 --no-histograms > "$OUT/trace-zfsslower.txt" \
+    2> "$OUT/trace-zfsslower.err" &
+SLOWPID=$!
+for _ in $(seq 120); do
+    grep -q "(trace:zfsslower)" "$OUT/trace-zfsslower.txt" && break
+    head -c 8192 /dev/urandom > "$MNT/poke"; cat "$MNT/poke" > /dev/null
+    sleep 3
+done
+step "zfsslower reporting; the slow write"
+# (measured: one 16 MiB write took 0.7 s this way under emulation, under the 1 s threshold; 64 MiB ~2.8 s)
+head -c 64M /dev/urandom > /var/tmp/slow.src
+DIRTY=$(cat /sys/module/zfs/parameters/zfs_dirty_data_max)
+echo $((1024 * 1024)) > /sys/module/zfs/parameters/zfs_dirty_data_max
+S0=$(date +%s.%N)
+dd if=/var/tmp/slow.src of="$MNT/slow-on-purpose.dat" bs=64M count=1 iflag=fullblock 2> "$OUT/slow-dd.txt"
+S1=$(date +%s.%N)
+echo "$DIRTY" > /sys/module/zfs/parameters/zfs_dirty_data_max
+echo "$S0 $S1" > "$OUT/slow-write.time"
+rm -f /var/tmp/slow.src
+for _ in $(seq 60); do grep -q "file=slow-on-purpose.dat" "$OUT/trace-zfsslower.txt" && break; sleep 2; done
+kill -TERM "$SLOWPID"
+wait "$SLOWPID"
+echo "trace exit $?" >> "$OUT/trace-zfsslower.err"
 
 step "zfsmon export, info, iostat, arcstat"
 zfsmon export "$REC" --csv "$OUT/export" > "$OUT/export.log" 2>&1
 echo "export exit $?" >> "$OUT/export.log"
 zfsmon info "$REC" > "$OUT/info.txt" 2>&1
 cp "$REC" "$OUT/rec.zfsmon"
+
+if [ "$BCC" = 1 ]; then
+    step "bcc: waiting for its ready line (its program compiles while the steps above ran)"
+    for _ in $(seq 900); do
+        grep -q '^# zfsmon-bcc ready' "$OUT/bcc.out" && break
+        kill -0 "$BCCPID" 2>/dev/null || break
+        sleep 1
+    done
+    step "bcc: $(grep -c '^# zfsmon-bcc ready' "$OUT/bcc.out") ready line; fio 15 s under it, idle on both sides"
+    sleep $((INTERVAL + 2))
+    date +%s.%N > "$OUT/bcc-time.before"
+    "${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --runtime=15 --time_based --output-format=json \
+        --output="$OUT/fio-bcc.json"
+    date +%s.%N > "$OUT/bcc-time.after"
+    sleep $((INTERVAL * 2 + 2))
+    kill -TERM "$BCCPID"
+    wait "$BCCPID"
+    echo "bcc exit $?" >> "$OUT/bcc.err"
+fi
 
 step "captures under a small load (fio in the background)"
 "${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --rate_iops=40,20 --runtime=900 --time_based \
@@ -88,6 +167,27 @@ zfsmon arcstat --csv 2 3 > "$OUT/zfsmon-arcstat.csv" 2> "$OUT/zfsmon-arcstat.err
 zfsmon arcstat --csv -f time,read,hits,iohs,miss,hit%,ioh%,miss%,l2read,l2hit% 2 3 > "$OUT/zfsmon-arcstat-f.csv" \
     2>> "$OUT/zfsmon-arcstat.err"
 zfsmon iostat -p "$POOL" 2 2 > "$OUT/zfsmon-iostat.txt" 2>&1
+step "the exporter under load: scrapes bracketed by raw kstat reads"
+zfsmon exporter --interval 2 --pool "$POOL" --listen 127.0.0.1:9134 > "$OUT/exporter.log" 2>&1 &
+EXPPID=$!
+scrape() { python3 -c 'import sys, urllib.request
+try:
+    sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9134/metrics", timeout=10).read().decode())
+except OSError as e:
+    sys.exit(1)'; }
+for _ in $(seq 180); do scrape > "$OUT/scrape.0" && grep -q "^zfsmon_last_sample_timestamp_seconds" "$OUT/scrape.0" && break; sleep 1; done
+raw scrape-before
+scrape > "$OUT/scrape.1"
+# a scrape after a change of value is from a sample taken after the raw read
+for _ in $(seq 60); do
+    scrape > "$OUT/scrape.2"
+    [ "$(grep "^zfsmon_last_sample_timestamp_seconds" "$OUT/scrape.1")" != "$(grep "^zfsmon_last_sample_timestamp_seconds" "$OUT/scrape.2")" ] && break
+    sleep 1
+done
+raw scrape-after
+kill -TERM "$EXPPID"
+wait "$EXPPID"
+echo "exporter exit $?" >> "$OUT/exporter.log"
 capture zpool-iostat-v.txt zpool iostat -v "$POOL" 2 2
 capture zpool-iostat-vp.txt zpool iostat -vp "$POOL" 2 2
 capture zpool-iostat-vl.txt zpool iostat -vl "$POOL" 2 2
@@ -117,10 +217,47 @@ capture arcstat.txt arcstat 1 3
 capture arcstat-a.txt arcstat -a 1 2
 capture arc_summary.txt arc_summary
 capture zilstat.txt timeout -s TERM 5 zilstat -i 1
+# requested by the lead for the status/latency sources and the -y/-T parsers (issues 11, 12): live -w deltas,
+# -y with a time stamp, zpool status -p -s text, and status (-j and text) during a scrub and with a leaf offline
+capture zpool-iostat-wpyvTu.txt zpool iostat -T u -w -p -y -v "$POOL" 2 2
+capture zpool-iostat-vyTu.txt zpool iostat -vy -T u "$POOL" 2 2
+capture zpool-status-ps.txt zpool status -p -s "$POOL"
+zpool scrub "$POOL"
+capture zpool-status-j-scrub-started.json zpool status -j --json-flat-vdevs --json-int "$POOL"
+capture zpool-status-scrub-started.txt zpool status "$POOL"
+zpool wait -t scrub "$POOL"
+capture zpool-status-j-scrub-done.json zpool status -j --json-flat-vdevs --json-int "$POOL"
+capture zpool-status-scrub-done.txt zpool status "$POOL"
+zpool offline "$POOL" virtio-data1
+capture zpool-status-j-degraded.json zpool status -j --json-flat-vdevs --json-int "$POOL"
+capture zpool-status-degraded.txt zpool status "$POOL"
+zpool online "$POOL" virtio-data1
+capture zpool-status-j-resilver.json zpool status -j --json-flat-vdevs --json-int "$POOL"
+zpool wait -t resilver "$POOL"
+capture zpool-status-j-resilvered.json zpool status -j --json-flat-vdevs --json-int "$POOL"
+capture zpool-status-resilvered.txt zpool status "$POOL"
 for f in $(cd /proc/spl/kstat/zfs && find . -type f | sort); do
     name=$(echo "${f#./}" | tr '/' '.')
     capture "kstat/$name" cat "/proc/spl/kstat/zfs/${f#./}"
 done
+step "bpftrace's own output of the four OpenZFS scripts, side by side under the load"
+BT=()
+BTS=(zil txg zfsslower); [ "$WANT" = 4 ] && BTS+=(arc)
+for s in "${BTS[@]}"; do
+    args=(2 1000); [ "$s" = arc ] && args=(2)  # INTERVAL_S [SLOW_MS]
+    bpftrace "$ZFSMON_SRC/bpftrace/$s.bt" "${args[@]}" > "$CAP/bpftrace-$s.txt" 2> "$CAP/bpftrace-$s.txt.stderr" &
+    BT+=($!)
+    printf '%s\t%s\t%s\n' "bpftrace-$s.txt" "bpftrace bpftrace/$s.bt ${args[*]}" 0 >> "$CAP/COMMANDS.tsv"
+done
+# until each has reported two intervals (start-up is 30-55 s each under emulation), bounded
+for _ in $(seq 150); do
+    n=0; for s in "${BTS[@]}"; do [ "$(grep -c '^interval' "$CAP/bpftrace-$s.txt")" -ge 2 ] && n=$((n + 1)); done
+    [ "$n" -ge "${#BTS[@]}" ] && break
+    sleep 2
+done
+kill -INT "${BT[@]}"
+wait "${BT[@]}"
+for s in "${BTS[@]}"; do [ -s "$CAP/bpftrace-$s.txt.stderr" ] || rm -f "$CAP/bpftrace-$s.txt.stderr"; done
 kill -TERM "$LOAD"
 wait "$LOAD" 2>/dev/null
 step "done"
