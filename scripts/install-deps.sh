@@ -14,6 +14,7 @@ fi
 PKGS=(zfs-fuse bpftrace postgresql postgresql-contrib tmux util-linux procps kmod
       qemu-system-x86 qemu-utils debootstrap e2fsprogs  # the OpenZFS guest (zfsmon guest)
       prometheus  # server + promtool: the exporter's tests scrape it with a real Prometheus
+      fio  # the fio workloads (zfsmon soak --fio) and their tests
       zsh groff-base systemd)  # the zsh completion's syntax check, the man page's groff check, systemd-analyze verify
 missing=()
 for p in "${PKGS[@]}"; do
