@@ -30,6 +30,22 @@ _TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _NUM_RE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)([A-Za-zµ]*)$")
 
 
+#: digits a number read from ZFS text may have: a 64-bit counter has 20; longer digit runs are damage, not numbers
+MAX_DIGITS = 40
+
+
+def whole(text: str) -> int:
+    """A run of digits (optionally signed) as an int; more than :data:`MAX_DIGITS` digits is a ValueError.
+
+    Python's ``int()`` reads thousands of digits slowly and fails at 4,300 with a
+    message about a limit the user never set: damaged input gets a plain error.
+    """
+    t = text.strip()
+    if len(t.lstrip("+-")) > MAX_DIGITS:
+        raise ValueError(f"number out of range ({len(t.lstrip('+-'))} digits)")
+    return int(t)
+
+
 def is_missing(text: str) -> bool:
     """``-`` (and the empty string): the value is absent, which is not the same as 0."""
     return text.strip() in ("", MISSING)
@@ -40,7 +56,7 @@ def _split(text: str, what: str) -> tuple[float, str]:
     if not m:
         raise ValueError(f"not a {what}: {text!r}")
     value = float(m.group(1))
-    if len(m.group(1)) > 40 or not math.isfinite(value):  # a 64-bit counter has 20 digits
+    if len(m.group(1)) > MAX_DIGITS or not math.isfinite(value):
         raise ValueError(f"{what} out of range: {len(m.group(1))} digits")
     return value, m.group(2)
 

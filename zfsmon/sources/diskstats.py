@@ -24,6 +24,7 @@ from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.names import candidate_paths
 from zfsmon.sources.base import Clock, Collector, PolledCollector
 from zfsmon.sources.spec import Source, TextKind
+from zfsmon.units import MAX_DIGITS
 
 PATH = "/proc/diskstats"
 #: the ``source`` of the records
@@ -75,7 +76,7 @@ def parse_diskstats(text: str, ts: float, where: str = PATH, source: str = RECOR
             continue
         metrics: Dict[str, float] = {}
         for (metric, scale), raw in zip(_FIELDS, parts[3:]):
-            if not _uint(raw):
+            if not _uint(raw) or len(raw) > MAX_DIGITS:
                 raise ParseError(where, no, f"{metric} is not a number", line)
             metrics[metric] = float(int(raw) * scale)
         out.append(Sample(ts, device_entity(name), metrics, source=source))

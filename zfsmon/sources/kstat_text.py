@@ -38,6 +38,7 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional,
 from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.sources.base import Clock, PolledCollector
 from zfsmon.sources.child import StreamCollector, StreamParser
+from zfsmon.units import MAX_DIGITS, whole
 
 #: SPL kstat data types that hold text rather than numbers: KSTAT_DATA_CHAR (0) and KSTAT_DATA_STRING (7).
 _STRING_TYPES = {0, 7}
@@ -48,8 +49,6 @@ _ROW_RE = re.compile(r"^(\S.*?)\s+(\d{1,2})(?:\s+(.*))?$")
 _FLOAT_RE = re.compile(r"^-?\d+\.\d+$")
 
 
-#: a kstat number is a 64-bit integer (20 digits) or a float: longer digit runs are damage, not numbers
-_MAX_DIGITS = 40
 #: text that starts like a number (``nan``, ``1e308``, ``12abc``, ``inf``): not a kstat string value
 _NUMBERISH_RE = re.compile(r"^[-+]?(\d|\.\d|nan\b|inf)", re.IGNORECASE)
 
@@ -63,11 +62,9 @@ def to_number(text: str) -> Optional[float]:
     """
     t = text.strip()
     if _INT_RE.match(t):
-        if len(t) > _MAX_DIGITS:
-            raise ValueError(f"number out of range ({len(t.lstrip('-'))} digits)")
-        return float(int(t))
+        return float(whole(t))
     if _FLOAT_RE.match(t):
-        if len(t) > _MAX_DIGITS + 20:
+        if len(t) > MAX_DIGITS + 20:
             raise ValueError(f"number out of range ({len(t)} characters)")
         return float(t)
     return None
@@ -125,7 +122,7 @@ def _lines(text: str) -> Iterator[Tuple[int, str]]:
 
 def parse_header(line: str, source: str, line_no: int = 1) -> KstatHeader:
     parts = line.split()
-    if len(parts) != 7 or not all((_INT_RE.match(p) or re.match(r"^0x[0-9a-fA-F]+$", p)) and len(p) <= _MAX_DIGITS
+    if len(parts) != 7 or not all((_INT_RE.match(p) or re.match(r"^0x[0-9a-fA-F]+$", p)) and len(p) <= MAX_DIGITS
                                   for p in parts):
         raise ParseError(source, line_no, "not a kstat header (KID TYPE FLAGS NDATA SIZE CRTIME SNAPTIME)", line)
     nums = [int(p, 16) if p.startswith("0x") else int(p) for p in parts]

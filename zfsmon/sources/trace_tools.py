@@ -37,6 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
 from zfsmon.sources.spec import Source, TextKind
+from zfsmon.units import whole
 
 #: the ``source`` of the records (as the trace collector's ``trace:NAME``)
 SOURCE_PREFIX = "trace:"
@@ -184,7 +185,10 @@ def parse_bcc_hist(text: str, where: str = "bcc", interval: Optional[float] = No
             continue
         m = _BCC_ROW.match(line)
         if m and current is not None:
-            lo, hi, n = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            try:
+                lo, hi, n = whole(m.group(1)), whole(m.group(2)), whole(m.group(3))
+            except ValueError as e:
+                raise ParseError(where, no, str(e), line) from None
             if hi < lo:
                 raise ParseError(where, no, "bucket's high end below its low end", line)
             current.append((float(lo), float(hi + 1), n))
@@ -322,7 +326,7 @@ _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1
 
 
 def _bt_value(tok: str, where: str, no: int, line: str) -> float:
-    m = re.match(r"^(-?\d+)([KMGTPE]?)$", tok.strip())
+    m = re.match(r"^(-?\d{1,40})([KMGTPE]?)$", tok.strip())
     if not m:
         raise ParseError(where, no, f"bad bucket bound {tok!r}", line)
     return float(int(m.group(1)) * _SUFFIX[m.group(2)])
@@ -362,7 +366,10 @@ def parse_bpftrace_hist(text: str, where: str = "bpftrace", interval: Optional[f
             continue
         m = _BT_ROW.match(s)
         if m and current is not None:
-            n = int(m.group(6))
+            try:
+                n = whole(m.group(6))
+            except ValueError as e:
+                raise ParseError(where, no, str(e), line) from None
             if m.group(2) is not None:  # (..., HI): values below the first bound
                 hi = _bt_value(m.group(2), where, no, line)
                 current.append((min(hi, 0.0), hi, n))

@@ -27,6 +27,7 @@ from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, has_file
 from zfsmon.sources.spec import Source, TextKind
+from zfsmon.units import MAX_DIGITS
 
 NAME = "txgs"
 TXG_COLUMNS = ("txg", "birth", "state", "ndirty", "nread", "nwritten", "reads", "writes", "otime", "qtime",
@@ -77,7 +78,7 @@ def parse_txgs(text: str, where: str = "txgs") -> List[TxgRow]:
                 if len(p) != 1 or not p.isalpha():
                     raise ParseError(where, no, f"bad txg state {p!r}", line)
                 continue
-            if not (p.isascii() and p.isdigit()):
+            if not (p.isascii() and p.isdigit()) or len(p) > MAX_DIGITS:
                 raise ParseError(where, no, f"{c} is not a number", line)
             vals[c] = int(p)
         rows.append(TxgRow(vals["txg"], vals["birth"], parts[cols.index("state")], vals))
