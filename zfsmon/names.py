@@ -13,7 +13,7 @@ the same ones.
 from __future__ import annotations
 
 import re
-from typing import Collection, List, Optional
+from typing import Collection, List, Optional, Tuple
 
 #: the workload entity of pgbench's per-interval numbers (progress lines, per-transaction and aggregate logs)
 PGBENCH = "pgbench"
@@ -21,6 +21,22 @@ PGBENCH = "pgbench"
 PGBENCH_RUN = "pgbench-run"
 #: workload entities of PostgreSQL's own statistics are named ``pgstat:<database>``
 PGSTAT_PREFIX = "pgstat:"
+#: fio: the records' source, and the prefix of its workload entities ``fio:<job>:<direction>``
+FIO = "fio"
+FIO_PREFIX = "fio:"
+
+
+def fio_entity(job: str, direction: str) -> str:
+    """The workload entity of one fio job's reads, writes or trims (direction: read, write, trim)."""
+    return f"{FIO_PREFIX}{job}:{direction}"
+
+
+def fio_job_direction(name: str) -> Optional[Tuple[str, str]]:
+    """(job, direction) of a fio workload entity name, or None for any other name."""
+    if not name.startswith(FIO_PREFIX) or ":" not in name[len(FIO_PREFIX):]:
+        return None
+    job, direction = name[len(FIO_PREFIX):].rsplit(":", 1)
+    return job, direction
 
 #: directories a bare leaf name (``wwn-0x5000c500...``, ``sdb1``, ``gpt/data0``) may be relative to
 DEV_DIRS = ("/dev", "/dev/disk/by-id", "/dev/disk/by-vdev", "/dev/disk/by-path", "/dev/disk/by-partuuid",

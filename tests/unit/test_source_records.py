@@ -130,7 +130,7 @@ def test_behaviour_the_commands_depend_on_is_kept():
     assert list(detect.KINDS) == ["zpool-iostat", "zpool-status-json", "zpool-status", "arcstats", "zilstat",
                                   "arcstat", "zil-kstat", "objset-kstat", "iostats-kstat", "txgs-kstat", "diskstats",
                                   "iostat-xn", "iostat-x", "fsstat", "bcc-hist", "bcc-slower", "bpftrace-hist",
-                                  "pgbench"]
+                                  "pgbench", "fio"]
 
 
 def test_every_family_a_record_names_is_a_metrics_module():
@@ -226,7 +226,7 @@ def test_a_new_source_module_appears_in_every_derived_list(fake_package):
         registry.build_collectors(_host("SunOS"), 1.0, names=["fake"], sources=found)
     # parse / import
     kinds = detect.kinds_of(found)
-    assert list(kinds)[-1] == "pgbench" and "fakestat" in kinds
+    assert list(kinds)[-1] == "fio" and "fakestat" in kinds
     assert detect.detect("fakestat 7\n", kinds) is kinds["fakestat"]
     # doctor
     assert "fake" in [c.name for c in registry.source_checks(linux, found)]

@@ -1,10 +1,12 @@
-"""Workload metrics: pgbench's throughput and latency, and PostgreSQL's pg_stat_database counters.
+"""Workload metrics: pgbench's and fio's throughput and latency, and PostgreSQL's pg_stat_database counters.
 
 pgbench values live on ``workload:pgbench`` (one sample per progress line or
 log interval) and ``workload:pgbench-run`` (one per run summary); counts
 (failed, skipped, ...) are counts within the sample's interval, so they are
 gauges. pg_stat_database columns live on ``workload:pgstat:<database>`` and
-keep PostgreSQL's names; cumulative columns are counters.
+keep PostgreSQL's names; cumulative columns are counters. fio values live on
+``workload:fio:<job>:<direction>`` (one sample per job, direction and JSON
+document: the interval since the job's previous document).
 """
 
 from __future__ import annotations
@@ -72,4 +74,28 @@ PGSTAT: List[MetricSpec] = [
     _pgs("sessions_killed", "count", COUNTER, "sessions killed by an operator (PostgreSQL 14+)"),
 ]
 
-SPECS: List[MetricSpec] = PGBENCH + PGSTAT
+_FIO = {"any": "fio --output-format=json / json+ (--status-interval streams: differences of documents)"}
+_FIOP = {"any": "fio --output-format=json+ histogram bins (json: the first document's printed percentiles)"}
+
+
+def _fio(name: str, unit: str, help: str, src=None) -> MetricSpec:
+    return MetricSpec(name, unit, GAUGE, help, _W, src or _FIO)
+
+
+FIO: List[MetricSpec] = [
+    _fio("iops", "ops/s", "I/Os per second of the job and direction over the interval (fio's own runtime clock)"),
+    _fio("bw_bytes", "B/s", "bytes per second of the job and direction over the interval"),
+    _fio("ios", "count", "I/Os completed in the interval"),
+    _fio("clat_mean_ms", "ms", "mean completion latency in the interval (submission to completion)"),
+    _fio("lat_mean_ms", "ms", "mean total latency in the interval (submission latency + completion latency)"),
+    _fio("clat_p50_ms", "ms", "median completion latency in the interval", _FIOP),
+    _fio("clat_p90_ms", "ms", "90th percentile of completion latency in the interval", _FIOP),
+    _fio("clat_p99_ms", "ms", "99th percentile of completion latency in the interval", _FIOP),
+    _fio("clat_p999_ms", "ms", "99.9th percentile of completion latency in the interval", _FIOP),
+    _fio("clat_max_ms", "ms", "largest completion latency in the interval (json+: exact when it set the run's "
+                              "max, else its histogram bin's value)", _FIOP),
+    _fio("iodepth", "count", "the job's iodepth option (I/Os in flight per job with an async engine; 1 if unset)"),
+    _fio("numjobs", "count", "the job's numjobs option (clones; with group_reporting one entity for all; 1 if unset)"),
+]
+
+SPECS: List[MetricSpec] = PGBENCH + PGSTAT + FIO

@@ -1,0 +1,254 @@
+"""fio's JSON output as workload samples: ``--output-format=json`` / ``json+``, one document or a stream.
+
+Pure: text in, records out. fio prints one JSON document per run, and with
+``--status-interval=N`` one more every N seconds (all concatenated in the
+output file). Every document is **cumulative since the job started** (its
+``total_ios``, ``io_bytes``, ``runtime`` and latency statistics grow), so
+the values of an interval are the differences between two consecutive
+documents of the same job:
+
+* IOPS and bandwidth: the change of ``total_ios``/``io_bytes`` over the change
+  of the direction's ``runtime`` (fio's own milliseconds);
+* mean latencies: the change of ``mean * N`` over the change of ``N``;
+* completion-latency percentiles (p50, p90, p99, p99.9) and max per interval
+  need the histogram of ``json+`` (``clat_ns.bins``): the difference of two
+  documents' bins is the interval's histogram, read the way fio reads its own
+  (the value of the first bin where the running count reaches p% of N, so the
+  last document's percentiles from its bins are fio's printed ones). With
+  plain ``json`` only the first document of a job (or a single-document run)
+  has percentiles, fio's printed ones; later intervals have none (their
+  printed percentiles cover the whole run so far, not the interval).
+
+Samples belong to ``Entity(WORKLOAD, "fio:<job>:<direction>")``
+(:func:`zfsmon.names.fio_entity`), one per job, direction (read, write,
+trim) and document, at the document's ``timestamp_ms`` (epoch: the same axis
+as ZFS). Jobs of one name (``numjobs`` without ``group_reporting``) are told
+apart by their position: ``<job>.0``, ``<job>.1``, ... A job that reports an
+error becomes an ERROR event; a truncated last document (fio killed, or a
+file still being written) an ERROR event after the complete ones; text that
+holds no complete document is a :class:`ParseError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
+from zfsmon.names import FIO, fio_entity
+
+DIRECTIONS = ("read", "write", "trim")
+#: (metric suffix, fio percentile) of the completion-latency percentiles kept
+PERCENTILES: Tuple[Tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9))
+_DECODER = json.JSONDecoder()
+
+
+def looks_like(text: str) -> bool:
+    """fio's JSON: a document that starts with ``"fio version"`` (its first key in every version with JSON)."""
+    head = text.lstrip()[:200]
+    return head.startswith("{") and '"fio version"' in head
+
+
+def split_documents(text: str, source: str = FIO) -> Tuple[List[dict], Optional[str]]:
+    """The complete JSON documents of ``text`` in order, and what is wrong with the rest (None: nothing).
+
+    fio may print a line of its own before a document (``fio: ...`` warnings
+    on stdout); such lines are skipped. A document that does not close is the
+    rest's problem: it is the last thing in a file fio was killed writing.
+    """
+    docs: List[dict] = []
+    i, n = 0, len(text)
+    while i < n:
+        start = text.find("{", i)
+        if start < 0:
+            break
+        try:
+            doc, end = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            return docs, (f"{source}: fio JSON document {len(docs) + 1} is truncated or malformed at byte "
+                          f"{exc.pos} ({exc.msg}); {len(docs)} complete document(s) read")
+        if isinstance(doc, dict) and "jobs" in doc:
+            docs.append(doc)
+        i = end
+    return docs, None
+
+
+# --- histogram (json+ bins) -------------------------------------------------------------------------------------
+
+
+def _bins(stat: Mapping) -> Optional[Dict[int, int]]:
+    raw = stat.get("bins")
+    if not isinstance(raw, Mapping):
+        return None
+    return {int(k): int(v) for k, v in raw.items()}
+
+
+def bin_percentile(bins: Mapping[int, int], pct: float) -> Optional[float]:
+    """fio's percentile of a histogram (value -> count): the first value where the running count reaches pct% of N."""
+    total = sum(bins.values())
+    if total <= 0:
+        return None
+    want = pct / 100.0 * total
+    running = 0
+    for value in sorted(bins):
+        running += bins[value]
+        if running >= want:
+            return float(value)
+    return float(max(bins))
+
+
+def _diff_bins(now: Mapping[int, int], before: Optional[Mapping[int, int]]) -> Dict[int, int]:
+    if not before:
+        return {k: v for k, v in now.items() if v > 0}
+    out = {k: v - before.get(k, 0) for k, v in now.items()}
+    return {k: v for k, v in out.items() if v > 0}
+
+
+# --- per job and direction --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Seen:
+    """A job direction's cumulative state at the last document (to difference the next one against)."""
+
+    ios: int = 0
+    bytes: int = 0
+    runtime_ms: int = 0
+    clat_n: int = 0
+    clat_sum: float = 0.0
+    lat_n: int = 0
+    lat_sum: float = 0.0
+    clat_max: float = 0.0
+    bins: Optional[Dict[int, int]] = None
+    docs: int = 0
+
+
+def _num(value: object) -> Optional[float]:
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _option(job: Mapping, glob: Mapping, name: str) -> Optional[float]:
+    opts = job.get("job options") or {}
+    raw = opts.get(name, glob.get(name))
+    return _num(raw) if raw is not None else None
+
+
+def _ms(ns: Optional[float]) -> Optional[float]:
+    return None if ns is None else ns / 1e6
+
+
+@dataclass
+class FioStream:
+    """Documents in, samples out, remembering each job direction's last cumulative values (so it can be fed live)."""
+
+    source: str = FIO
+    _seen: Dict[Tuple[str, str], _Seen] = field(default_factory=dict)
+
+    def document(self, doc: Mapping, fallback_ts: Optional[float] = None) -> List[Record]:
+        ts = _num(doc.get("timestamp_ms"))
+        ts = ts / 1000.0 if ts is not None else _num(doc.get("timestamp"))
+        if ts is None:
+            if fallback_ts is None:
+                raise ParseError(self.source, None, "fio JSON document without timestamp_ms/timestamp")
+            ts = fallback_ts
+        glob = doc.get("global options") or {}
+        out: List[Record] = []
+        for name, job in _named_jobs(doc.get("jobs") or []):
+            err = job.get("error") or 0
+            if err:
+                out.append(Event(ts, EventKind.ERROR, f"fio job {name}: error {err}", self.source,
+                                 Entity(Kind.WORKLOAD, fio_entity(name, "read")).key, {"error": err}))
+            for direction in DIRECTIONS:
+                s = self._sample(ts, name, direction, job, glob)
+                if s is not None:
+                    out.append(s)
+        return out
+
+    def _sample(self, ts: float, name: str, direction: str, job: Mapping, glob: Mapping) -> Optional[Sample]:
+        d = job.get(direction)
+        if not isinstance(d, Mapping):
+            return None
+        ios = int(d.get("total_ios") or 0)
+        if ios <= 0:
+            return None
+        key = (name, direction)
+        prev = self._seen.get(key) or _Seen()
+        clat = d.get("clat_ns") or {}
+        lat = d.get("lat_ns") or {}
+        now = _Seen(ios=ios, bytes=int(d.get("io_bytes") or 0), runtime_ms=int(d.get("runtime") or 0),
+                    clat_n=int(clat.get("N") or 0), clat_sum=(_num(clat.get("mean")) or 0.0) * int(clat.get("N") or 0),
+                    lat_n=int(lat.get("N") or 0), lat_sum=(_num(lat.get("mean")) or 0.0) * int(lat.get("N") or 0),
+                    clat_max=_num(clat.get("max")) or 0.0, bins=_bins(clat), docs=prev.docs + 1)
+        if ios < prev.ios or now.runtime_ms < prev.runtime_ms:  # a new run of a job of the same name
+            prev = _Seen()
+            now.docs = 1
+        self._seen[key] = now
+        d_ms = now.runtime_ms - prev.runtime_ms
+        d_ios = ios - prev.ios
+        if d_ms <= 0:
+            return None
+        m: Dict[str, float] = {
+            "iops": d_ios * 1000.0 / d_ms,
+            "bw_bytes": (now.bytes - prev.bytes) * 1000.0 / d_ms,
+            "ios": float(d_ios),
+        }
+        if now.clat_n > prev.clat_n:
+            m["clat_mean_ms"] = (now.clat_sum - prev.clat_sum) / (now.clat_n - prev.clat_n) / 1e6
+        if now.lat_n > prev.lat_n:
+            m["lat_mean_ms"] = (now.lat_sum - prev.lat_sum) / (now.lat_n - prev.lat_n) / 1e6
+        if now.bins is not None:
+            hist = _diff_bins(now.bins, prev.bins)
+            for suffix, pct in PERCENTILES:
+                v = bin_percentile(hist, pct)
+                if v is not None:
+                    m[f"clat_{suffix}_ms"] = v / 1e6
+            if hist:
+                # the exact max when it rose in this interval, else the top bin that filled in it
+                m["clat_max_ms"] = (now.clat_max if now.clat_max > prev.clat_max else float(max(hist))) / 1e6
+        elif prev.docs == 0:
+            printed = clat.get("percentile") or {}
+            for suffix, pct in PERCENTILES:
+                v = _num(printed.get(f"{pct:.6f}"))
+                if v is not None:
+                    m[f"clat_{suffix}_ms"] = v / 1e6
+            if now.clat_n:
+                m["clat_max_ms"] = now.clat_max / 1e6
+        for opt in ("iodepth", "numjobs"):
+            v = _option(job, glob, opt)
+            m[opt] = v if v is not None else 1.0
+        m = {k: v for k, v in m.items() if v is not None and math.isfinite(v)}
+        return Sample(ts, Entity(Kind.WORKLOAD, fio_entity(name, direction)), m, interval=d_ms / 1000.0,
+                      source=self.source)
+
+
+def _named_jobs(jobs: Sequence[Mapping]) -> Iterator[Tuple[str, Mapping]]:
+    names = [str(j.get("jobname", "job")) for j in jobs]
+    seen: Dict[str, int] = {}
+    for name, job in zip(names, jobs):
+        if names.count(name) > 1:
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            yield f"{name}.{k}", job
+        else:
+            yield name, job
+
+
+def parse_json(text: str, source: str = FIO, interval: Optional[float] = None) -> List[Record]:
+    """Every document of a saved fio JSON output (one run, or a ``--status-interval`` stream)."""
+    docs, problem = split_documents(text, source)
+    if not docs:
+        raise ParseError(source, None, problem or "no fio JSON document (with \"jobs\") in the text")
+    stream = FioStream(source=FIO)
+    out: List[Record] = []
+    for doc in docs:
+        out.extend(stream.document(doc))
+    if problem:
+        last = max((r.ts for r in out), default=0.0)
+        out.append(Event(last, EventKind.ERROR, problem, FIO))
+    return out
