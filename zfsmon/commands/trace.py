@@ -9,7 +9,7 @@ per-interval rates and p50/p95/p99/max percentiles, maps devices to vdevs and ro
 Backends (Linux): bpftrace runs the script of bpftrace/ (one trace per run); bcc runs zfsmon's own
 BPF program, with SEVERAL traces in one program: NAME may be a comma-separated list
 (zfsslower,arc,vdevlat) or `all` (blklat, zfsslower, arc, zil). bcc compiles its program with clang
-at start-up (seconds natively, 8-11 minutes under emulation) and then prints "bcc ready: N probes
+at start-up (seconds natively, about a minute under emulation) and then prints "bcc ready: N probes
 attached ..." (stdout; stderr with --csv). Default: bpftrace when installed, bcc for several traces.
 
 Tracing needs root and dtrace (illumos, FreeBSD), bpftrace or bcc (Linux; `zfsmon doctor` says which

@@ -2,7 +2,7 @@
 
 Like the bpftrace collector (same process group, SIGINT/SIGTERM/SIGKILL on stop, PR_SET_PDEATHSIG, same
 parser and name tables), but one child runs SEVERAL traces in one BPF program, so that its clang compile
-(8-11 minutes under the OpenZFS guest's emulation) is paid once. Its ``# zfsmon-bcc ready: ...`` comment
+(about a minute under the OpenZFS guest's emulation) is paid once. Its ``# zfsmon-bcc ready: ...`` comment
 becomes an INFO event, so ``zfsmon trace --backend bcc`` says when the probes are attached.
 """
 
