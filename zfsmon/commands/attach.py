@@ -27,26 +27,31 @@ from zfsmon.commands._timearg import MAX_SECONDS, number, seconds
 from zfsmon.engine import Session, check_output_path, tty_progress, zfs_collectors_or_warn
 from zfsmon.errors import UserError
 from zfsmon.outfile import os_message
+from zfsmon.sources.fio_json import looks_like as looks_like_fio
 from zfsmon.sources.pgbench import looks_like
 from zfsmon.sources.pgstat import PgStatCollector
-from zfsmon.workload.attach import LOG, TEXT, AttachCollector
+from zfsmon.workload.attach import FIO_JSON, LOG, TEXT, AttachCollector
 
 NAME = "attach"
-HELP = "follow a running pgbench soak's log (tail -F) and record it with the ZFS sources"
+HELP = "follow a running pgbench soak's log or fio's JSON output (tail -F) and record it with the ZFS sources"
 EPILOG = """\
 examples:
   zfsmon attach soak.log                         follow the tee'd output of a running soak
   zfsmon attach --from-start soak.log --conn postgresql://bench@localhost/bench
   zfsmon attach pgbench_log.4711 pgbench_log.4711.1 --aggregate-interval 10
+  fio job.fio --output-format=json+ --status-interval=5 --output=fio.json &  zfsmon attach fio.json
+                                                 follow a running fio's status documents
   zfsmon analyze attach-*.zfsmon
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("logs", nargs="+", metavar="LOG", help="tee'd pgbench output or pgbench --log file(s)")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="tee'd pgbench output, pgbench --log file(s), or fio's "
+                   "--output of --output-format=json[+] --status-interval=N")
     p.add_argument("--from-start", action="store_true", help="also import what the file(s) already hold")
-    p.add_argument("--format", choices=("auto", TEXT, LOG), default="auto",
-                   help="text: pgbench's printed output; log: --log files (default: recognised from the first line)")
+    p.add_argument("--format", choices=("auto", TEXT, LOG, FIO_JSON), default="auto",
+                   help="text: pgbench's printed output; log: --log files; fio: fio's JSON output (default: "
+                   "recognised from the first line)")
     p.add_argument("--aggregate-interval", type=number(), metavar="S",
                    help="the soak's --aggregate-interval (default: taken from the log; per-transaction logs: 1 s)")
     p.add_argument("--retries-column", action="store_true",
@@ -85,8 +90,8 @@ def _check_log(path: str, fmt: Optional[str]) -> None:
     if b"\x00" in head:
         raise UserError(f"{path}: a binary file, not pgbench's output or log")
     text = head.decode("utf-8", "replace")
-    if text.strip() and fmt is None and not looks_like(text) and "pgbench" not in text:  # (-i's output names it)
-        raise UserError(f"{path}: neither pgbench's printed output nor a pgbench --log file (if it is, say which "
+    if text.strip() and fmt is None and not looks_like(text) and not looks_like_fio(text) and "pgbench" not in text:  # (-i's output names it)
+        raise UserError(f"{path}: neither pgbench's printed output, a pgbench --log file nor fio's JSON (if it is, say which "
                         "with --format)")
 
 
@@ -114,6 +119,6 @@ def run(args: argparse.Namespace) -> int:
     if outcome.failure:
         raise UserError(outcome.failure, exit_code=1)
     if not follower.lines:
-        raise UserError(f"{', '.join(args.logs)}: no pgbench output appeared while following (the recording has "
+        raise UserError(f"{', '.join(args.logs)}: no pgbench or fio output appeared while following (the recording has "
                         f"{'the ZFS sources only' if not args.no_zfs else 'nothing of the workload'})", exit_code=1)
     return 0

@@ -32,12 +32,13 @@ from zfsmon.commands._timearg import MAX_SECONDS, number, port, seconds, whole
 from zfsmon.engine import Session, check_output_path, zfs_collectors_or_warn
 from zfsmon.errors import UserError
 from zfsmon.sources.pgstat import PgStatCollector
+from zfsmon.workload import fio as fiowl
 from zfsmon.workload import target
 from zfsmon.workload.pgcluster import DEFAULT_PORT
 from zfsmon.workload.soak import CONTINUOUS, LOOP, SoakCollector, SoakPlan, tee_log_for
 
 NAME = "soak"
-HELP = "run a pgbench soak (loop or continuous) and record it with the ZFS sources"
+HELP = "run a pgbench soak (loop or continuous) or a fio job, and record it with the ZFS sources"
 EPILOG = """\
 examples:
   zfsmon soak --lab --init-scale 40 --duration 4h -- -c 30 -j 10 -N
@@ -46,6 +47,10 @@ examples:
         one two-hour pgbench with a progress line every 10 s against an existing database
   PGDATABASE=bench zfsmon soak --out soak.zfsmon --log soak.log -- -c 16 -j 4
         until Ctrl-C, connection from libpq's environment
+  zfsmon soak --lab zlab --fio-preset randread-sweep --fio-runtime 10
+        fio's 8 KiB random reads at 1, 2, 4 ... 64 outstanding I/Os on the lab pool (psync + numjobs)
+  zfsmon soak --fio mytest.fio --out fio.zfsmon
+        a job file of your own; fio's JSON goes to fio.fio.json beside the recording
   zfsmon analyze soak.zfsmon
 """
 
@@ -85,11 +90,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log", metavar="FILE", help="plain log of pgbench's output (default: the recording's name "
                    "with .pgbench.log)")
     p.add_argument("--quiet", "-q", action="store_true", help="do not echo pgbench's output")
+    fio = p.add_argument_group("fio instead of pgbench")
+    fio.add_argument("--fio", metavar="JOBFILE", help="run this fio job file (json+ status every --interval)")
+    fio.add_argument("--fio-preset", choices=fiowl.preset_names(), metavar="NAME",
+                     help="run a preset 8 KiB test: " + ", ".join(fiowl.preset_names()) + " (-sweep: 1..64 "
+                     "outstanding I/Os as psync numjobs)")
+    fio.add_argument("--fio-dir", metavar="DIR", help="--fio-preset: directory of its file (default: the lab "
+                     "pool's dataset with --lab, else the current directory)")
+    fio.add_argument("--fio-size", default="256M", metavar="SIZE", help="--fio-preset: file size (default 256M)")
+    fio.add_argument("--fio-runtime", type=whole(1, int(MAX_SECONDS)), default=10, metavar="S",
+                     help="--fio-preset: seconds per step (default 10)")
+    fio.add_argument("--fio-depth", type=whole(1, 1024), default=1, metavar="N",
+                     help="--fio-preset without -sweep: outstanding I/Os (numjobs, default 1)")
     p.add_argument("pgbench_args", nargs=argparse.REMAINDER, metavar="-- PGBENCH_OPTIONS",
                    help="options passed to pgbench (after --)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.fio or args.fio_preset:
+        return run_fio(args)
     pgb_args = target.check_pgbench_args(args.pgbench_args or [])
     total = args.duration if args.duration else (args.hours * 3600 if args.hours else None)
     if total is not None and total <= 0:
@@ -134,4 +153,51 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(outcome.failure, exit_code=1)
     if soak.runs_started and not done and soak.parser.run == 0:
         raise UserError(f"pgbench never got going; its output is in {log}", exit_code=1)
+    return 0
+
+
+def run_fio(args: argparse.Namespace) -> int:
+    """``--fio JOBFILE`` / ``--fio-preset NAME``: fio instead of pgbench, with the ZFS sources."""
+    if args.fio and args.fio_preset:
+        raise UserError("give --fio JOBFILE or --fio-preset NAME, not both")
+    if args.pgbench_args:
+        raise UserError("options after -- are pgbench's; fio takes them in its job file")
+    now = time.time()
+    out = args.out or f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.zfsmon"
+    output = fiowl.output_for(out)
+    for path in (out, output):
+        check_output_path(path)
+    if args.fio:
+        fiowl.check_jobfile(args.fio)
+        jobfile = os.path.abspath(args.fio)
+    else:
+        directory = args.fio_dir or (fiowl.lab_directory(args.lab) if args.lab else os.getcwd())
+        if not os.path.isdir(directory):
+            raise UserError(f"--fio-dir {directory} is not a directory")
+        jobfile = os.path.splitext(out)[0] + ".fio"
+        check_output_path(jobfile)
+        text = fiowl.preset_jobfile(args.fio_preset, fiowl.PresetPlan(
+            directory=os.path.abspath(directory), size=args.fio_size, runtime_s=args.fio_runtime,
+            depth=args.fio_depth))
+        with open(jobfile, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    argv = fiowl.run_argv(jobfile, args.interval)
+    runner = fiowl.FioCollector(argv, output=output)
+    with Session(args.interval) as session:
+        session.collectors.append(runner)
+        if not args.no_zfs:
+            session.collectors += zfs_collectors_or_warn(args.interval, args.lab)
+        meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "soak",
+                "workload": "fio", "fio_argv": shlex.join(argv), "fio_output": os.path.abspath(output),
+                "fio_preset": args.fio_preset or ""}
+        print(f"zfsmon: fio soak recording into {out}; fio's JSON in {output}; job file {jobfile}", file=sys.stderr)
+        session.record_into(out, meta)
+        outcome = session.run(done=runner.finished, duration=args.duration)
+    print(f"zfsmon: {out}: {outcome.intervals} intervals, {outcome.samples} samples, {outcome.events} events; "
+          f"fio: {runner.documents} JSON documents, exit status {runner.returncode}", file=sys.stderr)
+    if outcome.failure:
+        raise UserError(outcome.failure, exit_code=1)
+    if runner.returncode not in (0, None) or not runner.documents:
+        raise UserError(f"fio failed (exit status {runner.returncode}); see {output} and the recording's "
+                        "error events", exit_code=1)
     return 0

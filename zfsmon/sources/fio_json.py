@@ -38,6 +38,7 @@ from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
 from zfsmon.names import FIO, fio_entity
+from zfsmon.sources.child import StreamParser
 
 DIRECTIONS = ("read", "write", "trim")
 #: (metric suffix, fio percentile) of the completion-latency percentiles kept
@@ -252,3 +253,54 @@ def parse_json(text: str, source: str = FIO, interval: Optional[float] = None) -
         last = max((r.ts for r in out), default=0.0)
         out.append(Event(last, EventKind.ERROR, problem, FIO))
     return out
+
+
+class FioJsonStreamParser(StreamParser):
+    """fio's JSON output fed a line at a time (a followed ``--output`` file, or fio's stdout).
+
+    fio ends every document with a ``}`` alone on a line; the lines up to it
+    are decoded as one document. A document that does not decode is one
+    ERROR event and the parser waits for the next; ``fio: ...`` lines outside
+    documents (fio's own errors, when stdout and stderr are one stream) are
+    ERROR events; other stray lines are ignored. ``flush`` reports a document
+    left open (fio killed mid-write) as an ERROR event.
+    """
+
+    def __init__(self, source: str = FIO) -> None:
+        self.source = source
+        self.stream = FioStream(source=source)
+        self._lines: List[str] = []
+        self.documents = 0
+
+    def feed(self, line: str, ts: float) -> List[Record]:
+        if not self._lines:
+            if line.startswith("{"):
+                self._lines.append(line)
+                return self._maybe_close(line, ts)
+            if line.startswith("fio:"):
+                return [Event(ts, EventKind.ERROR, line.strip()[:300], self.source)]
+            return []
+        self._lines.append(line)
+        return self._maybe_close(line, ts)
+
+    def _maybe_close(self, line: str, ts: float) -> List[Record]:
+        if line.rstrip() != "}" and not (len(self._lines) == 1 and line.rstrip().endswith("}")):
+            return []
+        text, self._lines = "\n".join(self._lines), []
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return [Event(ts, EventKind.ERROR, f"{self.source}: a fio JSON document does not decode ({exc.msg} at "
+                                               f"line {exc.lineno}); skipped", self.source)]
+        if not isinstance(doc, dict) or "jobs" not in doc:
+            return []
+        self.documents += 1
+        return self.stream.document(doc, fallback_ts=ts)
+
+    def flush(self, ts: float) -> List[Record]:
+        if not self._lines:
+            return []
+        n, self._lines = len(self._lines), []
+        return [Event(ts, EventKind.ERROR, f"{self.source}: the last fio JSON document is truncated ({n} lines, "
+                                           "no closing brace); fio was stopped or killed while writing it",
+                      self.source)]

@@ -1,4 +1,4 @@
-"""Follow someone else's soak: its tee'd pgbench output or its ``--log`` files, as a collector.
+"""Follow someone else's soak: its tee'd pgbench output, its ``--log`` files or fio's JSON output, as a collector.
 
 Each file is followed like ``tail -F`` (:mod:`zfsmon.sources.follow`); what
 kind of file it is (pgbench's printed text, a per-transaction log, an
@@ -9,6 +9,11 @@ pgbench threads share one log parser, which merges their intervals.
 timestamps; printed text usually does not, so its runs are laid end to end
 (``pause`` seconds apart, as in ``pgbench -T 58; sleep 2``) ending at the
 file's modification time, and an info event says the times are estimated.
+
+fio's output (``fio JOB --output-format=json+ --status-interval=N
+--output=FILE``) is a stream of JSON documents, recognised by its first line
+``{`` (or its head naming ``"fio version"``); every document carries its own
+epoch time, so ``from_start`` needs no estimate.
 """
 
 from __future__ import annotations
@@ -22,20 +27,24 @@ from zfsmon.names import PGBENCH
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamParser
 from zfsmon.sources.detect import shift
+from zfsmon.sources.fio_json import FioJsonStreamParser
+from zfsmon.sources.fio_json import looks_like as looks_like_fio
 from zfsmon.sources.follow import Follower
 from zfsmon.sources.pgbench_log import PgbenchLogParser, detect_log_format
 from zfsmon.sources.pgbench_text import PgbenchTextParser
 
-TEXT, LOG = "text", "log"
+TEXT, LOG, FIO_JSON = "text", "log", "fio"
 
 
 def sniff(path: str, limit: int = 65536) -> Optional[str]:
-    """'text' or 'log' from the first non-blank line of a file; None if empty or missing."""
+    """'text', 'log' or 'fio' from the head of a file; None if empty or missing."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             head = fh.read(limit)
     except OSError:
         return None
+    if looks_like_fio(head):
+        return FIO_JSON
     for line in head.splitlines():
         fmt = detect_log_format(line)
         if fmt is not None:
@@ -65,6 +74,8 @@ class AttachCollector(Collector):
     def _parser_for(self, path: str, fmt: str) -> StreamParser:
         if fmt == LOG:
             return self._log_parser
+        if fmt == FIO_JSON:
+            return FioJsonStreamParser()
         return PgbenchTextParser(source=self.name)
 
     def start(self) -> None:
@@ -122,10 +133,13 @@ class AttachCollector(Collector):
                 self.lines += 1
                 parser = self._parsers.get(path)
                 if parser is None:
-                    fmt = detect_log_format(line)
-                    if fmt is None:
-                        continue
-                    parser = self._parsers[path] = self._parser_for(path, TEXT if fmt == "text" else LOG)
+                    if line.rstrip() == "{":  # fio's JSON starts so; pgbench never prints such a line
+                        parser = self._parsers[path] = self._parser_for(path, FIO_JSON)
+                    else:
+                        fmt = detect_log_format(line)
+                        if fmt is None:
+                            continue
+                        parser = self._parsers[path] = self._parser_for(path, TEXT if fmt == "text" else LOG)
                 try:
                     out.extend(parser.feed(line, ts))
                 except ParseError as exc:

@@ -1,0 +1,142 @@
+"""fio as a workload: presets, the runner (real fio, tiny jobs), following its JSON output (`zfsmon attach`)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TEST_DATA, need, wait_until
+from zfsmon.errors import UserError
+from zfsmon.model import Event, EventKind, Sample
+from zfsmon.sources.fio_json import parse_json
+from zfsmon.workload import fio as fiowl
+from zfsmon.workload.attach import FIO_JSON, AttachCollector, sniff
+
+FIO = TEST_DATA / "fio"
+
+
+def _fio() -> str:
+    path = shutil.which("fio")
+    need(path is not None, "fio is not installed (Debian package fio; scripts/install-deps.sh)")
+    return str(path)
+
+
+def test_sweep_preset_is_the_job_file_of_the_captured_sweep():
+    """The captured psync sweep ran this very job file (but for its target): the preset is what was measured."""
+    text = fiowl.preset_jobfile("randread-sweep", fiowl.PresetPlan(directory="/tmp/fio14", size="64M", runtime_s=2))
+    captured = (FIO / "sweep-randread-psync.fio").read_text()
+    assert text.replace("directory=/tmp/fio14\nfilename=zfsmon-fio.randread", "filename=/tmp/fio14/data") == captured
+
+
+@pytest.mark.parametrize("name, rw, extra", [("randread", "rw=randread", None), ("randwrite", "rw=randwrite", None),
+                                             ("randwrite-fsync", "rw=randwrite", "fsync=1"),
+                                             ("mixed", "rw=randrw", "rwmixread=70")])
+def test_presets(name, rw, extra):
+    one = fiowl.preset_jobfile(name, fiowl.PresetPlan(directory="/d", depth=4)).splitlines()
+    assert rw in one and "bs=8k" in one and "ioengine=psync" in one and (extra is None or extra in one)
+    assert [ln for ln in one if ln.startswith("[")] == ["[global]", "[qd4]"] and "numjobs=4" in one
+    sweep = fiowl.preset_jobfile(name + "-sweep", fiowl.PresetPlan(directory="/d")).splitlines()
+    assert [ln for ln in sweep if ln.startswith("numjobs=")] == [f"numjobs={n}" for n in (1, 2, 4, 8, 16, 32, 64)]
+    assert sweep.count("stonewall") == 7
+    assert fiowl.preset_names().count(name + "-sweep") == 1
+
+
+def test_run_argv():
+    assert fiowl.run_argv("j.fio", 5.0) == ["fio", "j.fio", "--output-format=json+", "--status-interval=5"]
+    assert fiowl.run_argv("j.fio", 0.2)[-1] == "--status-interval=1"  # fio's status interval is whole seconds
+
+
+def test_missing_job_file_is_one_line(tmp_path):
+    with pytest.raises(UserError, match=r"^fio job file .*nope\.fio does not exist$"):
+        fiowl.check_jobfile(str(tmp_path / "nope.fio"))
+    with pytest.raises(UserError, match="not a regular file"):
+        fiowl.check_jobfile(str(tmp_path))
+
+
+def _run(collector: fiowl.FioCollector):
+    collector.start()
+    wait_until(collector.finished.is_set, 60, "fio to finish")
+    collector.stop()
+    return collector.poll()
+
+
+def test_fio_that_fails_is_one_error_event(tmp_path):
+    job = tmp_path / "bad.fio"
+    job.write_text("[bad]\nfilename=/proc/version\nsize=1M\nrw=write\n")
+    out = tmp_path / "out.fio.json"
+    records = _run(fiowl.FioCollector(fiowl.run_argv(str(job), 1, _fio()), output=str(out)))
+    errors = [r.text for r in records if isinstance(r, Event) and r.kind == EventKind.ERROR]
+    assert "fio job bad: error 1" in errors
+    assert any(e.startswith("fio exited with status 1: fio: pid=") and "Operation not permitted" in e for e in errors)
+    assert all("\n" not in e for e in errors)
+    assert out.read_text().lstrip().startswith("{")
+
+
+def test_fio_that_cannot_open_its_job_file(tmp_path):
+    records = _run(fiowl.FioCollector(fiowl.run_argv(str(tmp_path / "gone.fio"), 1, _fio())))
+    (err,) = [r for r in records if isinstance(r, Event)]
+    assert err.text == f"fio exited with status 1: fio: unable to open '{tmp_path / 'gone.fio'}' job file"
+
+
+def test_missing_fio_binary(tmp_path):
+    records = _run(fiowl.FioCollector([str(tmp_path / "no-fio"), "x.fio"]))
+    (err,) = records
+    assert err.kind == EventKind.ERROR and err.text.startswith("fio: cannot run ")
+
+
+def test_small_real_run_records_each_interval(tmp_path):
+    text = fiowl.preset_jobfile("mixed", fiowl.PresetPlan(directory=str(tmp_path), size="4M", runtime_s=2, depth=2))
+    job = tmp_path / "mixed.fio"
+    job.write_text(text)
+    out = tmp_path / "run.fio.json"
+    runner = fiowl.FioCollector(fiowl.run_argv(str(job), 1, _fio()), output=str(out))
+    records = _run(runner)
+    assert runner.returncode == 0 and runner.documents >= 2
+    samples = [r for r in records if isinstance(r, Sample)]
+    assert {s.entity.name for s in samples} == {"fio:qd2:read", "fio:qd2:write"}
+    assert all(s.metrics["numjobs"] == 2 and s.metrics["ios"] > 0 for s in samples)
+    assert all("clat_p99_ms" in s.metrics for s in samples)  # json+: every interval has its percentiles
+    # the tee'd output is fio's own: parsed again it gives the same samples
+    again = [r for r in parse_json(out.read_text()) if isinstance(r, Sample)]
+    assert [(s.entity.name, s.ts, s.metrics) for s in again] == [(s.entity.name, s.ts, s.metrics) for s in samples]
+
+
+def test_attach_follows_fio_output_from_start(tmp_path):
+    path = tmp_path / "fio.json"
+    text = (FIO / "randwrite-status-jsonplus.json").read_text()
+    starts = [i for i in range(len(text)) if text.startswith('{\n  "fio version"', i)]
+    path.write_text(text[: starts[2]])  # two documents so far
+    assert sniff(str(path)) == FIO_JSON
+    follower = AttachCollector([str(path)], from_start=True)
+    follower.start()
+    first = [r for r in follower.poll() if isinstance(r, Sample)]
+    assert [s.metrics["ios"] for s in first] == [10969, 17122]
+    with path.open("a") as fh:  # fio writes the rest
+        fh.write(text[starts[2]:])
+    rest = [r for r in follower.poll() if isinstance(r, Sample)]
+    assert [s.metrics["ios"] for s in rest] == [14883, 10989, 2250]
+    follower.stop()
+
+
+def test_attach_of_a_file_fio_has_not_written_yet(tmp_path):
+    path = tmp_path / "later.json"
+    follower = AttachCollector([str(path)])
+    follower.start()
+    assert not [r for r in follower.poll() if isinstance(r, Sample)]  # (an info event: waiting for it)
+    path.write_text((FIO / "randrw-jsonplus.json").read_text())
+    samples = [r for r in follower.poll() if isinstance(r, Sample)]
+    assert [s.entity.name for s in samples] == ["fio:mixed:read", "fio:mixed:write"]
+    follower.stop()
+
+
+def test_soak_command_refuses_a_missing_job_file(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "zfsmon", "soak", "--fio", str(tmp_path / "nope.fio"), "--no-zfs",
+                          "--out", str(tmp_path / "r.zfsmon")], capture_output=True, text=True, timeout=60,
+                         cwd=str(Path(__file__).resolve().parents[2]))
+    assert res.returncode == 2
+    assert res.stderr.strip() == f"zfsmon: fio job file {tmp_path / 'nope.fio'} does not exist"
+    assert not (tmp_path / "r.zfsmon").exists()
