@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import arc, goose, readpath
+from zfsmon.analysis import arc, goose, qdsweep, readpath
 from zfsmon.analysis.correlate import (
     Cells,
     Correlation,
@@ -142,7 +142,7 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
 
 @dataclass
 class Finding:
-    topic: str  # warmup | l2arc_fill | disk_reads | correlation | decay | read_path | goose_eggs | data
+    topic: str  # warmup | l2arc_fill | disk_reads | correlation | decay | read_path | goose_eggs | qd_sweep | data
     text: str
     numbers: Dict[str, object] = field(default_factory=dict)
 
@@ -369,6 +369,14 @@ def _goose(window: Sequence[Sample]) -> List[Finding]:
     return [Finding("goose_eggs", summary.text(), {"per_leaf": summary.per_leaf})]
 
 
+def _qd_sweep(window: Sequence[Sample]) -> List[Finding]:
+    """fio's queue-depth sweep: IOPS and latency per depth, the knee, Little's law (:mod:`zfsmon.analysis.qdsweep`)."""
+    sw = qdsweep.sweep(window)
+    if sw is None:
+        return []
+    return [Finding("qd_sweep", " ".join(sw.text()), sw.as_dict())]
+
+
 def choose_step(series: Dict[str, List[Point]]) -> float:
     """The coarsest typical reporting interval among the series (a finer grid would be mostly empty)."""
     steps = []
@@ -392,15 +400,19 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     counts = {k: len(v) for k, v in series.items()}
     runs = len({e.data.get("run") for e in events if e.kind == EventKind.RUN_END
                 and (start is None or e.ts >= start) and (end is None or e.ts <= end)})
+    sweep = _qd_sweep(window)
     if not series:
+        if sweep:
+            return Report(min(s.ts for s in window), max(s.ts for s in window), step or 0.0, counts, sweep, runs)
         return Report(start, end, step or 0.0, counts, [Finding("data", "No workload or ZFS samples in this window.")],
                       runs)
     step = step or choose_step(series)
     grid, cells = align_all(series, step, start, end)
     findings: List[Finding] = []
+    fio = any(s.entity.kind == Kind.WORKLOAD and names.fio_job_direction(s.entity.name) for s in window)
     missing = [w for n, w in ((TPS, "TPS (pgbench)"), (L2_SIZE, "L2ARC"), (ARC_HIT, "ARC"),
                               (DATA_READS, "data-disk reads (zpool iostat)"), (PG_HIT, "pg_stat_database"))
-               if n not in series]
+               if n not in series and not (fio and n in (TPS, PG_HIT))]
     if missing:
         findings.append(Finding("data", "Not in this window: " + ", ".join(missing) + ".", {"missing": missing}))
     lag = max_lag if max_lag is not None else max(0, min(10, len(grid) // 4))
@@ -415,6 +427,7 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
         findings += _decay(grid, cells[TPS], decay_threshold)
     findings += _read_path(cells)
     findings += _goose(window)
+    findings += sweep
     t_lo = grid[0] if grid else start
     t_hi = (grid[-1] + step) if grid else end
     return Report(t_lo, t_hi, step, counts, findings, runs)
