@@ -122,3 +122,19 @@ def test_findings_panel_shows_a_correlation_lag_in_whole_seconds():
                                                                    "with": "arc_hit_pct"})])
     text = panels.findings(rep, _at(0.0), panels.ViewOptions(), 100, False).plain
     assert "r +0.87 lag -3s" in text and "r +0.50 lag +2m" in text, text
+
+
+def test_a_removed_device_leaves_the_tree_and_its_last_figures_go_with_it():
+    from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample
+    from zfsmon.views.top.state import TopState
+
+    st = TopState()
+    pool = Entity(Kind.POOL, "tank", "tank")
+    cache = Entity(Kind.VDEV, "sdc", "tank", Role.CACHE, "tank")
+    st.feed([Sample(1.0, pool, {"read_ops": 1.0}, 1.0), Sample(1.0, cache, {"read_ops": 7.0}, 1.0)])
+    assert "sdc" in [r.name for r in st.tree("tank")]
+    st.feed([Event(2.0, EventKind.TOPOLOGY, "pool tank: removed sdc", data={"pool": "tank", "removed": ["sdc"],
+                                                                           "added": [], "changed": []})])
+    assert "sdc" not in [r.name for r in st.tree("tank")]
+    st.feed([Sample(3.0, cache, {"read_ops": 2.0}, 1.0)])  # added back: shown again, with new figures
+    assert [r.metrics for r in st.tree("tank") if r.name == "sdc"] == [{"read_ops": 2.0}]

@@ -138,6 +138,14 @@ class TopState:
         self.events.append(ev)
         if ev.kind == EventKind.ERROR:
             self.errors[area_of_source(ev.source or ev.text)] = ev
+        elif ev.kind == EventKind.TOPOLOGY and ev.data.get("removed"):
+            # a removed device leaves the tree at once: its last figures would otherwise stay on screen as if current
+            pool, gone = ev.data.get("pool"), set(ev.data["removed"])  # type: ignore[arg-type]
+            for key in [k for k, e in self.entities.items() if e.pool == pool and e.name in gone
+                        and e.kind in (Kind.VDEV, Kind.LEAF)]:
+                del self.entities[key]
+                self.latest.pop(key, None)
+                self.boot.pop(key, None)
 
     def _sample(self, s: Sample) -> bool:
         e = s.entity
