@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import arc, goose, qdsweep, readpath
+from zfsmon.analysis import arc, cacheadvice, goose, qdsweep, readpath
 from zfsmon.analysis.correlate import (
     Cells,
     Correlation,
@@ -142,7 +142,7 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
 
 @dataclass
 class Finding:
-    topic: str  # warmup | l2arc_fill | disk_reads | correlation | decay | read_path | goose_eggs | qd_sweep | data
+    topic: str  # warmup | l2arc_fill | disk_reads | correlation | decay | read_path | goose_eggs | qd_sweep | cache_advice | data
     text: str
     numbers: Dict[str, object] = field(default_factory=dict)
 
@@ -377,6 +377,12 @@ def _qd_sweep(window: Sequence[Sample]) -> List[Finding]:
     return [Finding("qd_sweep", " ".join(sw.text()), sw.as_dict())]
 
 
+def _cache_advice(window: Sequence[Sample]) -> List[Finding]:
+    """Would a larger ARC or an L2ARC help (:mod:`zfsmon.analysis.cacheadvice`)."""
+    adv = cacheadvice.advise(window)
+    return [Finding("cache_advice", adv.text(), dict(adv.numbers))] if adv else []
+
+
 def choose_step(series: Dict[str, List[Point]]) -> float:
     """The coarsest typical reporting interval among the series (a finer grid would be mostly empty)."""
     steps = []
@@ -428,6 +434,7 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     findings += _read_path(cells)
     findings += _goose(window)
     findings += sweep
+    findings += _cache_advice(window)
     t_lo = grid[0] if grid else start
     t_hi = (grid[-1] + step) if grid else end
     return Report(t_lo, t_hi, step, counts, findings, runs)
