@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import shutil
 import subprocess
 import sys
@@ -140,3 +141,21 @@ def test_soak_command_refuses_a_missing_job_file(tmp_path):
     assert res.returncode == 2
     assert res.stderr.strip() == f"zfsmon: fio job file {tmp_path / 'nope.fio'} does not exist"
     assert not (tmp_path / "r.zfsmon").exists()
+
+
+def test_import_then_csv_has_fios_columns(tmp_path):
+    """`zfsmon import` of fio's JSON, `zfsmon export --csv`: workload.csv carries every fio metric per interval."""
+    root = str(Path(__file__).resolve().parents[2])
+    rec = tmp_path / "fio.zfsmon"
+    for argv in (["import", "--into", str(rec), str(FIO / "randwrite-status-jsonplus.json")],
+                 ["export", "--csv", str(tmp_path / "csv"), str(rec)]):
+        res = subprocess.run([sys.executable, "-m", "zfsmon", *argv], capture_output=True, text=True, timeout=120,
+                             cwd=root)
+        assert res.returncode == 0, res.stderr
+    with (tmp_path / "csv" / "workload.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["name"] for r in rows] == ["fio:rw:write"] * 5
+    assert {"iops", "bw_bytes", "ios", "clat_mean_ms", "lat_mean_ms", "clat_p50_ms", "clat_p90_ms", "clat_p99_ms",
+            "clat_p999_ms", "clat_max_ms", "iodepth", "numjobs"} <= set(rows[0])
+    assert [r["ios"] for r in rows] == ["10969", "17122", "14883", "10989", "2250"]
+    assert rows[1]["clat_p99_ms"] == "2.899968" and rows[1]["epoch"] == "1795464601.997"
