@@ -15,6 +15,7 @@ import queue
 import signal
 import subprocess
 import threading
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.model import Event, EventKind, ParseError, Record
@@ -61,6 +62,8 @@ class StreamCollector(Collector):
     """Owns one child process and one parser."""
 
     restart_delays = (1.0, 2.0, 5.0, 10.0, 30.0)
+    #: seconds without a line from a running child after which it counts as hung and is replaced (None: never)
+    hang_after: Optional[float] = None
     #: signals sent to the child's process group on stop, each followed by a wait (s); SIGKILL comes last
     stop_signals: Tuple[Tuple[int, float], ...] = ((signal.SIGTERM, 3.0),)
 
@@ -77,6 +80,7 @@ class StreamCollector(Collector):
         self._stopping = threading.Event()
         self._failures = 0
         self._next_start = 0.0
+        self._last_line = time.monotonic()
 
     # lifecycle ---------------------------------------------------------------
     def start(self) -> None:
@@ -93,6 +97,7 @@ class StreamCollector(Collector):
             self._q.put(self._error(f"{self.name}: cannot run {self.argv[0]}: {exc.strerror or exc}"))
             self._schedule_restart()
             return
+        self._last_line = time.monotonic()
         self._thread = threading.Thread(target=self._pump, args=(self._proc,), name=f"zfsmon-{self.name}", daemon=True)
         self._thread.start()
 
@@ -110,6 +115,7 @@ class StreamCollector(Collector):
         lineno = 0
         for line in proc.stdout:
             lineno += 1
+            self._last_line = time.monotonic()
             ts = self.clock()
             try:
                 for rec in self.parser.feed(line.rstrip("\n"), ts):
@@ -135,6 +141,18 @@ class StreamCollector(Collector):
 
     def poll(self) -> List[Record]:
         out: List[Record] = drain(self._q)
+        proc = self._proc
+        silent = time.monotonic() - self._last_line
+        if (self.hang_after is not None and proc is not None and proc.poll() is None and silent > self.hang_after
+                and not self._stopping.is_set()):
+            # a hung child (stopped, blocked in the kernel) would leave this source stale for ever: replace it
+            out.append(self._error(f"{self.name}: `{' '.join(self.argv)}` printed nothing for {silent:.0f} s "
+                                   "(hung?): killing it; it is restarted"))
+            self._last_line = time.monotonic()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # SIGKILL also ends a stopped process
+            except (ProcessLookupError, PermissionError):
+                pass
         if (not self._stopping.is_set() and self._next_start and self.clock() >= self._next_start
                 and (self._proc is None or self._proc.poll() is not None)):
             self._next_start = 0.0

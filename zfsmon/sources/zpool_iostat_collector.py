@@ -72,6 +72,8 @@ class ZpoolIostatCollector(StreamCollector):
         parser = ZpoolIostatParser(RECORD_SOURCE, self.interval, pools=self.pools)
         super().__init__(iostat_argv(self.pools, self.interval, self.flags or (), zpool), parser, "zpool_iostat",
                          clock=clock)
+        # one report per interval: silence for several intervals means a hung zpool (replaced, see StreamCollector)
+        self.hang_after = max(5 * self.interval, 10.0)
 
     def start(self) -> None:
         if self.flags is None:
