@@ -1,0 +1,438 @@
+"""Issue 16's fault matrix on the live lab: `zfsmon record` at 1 s with a workload running, a fault injected, and
+what the recording holds afterwards checked row by row (and `zfsmon top` read through tmux on the first rows).
+
+For every row: no traceback, the fault is an event in plain words, no negative or absurd rate, and no pool
+interval lost outside the fault's own window (the intervals before and after it are counted). Each test prints
+its measured recovery time (``RECOVERY <row> <seconds>``), the figure docs/reliability.md quotes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional
+
+import pytest
+
+from tests.conftest import REPO, need, wait_until
+from tests.lab.helpers import write_file
+from tests.lab.test_top_tmux import _cells, _screen, _tmux, _wait
+from zfsmon.analysis.rates import RateDeriver
+from zfsmon.model import Event, EventKind, Kind, Sample
+from zfsmon.store import Recording, RecordingError
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+INTERVAL = 1.0
+#: a 2**64 wrap or a counter read against the wrong baseline shows up as a rate far beyond anything a lab can do
+ABSURD = 1e13
+
+
+def _pool_ticks(path: str, pool: str) -> List[float]:
+    try:
+        with Recording.open(path) as r:
+            keys = [e.key for e in r.entities() if e.kind == Kind.POOL and e.name == pool]
+            return sorted({s.ts for s in r.samples(entity_keys=keys) if not s.since_boot}) if keys else []
+    except RecordingError:
+        return []
+
+
+@dataclass
+class Recorded:
+    """What a finished run left: its samples, events and the pool's interval times."""
+
+    samples: List[Sample]
+    events: List[Event]
+    ticks: List[float]
+    stderr: str
+    top_screens: List[str] = field(default_factory=list)
+
+    def texts(self, *kinds: EventKind) -> List[str]:
+        return [e.text for e in self.events if not kinds or e.kind in kinds]
+
+
+class FaultRun:
+    """`zfsmon record --pool POOL -i 1` (and optionally `zfsmon top` in tmux) over a lab pool, with writes going on."""
+
+    def __init__(self, lab, tmp_path, name: str, top: bool = False, sources: Optional[List[str]] = None) -> None:
+        self.lab = lab
+        self.pool = lab.pool
+        self.path = str(tmp_path / f"{name}.zfsmon")
+        self.name = name
+        self.top = top
+        self.sources = sources or []
+        self.tmp = tmp_path
+        self.session = f"zfsmon-fault-{name}-{os.getpid()}"
+        self.rc_file = tmp_path / f"{name}.top.rc"
+        self.stop_io = threading.Event()
+        self.io_errors: List[str] = []
+        self.proc: Optional[subprocess.Popen] = None
+        self.err_path = tmp_path / f"{name}.stderr"
+        self.fault_start = 0.0
+        self.fault_end = 0.0
+        self.screens: List[str] = []
+        #: seconds after the fault's end that still belong to it (a restart's back-off)
+        self.grace = 3.0
+
+    # --- running -------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._err = open(self.err_path, "w")
+        self.proc = subprocess.Popen([sys.executable, "-m", "zfsmon", "record", *self.sources, "--pool", self.pool,
+                                      "--interval", "1", "--out", self.path, "-q"], cwd=str(REPO),
+                                     stdout=subprocess.DEVNULL, stderr=self._err)
+        if self.top:
+            need(shutil.which("tmux") is not None, "tmux not installed")
+            cmd = (f"unset COLUMNS LINES; cd {REPO} && {sys.executable} -m zfsmon top --pool {self.pool} -i 1 "
+                   f"--no-record; echo $? > {self.rc_file}; sleep 600")  # the pane stays: what top printed on exit is read
+            _tmux("new-session", "-d", "-s", self.session, "-x", "130", "-y", "45", cmd)
+            _tmux("set-option", "-t", self.session, "window-size", "manual")
+            _tmux("resize-window", "-t", self.session, "-x", "130", "-y", "45")
+        threading.Thread(target=self._writes, daemon=True).start()
+        try:
+            self.wait_ticks(5, "five pool intervals recorded before the fault")
+            if self.top:
+                self.screen(lambda s: self.pool in s and "mirror-0" in s and "LIVE" in s, "the pool's tree in top")
+        except BaseException:
+            self.stop(check=False)
+            raise
+
+    def _writes(self) -> None:
+        target = os.path.join(self.lab.mountpoint, f"fault-{self.name}.bin")
+        while not self.stop_io.is_set():
+            try:
+                write_file(target, 2)
+            except OSError as exc:  # the pool may be away during the fault: keep trying
+                self.io_errors.append(str(exc))
+                self.stop_io.wait(0.5)
+
+    def ticks(self) -> List[float]:
+        return _pool_ticks(self.path, self.pool)
+
+    def wait_ticks(self, n: int, what: str, after: Optional[float] = None, timeout: float = 120) -> float:
+        """Wait for ``n`` pool intervals (after time ``after``); returns the first of them."""
+        def enough() -> Optional[float]:
+            t = [x for x in self.ticks() if after is None or x > after]
+            return t[0] if len(t) >= n else None
+        assert self.proc is not None
+        wait_until(lambda: enough() is not None or self.proc.poll() is not None, timeout, what, step=0.5)
+        assert self.proc.poll() is None, f"zfsmon record ended: {self.err_path.read_text()}"
+        return enough()  # type: ignore[return-value]
+
+    def screen(self, pred: Callable[[str], object], what: str, timeout: float = 120) -> str:
+        s = _wait(self.session, pred, timeout, what)
+        self.screens.append(s)
+        return s
+
+    def fault(self, begin: Callable[[], None]) -> None:
+        self.fault_start = time.time()
+        begin()
+
+    def recovered(self, end: Optional[Callable[[], None]] = None) -> None:
+        if end is not None:
+            end()
+        self.fault_end = time.time()
+
+    def recovery(self, n: int = 3) -> float:
+        """Seconds from the fault's end to the first of ``n`` pool intervals recorded after it."""
+        first = self.wait_ticks(n, f"{n} pool intervals after the fault", after=self.fault_end)
+        return max(0.0, first - self.fault_end)
+
+    def stop(self, check: bool = True) -> Recorded:
+        assert self.proc is not None
+        if check and self.fault_end and self.proc.poll() is None:  # enough intervals after the fault to count
+            self.wait_ticks(4, "four pool intervals after the fault's own window", after=self.fault_end + self.grace)
+        self.stop_io.set()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self._err.close()
+            if self.top:
+                _tmux("send-keys", "-t", self.session, "q")
+                try:
+                    wait_until(self.rc_file.exists, 60, "zfsmon top to exit after q", step=0.3)
+                    self.screens.append(_screen(self.session))
+                finally:
+                    _tmux("kill-session", "-t", self.session)
+            target = os.path.join(self.lab.mountpoint, f"fault-{self.name}.bin")
+            if os.path.exists(target):
+                os.unlink(target)
+        err = self.err_path.read_text()
+        if not check:
+            return Recorded([], [], [], err)
+        assert self.proc.returncode == 0, err
+        if self.top:
+            assert self.rc_file.read_text().strip() == "0", self.screens[-1]
+            assert not any("Traceback" in s for s in self.screens), self.screens
+        with Recording.open(self.path) as r:
+            samples = list(r.samples())
+            events = list(r.events())
+        return Recorded(samples, events, self.ticks(), err, self.screens)
+
+    def check(self, rec: Recorded) -> None:
+        """The promises every row shares."""
+        assert "Traceback" not in rec.stderr, rec.stderr
+        assert not any("Traceback" in e.text for e in rec.events)
+        _no_bad_rates(rec.samples)
+        _no_lost_intervals(rec.ticks, self.fault_start, self.fault_end + self.grace)
+
+
+def _no_bad_rates(samples: List[Sample]) -> None:
+    """Every number a rate view would show is >= 0 and below ABSURD: recorded rates and rates of counters."""
+    rd = RateDeriver()
+    for s in sorted(samples, key=lambda s: s.ts):
+        if s.since_boot:
+            continue
+        for k, v in s.metrics.items():
+            if isinstance(v, (int, float)) and k.endswith(("_ops", "_bw", "_bytes", "_per_s")):
+                assert 0 <= v < ABSURD and not math.isnan(v), (s.entity.key, k, v, s.ts)
+        d, _ = rd.update(s)
+        if d is not None:
+            for k, v in d.rates.items():
+                assert 0 <= v < ABSURD, (s.entity.key, k, v, s.ts)
+
+
+def _no_lost_intervals(ticks: List[float], start: float, end: float) -> None:
+    """Outside [start, end], consecutive pool intervals are at most two seconds apart (zpool prints whole-second
+    times, so a report that drifts across a second boundary shows as 2 s), and the count matches the span."""
+    before = [t for t in ticks if t < start]
+    after = [t for t in ticks if t > end]
+    assert len(before) >= 3 and len(after) >= 3, (before, after, start, end)
+    for part in (before, after):
+        gaps = [b - a for a, b in zip(part, part[1:])]
+        assert max(gaps) <= 2.0 * INTERVAL + 0.01, gaps
+        assert len(part) >= (part[-1] - part[0]) / INTERVAL, part
+
+
+def _zpool(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    cp = subprocess.run(["zpool", *args], capture_output=True, text=True, timeout=120)
+    if check:
+        assert cp.returncode == 0, (args, cp.stderr)
+    return cp
+
+
+def _report(row: str, seconds: float) -> None:
+    print(f"RECOVERY {row} {seconds:.1f}")
+
+
+# --- rows ----------------------------------------------------------------------------------------------------
+
+def test_fault_cache_device_removed_and_added_back(lab, tmp_path):
+    cache_dev = lab.devices["cache"][0]
+    cache = os.path.basename(cache_dev)
+    run = FaultRun(lab, tmp_path, "cache", top=True)
+    run.start()
+    removed = False
+    try:
+        run.screen(lambda s: _cells(s, cache) is not None, "the cache device in top")
+        run.fault(lambda: _zpool("remove", lab.pool, cache_dev))
+        removed = True
+        run.screen(lambda s: _cells(s, cache) is None and "mirror-0" in s, "top without the cache device")
+        run.wait_ticks(2, "intervals without the cache device", after=time.time())
+        _zpool("add", "-f", lab.pool, "cache", cache_dev)
+        removed = False
+        run.recovered()
+        recovery = run.recovery()
+        run.screen(lambda s: _cells(s, cache) is not None, "the cache device back in top")
+    finally:
+        if removed:
+            _zpool("add", "-f", lab.pool, "cache", cache_dev, check=False)
+        rec = run.stop()
+    run.check(rec)
+    topo = [e for e in rec.events if e.kind == EventKind.TOPOLOGY]
+    assert any(cache in e.text and "removed" in e.text for e in topo), rec.texts()
+    assert any(cache in e.text and "added" in e.text for e in topo), rec.texts()
+    _report("cache", recovery)
+
+
+def test_fault_log_device_removed_and_added_back(lab, tmp_path):
+    log_dev = lab.devices["log"][0]
+    log = os.path.basename(log_dev)
+    run = FaultRun(lab, tmp_path, "log", top=True)
+    run.start()
+    removed = False
+    try:
+        run.screen(lambda s: _cells(s, log) is not None and "logs" in s, "the log device in top")
+        run.fault(lambda: _zpool("remove", lab.pool, log_dev))
+        removed = True
+        run.screen(lambda s: _cells(s, log) is None and "mirror-0" in s, "top without the log device")
+        run.wait_ticks(2, "intervals without the log device", after=time.time())
+        _zpool("add", "-f", lab.pool, "log", log_dev)
+        removed = False
+        run.recovered()
+        recovery = run.recovery()
+        run.screen(lambda s: _cells(s, log) is not None and "logs" in s, "the log device back in top")
+    finally:
+        if removed:
+            _zpool("add", "-f", lab.pool, "log", log_dev, check=False)
+        rec = run.stop()
+    run.check(rec)
+    topo = [e for e in rec.events if e.kind == EventKind.TOPOLOGY]
+    assert any(log in e.text and "removed" in e.text for e in topo), rec.texts()
+    assert any(log in e.text and "added" in e.text for e in topo), rec.texts()
+    _report("log", recovery)
+
+
+def test_fault_data_leaf_offlined_then_onlined(lab, tmp_path):
+    leaf_dev, other_dev = lab.devices["data"][0], lab.devices["data"][1]
+    leaf, other = os.path.basename(leaf_dev), os.path.basename(other_dev)
+    run = FaultRun(lab, tmp_path, "offline", top=True)
+    run.start()
+    offline = False
+    try:
+        run.fault(lambda: _zpool("offline", lab.pool, leaf_dev))
+        offline = True
+        run.screen(lambda s: "DEGRADED" in s or "OFFLINE" in s, "the degraded pool or offline leaf in top")
+        t_off = time.time()
+        run.wait_ticks(3, "intervals with the leaf offline", after=t_off)
+        _zpool("online", lab.pool, leaf_dev)
+        offline = False
+        run.recovered()
+        recovery = run.recovery()
+    finally:
+        if offline:
+            _zpool("online", lab.pool, leaf_dev, check=False)
+        rec = run.stop()
+    run.check(rec)
+    words = " ".join(rec.texts()).lower()
+    assert leaf in words and ("offline" in words or "degraded" in words), rec.texts()
+    during = [s for s in rec.samples if s.entity.kind == Kind.LEAF and s.entity.name == other and not s.since_boot
+              and run.fault_start + 2 < s.ts < run.fault_end]
+    assert any(s.metrics.get("write_ops", 0) > 0 for s in during), "the other leaf's writes were not counted"
+    _report("offline", recovery)
+
+
+def test_fault_pool_exported_then_imported(lab, tmp_path):
+    run = FaultRun(lab, tmp_path, "export", top=True)
+    run.grace = 35  # the collector's back-off: at most 30 s between attempts
+    run.start()
+    exported = False
+    try:
+        def export() -> None:
+            run.stop_io.set()  # nothing may hold the pool's files open
+            wait_until(lambda: _zpool("export", lab.pool, check=False).returncode == 0, 120,
+                       "the pool to export", step=1)
+        run.fault(export)
+        exported = True
+        run.screen(lambda s: "stale" in s or "no longer" in s or "error" in s.lower(), "top saying the pool is away")
+        _zpool("import", "-o", "cachefile=none", "-d", "/dev", lab.pool)
+        exported = False
+        run.recovered()
+        run.stop_io.clear()
+        threading.Thread(target=run._writes, daemon=True).start()
+        recovery = run.recovery()
+        run.screen(lambda s: "stale" not in s and "mirror-0" in s, "top live again")
+    finally:
+        if exported:
+            _zpool("import", "-o", "cachefile=none", "-d", "/dev", lab.pool, check=False)
+        rec = run.stop()
+    run.check(rec)
+    errors = rec.texts(EventKind.ERROR)
+    assert errors and any(lab.pool in t for t in errors), rec.texts()
+    assert len(errors) < 30, errors  # no error storm
+    _report("export", recovery)
+
+
+def _children(pid: int, word: str) -> List[int]:
+    import psutil
+
+    return [c.pid for c in psutil.Process(pid).children(recursive=True) if word in " ".join(c.cmdline())]
+
+
+def test_fault_zpool_iostat_child_hung_then_killed(lab, tmp_path):
+    run = FaultRun(lab, tmp_path, "hung", top=True)
+    run.start()
+    assert run.proc is not None
+    try:
+        child = _children(run.proc.pid, "iostat")
+        assert len(child) == 1, child
+        run.fault(lambda: os.kill(child[0], signal.SIGSTOP))
+        run.screen(lambda s: "stale" in s, "top showing the vdevs stale with their age")
+        wait_until(lambda: (c := _children(run.proc.pid, "iostat")) and c != child, 120,
+                   "the hung zpool iostat replaced", step=0.5)
+        run.recovered()
+        recovery_hung = run.recovery()
+        second = _children(run.proc.pid, "iostat")
+        t_kill = time.time()
+        os.kill(second[0], signal.SIGKILL)
+        wait_until(lambda: (c := _children(run.proc.pid, "iostat")) and c != second, 120,
+                   "the killed zpool iostat replaced", step=0.5)
+        run.fault_end = time.time()
+        recovery_killed = run.recovery()
+        run.screen(lambda s: "stale" not in s and "mirror-0" in s, "top live again")
+    finally:
+        rec = run.stop()
+    # the killed child's interval belongs to the fault too: check the whole window from the SIGSTOP on
+    run.check(rec)
+    errors = rec.texts(EventKind.ERROR)
+    assert any("printed nothing" in t and "hung" in t for t in errors), rec.texts()
+    assert any("ended" in t for t in errors if t), rec.texts()
+    assert t_kill > run.fault_start
+    arc = [s.ts for s in rec.samples if s.entity.kind == Kind.ARC and run.fault_start + 2 < s.ts < t_kill]
+    assert len(arc) >= (t_kill - run.fault_start - 2) / INTERVAL - 2, "arcstats was held up by the hung child"
+    _report("hung", recovery_hung)
+    _report("killed", recovery_killed)
+
+
+def test_fault_two_recorders_on_one_file(lab, tmp_path):
+    run = FaultRun(lab, tmp_path, "two")
+    run.start()
+    try:
+        run.fault(lambda: None)
+        cp = subprocess.run([sys.executable, "-m", "zfsmon", "record", "--pool", lab.pool, "--interval", "1",
+                             "--out", run.path, "--duration", "5s", "-q"], cwd=str(REPO), capture_output=True,
+                            text=True, timeout=120)
+        run.recovered()
+        recovery = run.recovery()
+    finally:
+        rec = run.stop()
+    assert cp.returncode != 0, (cp.stdout, cp.stderr)
+    assert "Traceback" not in cp.stderr and len(cp.stderr.strip().splitlines()) == 1, cp.stderr
+    assert "already" in cp.stderr or "in use" in cp.stderr or "another" in cp.stderr, cp.stderr
+    run.check(rec)
+    _report("two", recovery)
+
+
+def test_fault_output_directory_turns_read_only(lab, tmp_path):
+    """The recording's directory is remounted read-only under the recorder (in its private mount namespace)."""
+    need(shutil.which("unshare") is not None and shutil.which("nsenter") is not None, "unshare/nsenter missing")
+    out = tmp_path / "ro"
+    out.mkdir()
+    path = str(out / "ro.zfsmon")
+    err_path = tmp_path / "ro.stderr"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                                 f'mount --bind "{out}" "{out}" && exec "{sys.executable}" -m zfsmon record '
+                                 f'--pool {lab.pool} --interval 1 --out "{path}" -q'],
+                                cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_until(lambda: len(_pool_ticks(path, lab.pool)) >= 5, 120, "five intervals recorded", step=0.5)
+        t0 = time.time()
+        subprocess.run(["nsenter", "-t", str(proc.pid), "-m", "mount", "-o", "remount,ro,bind", str(out)],
+                       check=True, timeout=60)
+        rc = proc.wait(timeout=120)
+        stopped = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = err_path.read_text()
+    assert rc != 0 and "Traceback" not in err, err
+    assert "read-only" in err.lower(), err
+    with Recording.open(path) as r:
+        assert r.integrity() == "ok"
+        ticks = sorted({s.ts for s in r.samples() if s.entity.kind == Kind.POOL and not s.since_boot})
+    assert len(ticks) >= 5
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    assert max(gaps) <= 2.01, gaps
+    _report("read-only", stopped)
