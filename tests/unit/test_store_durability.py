@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO, need
 from tests.unit.store_data import T0, tick
 from zfsmon.cli import main
-from zfsmon.store import Recorder, Recording, RecordingFull
+from zfsmon.store import Recorder, Recording, RecordingError, RecordingFull
 
 #: a recorder in its own process: one committed interval per line printed
 WRITER = """
@@ -173,3 +173,14 @@ def test_record_command_survives_sigkill_and_stops_on_sigterm(tmp_path):
             if how == signal.SIGTERM:
                 assert proc.returncode == 0 and r.events()[-1].text == "recording stopped"
                 assert not os.path.exists(path + "-wal")
+
+
+def test_a_second_writer_of_one_recording_is_refused_in_plain_words(tmp_path):
+    path = str(tmp_path / "one.zfsmon")
+    with Recorder(path, {"argv": "first"}):
+        with pytest.raises(RecordingError, match="being written by another zfsmon"):
+            Recorder(path, {"argv": "second"})
+        with Recording.open(path) as r:  # reading while recording still works
+            assert r.integrity() == "ok"
+    with Recorder(path, {"argv": "after"}):  # once the first is closed, the file can be appended to
+        pass

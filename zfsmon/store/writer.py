@@ -14,12 +14,13 @@ and pool become ``topology`` rows and ``topology`` events.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
 import sqlite3
 import time
-from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import IO, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from zfsmon import __version__, metrics
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample, valid_ts
@@ -60,6 +61,7 @@ class Recorder:
                 pass
             except OSError as exc:
                 raise RecordingError(os_message(self.path, exc, "cannot create the recording")) from None
+        self._lock = self._take_lock()
         try:
             if existed:
                 self._check_existing()  # read-only first: a foreign file is left untouched
@@ -87,6 +89,21 @@ class Recorder:
             self._event(Event(self.clock(), EventKind.INFO,
                               "recording " + ("resumed" if existed else "started") + (f": {argv}" if argv else ""),
                               source="record"))
+
+    def _take_lock(self) -> IO[bytes]:
+        """One writer per recording: an exclusive flock on the file, held while this Recorder lives (SQLite's own
+        locks are POSIX locks, which flock does not touch; readers take none, so reading while recording works)."""
+        try:
+            fh = open(self.path, "rb")
+        except OSError as exc:
+            raise RecordingError(os_message(self.path, exc)) from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            raise RecordingError(f"{self.path} is being written by another zfsmon (record, top or soak): "
+                                 "give this one another file") from None
+        return fh
 
     # ----------------------------------------------------------------- public API
     def write(self, records: Iterable[Record]) -> None:
@@ -155,6 +172,7 @@ class Recorder:
         except sqlite3.Error:
             pass
         self._db = None  # type: ignore[assignment]
+        self._lock.close()
 
     def __enter__(self) -> Recorder:
         return self
