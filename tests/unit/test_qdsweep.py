@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 
 import pytest
 
@@ -93,3 +94,21 @@ def test_analyze_reports_the_sweep():
     assert f.numbers["knee_depth"] == 32 and f.numbers["peak_depth"] == 32
     assert "Knee at depth 32" in f.text and "Little's law holds" in f.text
     assert "Knee at depth 32" in report.render()
+
+
+def test_throttled_lab_sweep_with_status_intervals():
+    """Real sweep on the lab (data disks throttled to 100 IOPS each), one json+ document a second: per-step values
+    come from many intervals; IOPS saturate near the mirrors' ceiling while the tail grows; zfs-fuse did not keep
+    32 reads in flight."""
+    text = gzip.decompress((FIO / "lab-sweep-randread-psync-status-jsonplus.json.gz").read_bytes()).decode()
+    samples = [r for r in parse_json(text) if isinstance(r, Sample)]
+    sw = qdsweep.sweep(samples)
+    assert [s.depth for s in sw.steps] == DEPTHS
+    assert [s.ios for s in sw.steps] == [1749, 2277, 2216, 2297, 2547, 1620, 2576]
+    assert sw.steps[0].seconds == pytest.approx(5.016)
+    assert sw.peak.depth == 16 and sw.peak.iops == pytest.approx(2547 / 5.015)
+    assert sw.knee.depth == 2 and sw.knee.iops == pytest.approx(2277 / 4.968)
+    assert sw.steps[0].pct_ms["p99"] == 93.847552 and sw.steps[-1].pct_ms["p99"] == 608.17408
+    assert [s.depth for s in sw.little_misfits()] == [32]
+    assert round(sw.steps[5].in_flight, 1) == 21.0
+    assert "Little's law does not fit at 1 of 7 steps (depth 32: 21.0 in flight)" in sw.text()[2]
