@@ -97,3 +97,21 @@ def test_run_with_duration_ends_by_itself():
     s.run(duration=0.3)
     n = len([r for r in got if isinstance(r, Sample)])
     assert 5 <= n <= 8, n
+
+
+def test_a_stepped_clock_is_an_event_and_rates_start_afresh():
+    now = [1_000_000.0]
+    got: list = []
+    s = Sampler([], 1.0, sinks=[got.extend], clock=lambda: now[0])
+    s.tick()
+    now[0] += 0.5  # ordinary: the wall clock went on as time did
+    s.tick()
+    assert got == []
+    now[0] -= 3600
+    s.tick()
+    now[0] += 7200
+    s.tick()
+    texts = [e.text for e in got]
+    assert len(texts) == 2 and texts[0].startswith("the clock stepped back by 36") \
+        and texts[1].startswith("the clock stepped forward by 72"), texts
+    assert all(e.kind == EventKind.INFO and e.source == "clock" for e in got)

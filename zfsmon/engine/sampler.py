@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Iterable, List, Optional, Sequence
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Event, EventKind, Record, Sample
@@ -34,6 +34,7 @@ class Sampler:
         self._thread: Optional[threading.Thread] = None
         self._started = False
         self._failed_sinks: set = set()
+        self._last_tick: Optional[Tuple[float, float]] = None  # (clock(), time.monotonic()) at the last tick
 
     # lifecycle -----------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -64,7 +65,7 @@ class Sampler:
 
     # one round ------------------------------------------------------------------------------------------------
     def tick(self) -> List[Record]:
-        out: List[Record] = []
+        out: List[Record] = self._clock_step()
         for c in self.collectors:
             try:
                 recs = c.poll()
@@ -79,6 +80,21 @@ class Sampler:
         if out:
             self._deliver(out)
         return out
+
+    def _clock_step(self) -> List[Record]:
+        """An event when the wall clock moved other than the monotonic one (stepped by NTP, by hand): times on
+        either side of it are not comparable, and rates are taken afresh after it (never across it)."""
+        wall, mono = self.clock(), time.monotonic()
+        last, self._last_tick = self._last_tick, (wall, mono)
+        if last is None:
+            return []
+        step = (wall - last[0]) - (mono - last[1])
+        if abs(step) <= max(2.0, self.interval):
+            return []
+        self.rates = RateDeriver()
+        return [Event(wall, EventKind.INFO, f"the clock stepped {'back' if step < 0 else 'forward'} by {abs(step):.0f} s"
+                      "; times across this point are not comparable, rates start afresh", source="clock",
+                      data={"step_s": round(step, 3)})]
 
     def _deliver(self, records: List[Record]) -> None:
         for sink in self.sinks:
