@@ -29,7 +29,14 @@ from zfsmon.sources.zpool_status import Topology, read_topology
 from zfsmon.trace import catalog
 from zfsmon.trace.catalog import TraceScript
 from zfsmon.trace.protocol import TraceParser
-from zfsmon.trace.resolve import Names, block_device_names, dsk_links, fd_paths, mounted_filesystems
+from zfsmon.trace.resolve import (
+    Names,
+    block_device_names,
+    dsk_links,
+    fd_paths,
+    kernel_links,
+    mounted_filesystems,
+)
 
 TRACEFS = "/sys/kernel/tracing"
 ZFS_MODULE = "/sys/module/zfs"  # present when the OpenZFS kernel module is loaded
@@ -121,14 +128,14 @@ class TraceCollector(StreamCollector):
 
     def _refresh_names(self, names: Names) -> None:
         """Re-read devices, the daemon's fds and the pools' topology (a device appeared or changed role)."""
-        self._read_names()
         self._load_topology()
+        self._read_names()
 
     def _read_names(self) -> None:
         self.names.devices = block_device_names()
         self.names.fds = fd_paths(self.pid) if self.pid else {}
         self.names.mounts = mounted_filesystems()
-        self.names.links = dsk_links()
+        self.names.links = {**dsk_links(), **kernel_links(self.names.topology)}
 
     def _load_topology(self) -> Optional[str]:
         try:

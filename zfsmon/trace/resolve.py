@@ -14,9 +14,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from zfsmon.model import Entity, Kind
+from zfsmon.sources.diskstats import resolve_leaves
 from zfsmon.sources.zpool_status import Topology
 from zfsmon.trace.protocol import devt_name
 
@@ -83,6 +84,25 @@ def dsk_links(dsk: str = "/dev/dsk") -> Dict[str, str]:
     return out
 
 
+def kernel_links(topology: Topology,
+                 resolve: Callable[[List[str]], Dict[str, List[str]]] = resolve_leaves) -> Dict[str, str]:
+    """Linux: kernel device name -> leaf name as ``zpool status`` prints it (``vdb`` -> ``virtio-data0``).
+
+    Pools made from ``/dev/disk/by-id`` names list their leaves by those names,
+    while block tracepoints name the kernel's device (``vdb``): the symlinks
+    join them. A partition leaf also claims its whole disk, where I/O may be
+    accounted, unless another leaf has that name.
+    """
+    # single-disk top-level vdevs (a log or cache device, a stripe) are disks too
+    leaves = sorted({e.name for e in topology.entities.values() if e.kind in (Kind.LEAF, Kind.VDEV)})
+    out: Dict[str, str] = {}
+    for leaf, names in resolve(leaves).items():
+        for i, name in enumerate(names):
+            if name != leaf and (i == 0 or name not in out):
+                out[name] = leaf
+    return out
+
+
 #: illumos whole-disk vdevs are opened as slice 0 (``/dev/dsk/c2t0d0s0``) but listed as ``c2t0d0``
 _SLICE = re.compile(r"(?<=d\d)s\d+$")
 
@@ -100,7 +120,7 @@ class Names:
     devices: Dict[str, str] = field(default_factory=dict)  # MAJ:MIN -> loop3
     fds: Dict[str, str] = field(default_factory=dict)  # "7" -> /dev/loop3
     mounts: Dict[str, Tuple[str, str, str]] = field(default_factory=dict)  # 0:52 -> (/zlab, zfs, zlab)
-    links: Dict[str, str] = field(default_factory=dict)  # /devices/...:a -> c1t1d0 (illumos)
+    links: Dict[str, str] = field(default_factory=dict)  # /devices/...:a -> c1t1d0 (illumos); vdb -> virtio-data0
     refresh: Optional[Callable[[Names], None]] = None  # re-reads devices/fds when a token is unknown
     _refreshed: set = field(default_factory=set)
 
@@ -133,7 +153,8 @@ class Names:
                 return Entity(Kind.TRACE, source if is_zfs else mountpoint, source.split("/", 1)[0] if is_zfs else "")
             if dev is None:
                 return Entity(Kind.TRACE, majmin)
-            hit = self.vdev(dev)
+            hit = self.vdev(self.links[dev]) if dev in self.links else None
+            hit = hit or self.vdev(dev)
             return _as_trace(hit) if hit else Entity(Kind.TRACE, dev)
         if kind == "fd":
             path = self.fds.get(token)
