@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from tests.conftest import TEST_DATA
-from zfsmon.model import Kind, Role, Sample
+from zfsmon.model import Role, Sample
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.trace.protocol import TraceParser
 from zfsmon.trace.resolve import Names, kernel_links
