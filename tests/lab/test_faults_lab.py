@@ -518,12 +518,31 @@ def test_fault_zfs_fuse_daemon_killed_and_restarted(lab, tmp_path):
             arc_mb = int(argv[argv.index("-m") + 1]) if "-m" in argv else 64
 
             def kill() -> None:
+                # writes stop first: with the dataset's mount gone they would land in the directory beneath it
+                run.stop_io.set()
                 os.kill(pid, signal.SIGKILL)
                 wait_until(lambda: zfs_fuse_pid() is None, 60, "zfs-fuse gone", step=0.2)
             run.fault(kill)
-            system.start_daemon(arc_mb)
-            _zpool("import", "-o", "cachefile=none", "-d", "/dev", lab.pool)
+
+            def restarted() -> bool:
+                try:  # the killed daemon may be this process's child (the lab fixture started it): reap it
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+                try:
+                    system.start_daemon(arc_mb)  # fails while the dead one's mounts and socket are torn down
+                except system.LabError:
+                    return False
+                return True
+            wait_until(restarted, 120, "zfs-fuse started again", step=1)
+            _zpool("import", "-o", "cachefile=none", "-d", "/dev", lab.pool, check=False)
+            assert _zpool("list", lab.pool, check=False).returncode == 0, "the pool was not imported again"
+            wait_until(lambda: os.path.ismount(lab.mountpoint) or subprocess.run(
+                ["zfs", "mount", lab.dataset], capture_output=True, timeout=60).returncode == 0, 120,
+                "the lab's dataset mounted again", step=1)
             run.recovered()
+        run.stop_io.clear()
+        threading.Thread(target=run._writes, daemon=True).start()
         recovery = run.recovery()
     finally:
         rec = run.stop()
