@@ -11,8 +11,8 @@ from zfsmon.sources import detect, kstat_text
 
 #: header line of each capture: (crtime ns, snaptime ns)
 HEADERS = {
-    ("2.3", "arcstats.before"): (47615331820, 602554176710), ("2.3", "arcstats.after"): (47615331820, 673793194860),
-    ("2.3", "zil.before"): (47630689770, 602766054240), ("2.3", "zil.after"): (47630689770, 673973404690),
+    ("2.3", "arcstats.before"): (46573626290, 187728881310), ("2.3", "arcstats.after"): (46573626290, 244024354020),
+    ("2.3", "zil.before"): (46595960660, 187790613110), ("2.3", "zil.after"): (46595960660, 244066377870),
     ("2.1", "arcstats.before"): (54145925580, 238041899540), ("2.1", "arcstats.after"): (54145925580, 292698687370),
 }
 
@@ -47,16 +47,16 @@ def test_dump_is_timed_by_snaptime_and_marked(version, name):
 def test_zil_values_before_and_after_2_3():
     recs = detect.get("zil-kstat").parse(_text("2.3", "zil.before") + _text("2.3", "zil.after"), "zil.log", None)
     before, after = _samples(recs)
-    assert (before.ts, after.ts) == (602.76605424, 673.97340469)
-    assert (before.metrics["commit_count"], after.metrics["commit_count"]) == (9, 344)
-    assert after.metrics["itx_metaslab_slog_count"] == 206 and after.metrics["commit_writer_count"] == 344
+    assert (before.ts, after.ts) == (187.79061311, 244.06637787)
+    assert (before.metrics["commit_count"], after.metrics["commit_count"]) == (5, 3871)
+    assert after.metrics["itx_metaslab_slog_count"] == 2294 and after.metrics["commit_writer_count"] == 3871
     # a fixed interval given: dumps are numbered instead
     recs = detect.get("zil-kstat").parse(_text("2.3", "zil.before") + _text("2.3", "zil.after"), "zil.log", 10.0)
     assert [r.ts for r in recs] == [0.0, 10.0] and not any(isinstance(r, Event) for r in recs)
 
 
 def test_separate_files_keep_their_gap():
-    """Two dumps of one boot (same crtime) imported together: one shift, so the 71.2 s between them stay."""
+    """Two dumps of one boot (same crtime) imported together: one shift, so the 56.3 s between them stay."""
     before = detect.get("arcstats").parse(_text("2.3", "arcstats.before"), "arcstats.before", None)
     after = detect.get("arcstats").parse(_text("2.3", "arcstats.after"), "arcstats.after", None)
     zil_after = detect.get("zil-kstat").parse(_text("2.3", "zil.after"), "zil.after", None)
@@ -65,11 +65,11 @@ def test_separate_files_keep_their_gap():
     files = [("arcstats.before", before, mtime), ("arcstats.after", after, mtime), ("zil.after", zil_after, mtime),
              ("old", old, mtime - 5)]
     shifts, notes = kstat_text.boot_shifts(files)
-    assert shifts["arcstats.before"] == shifts["arcstats.after"] == mtime - 673.79319486
-    assert shifts["zil.after"] == mtime - 673.97340469  # other kstat, no shared crtime: placed by its own file
+    assert shifts["arcstats.before"] == shifts["arcstats.after"] == mtime - 244.02435402
+    assert shifts["zil.after"] == mtime - 244.06637787  # other kstat, no shared crtime: placed by its own file
     assert shifts["old"] == mtime - 5 - 292.69868737
     placed = [s.ts + shifts[n] for n, recs, _m in files[:2] for s in _samples(recs)]
-    assert placed[0] == pytest.approx(mtime - 71.23901815) and placed[-1] == pytest.approx(mtime)
+    assert placed[0] == pytest.approx(mtime - 56.29547271) and placed[-1] == pytest.approx(mtime)
     assert notes == [
         "arcstats.before, arcstats.after: time of day guessed: the last kstat dump is placed at arcstats.after's "
         "modification time (give --start to say when the first was taken)",
@@ -79,21 +79,21 @@ def test_separate_files_keep_their_gap():
         "old: time of day guessed: the last kstat dump is placed at old's modification time (give --start to say "
         "when the first was taken)"]
     shifts, notes = kstat_text.boot_shifts(files[:2], start=1_700_000_000.0)
-    assert shifts["arcstats.before"] == shifts["arcstats.after"] == 1_700_000_000.0 - 602.55417671
+    assert shifts["arcstats.before"] == shifts["arcstats.after"] == 1_700_000_000.0 - 187.72888131
     assert notes == ["arcstats.before, arcstats.after: placed relative to each other by their kstat snaptime "
                      "(one boot)"]
 
 
 def test_objset_dumps_2_3():
-    text = _text("2.3", "kstat/zguest.objset-0x36") + _text("2.3", "kstat/zguest.objset-0x5b")
+    text = _text("2.3", "kstat/zguest.objset-0x36") + _text("2.3", "kstat/zguest.objset-0x98")
     assert detect.detect(text).name == "objset-kstat"
     recs = detect.get("objset-kstat").parse(text, "objset.log", None)
     root, db = _samples(recs)
     assert [(s.entity.kind, s.entity.pool, s.entity.name) for s in (root, db)] == [
         (Kind.DATASET, "zguest", "zguest"), (Kind.DATASET, "zguest", "zguest/db")]
-    assert (root.ts, db.ts) == (1354.98562157, 1355.7575866)
-    assert len(db.metrics) == 26 and db.metrics["writes"] == 12326
-    assert kstat_text.boot_clock(recs) == {301558132430, 301856949970}
+    assert (root.ts, db.ts) == (404.15652369, 404.35845279)
+    assert len(db.metrics) == 26 and db.metrics["writes"] == 20999
+    assert kstat_text.boot_clock(recs) == {154899831880, 154939529470}
 
 
 def test_forced_kind_that_does_not_fit_is_refused():
@@ -108,7 +108,7 @@ def test_forced_kind_that_does_not_fit_is_refused():
 
 def test_import_keeps_the_gap_between_two_dump_files(tmp_path, capsys, monkeypatch):
     """`zfsmon import arcstats.before arcstats.after`: both files have one mtime here (a checkout), yet the
-    recording keeps the 71.2 s between the dumps, and says what it guessed."""
+    recording keeps the 56.3 s between the dumps, and says what it guessed."""
     import os
 
     from zfsmon.cli import main
@@ -129,7 +129,7 @@ def test_import_keeps_the_gap_between_two_dump_files(tmp_path, capsys, monkeypat
     assert "note: zil.after: time of day guessed: the last kstat dump is placed at zil.after's modification" in err
     with Recording.open(str(rec)) as r:
         arc = [s for s in r.samples() if s.entity.name == "arc"]
-        assert [s.ts for s in arc] == [pytest.approx(1_795_000_000 - 71.23901815), 1_795_000_000]
+        assert [s.ts for s in arc] == [pytest.approx(1_795_000_000 - 56.29547271), 1_795_000_000]
         assert arc[1].metrics["hits"] - arc[0].metrics["hits"] > 0
         [z] = [s for s in r.samples() if s.entity.kind == Kind.ZIL]
         assert z.ts == 1_795_000_000
@@ -140,4 +140,4 @@ def test_import_keeps_the_gap_between_two_dump_files(tmp_path, capsys, monkeypat
     assert main(["import", *files[:2], "--into", str(rec2), "--start", "2026-11-23T18:00:00Z"]) == 0
     with Recording.open(str(rec2)) as r:
         arc = [s for s in r.samples() if s.entity.name == "arc"]
-        assert [s.ts for s in arc] == [1795456800.0, pytest.approx(1795456800.0 + 71.23901815)]
+        assert [s.ts for s in arc] == [1795456800.0, pytest.approx(1795456800.0 + 56.29547271)]
