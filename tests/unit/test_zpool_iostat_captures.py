@@ -243,6 +243,21 @@ def test_y_detected_from_a_time_stamp_with_no_rows():
     assert _samples(read_capture(text, "t.txt", 2.0, ParseOptions()))[0].since_boot
 
 
+def test_y_detected_on_a_real_y_T_capture():
+    """The guest's own `zpool iostat -vy -T u zguest 2 2` (run2/PROVENANCE.md): a lone stamp, then two interval
+    reports. Both reports are intervals, the first at the second stamp, with the whole tree and its values."""
+    path = V23 / "run2" / "zpool-iostat-vyTu.txt"
+    recs = _read(path)
+    s = _samples(recs)
+    assert [x.ts for x in (s[0], s[len(TREE)])] == [1795466465, 1795466467] and len(s) == 2 * len(TREE)
+    assert not any(x.since_boot for x in s) and {x.interval for x in s} == {2.0}
+    assert any("`zpool iostat -y`" in n for n in _notes(recs))
+    assert _tree(s[:len(TREE)]) == TREE and _tree(s[len(TREE):]) == TREE
+    second = {x.entity.name: x.metrics for x in s[len(TREE):]}
+    assert second["virtio-data0"]["write_ops"] == 23 and second["virtio-data0"]["write_bw"] == 578 * K
+    assert second["virtio-log0"]["write_ops"] == 2 and second["virtio-cache0"]["write_bw"] == 138 * K
+
+
 def test_two_pools_in_one_headerless_report_are_told_apart_by_the_vdev_index():
     """Two pools: zpool's scripted output prints each pool's rows with nothing between them (print_iostat adds
     a separator only without -H). Built from our two real captures, the 2.1 pool renamed `zother`."""
