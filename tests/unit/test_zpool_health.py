@@ -17,6 +17,7 @@ from zfsmon.host import Host
 from zfsmon.model import Event, EventKind, Kind, ParseError, Role, Sample
 from zfsmon.sources import zpool_health
 from zfsmon.sources.detect import detect
+from zfsmon.sources.zpool_health import parse_any
 from zfsmon.sources.zpool_status import parse_health, parse_scan
 from zfsmon.sources.zpool_status_json import parse_health_json
 
@@ -235,3 +236,47 @@ def test_mangled_input_only_raises_parse_error(text, data):
             zpool_health.parse_any(variant, "x")
         except ParseError:
             pass
+
+
+# --- the guest's own status captures around a scrub, a leaf offline and the resilver after it --------------
+# (tests/data/openzfs-2.3/run2/PROVENANCE.md: `zpool status -j --json-flat-vdevs --json-int zguest` and plain
+# `zpool status zguest`, taken by tests/guest/scenario.sh one after the other)
+
+RUN2 = TEST_DATA / "openzfs-2.3" / "run2"
+
+
+def _one(name: str):
+    [pool] = parse_any((RUN2 / name).read_text(), name)
+    return pool
+
+
+@pytest.mark.parametrize("fmt", ["j-{}.json", "{}.txt"])
+def test_guest_scrub_started_then_finished(fmt: str):
+    started, done = _one("zpool-status-" + fmt.format("scrub-started")), _one("zpool-status-" + fmt.format("scrub-done"))
+    assert (started.pool, started.state, started.scan.function, started.scan.state) == ("zguest", "ONLINE", "SCRUB",
+                                                                                       "SCANNING")
+    assert 0 < started.scan.values["scan_progress_pct"] < 100
+    assert (done.scan.function, done.scan.state, done.scan.values["scan_errors"]) == ("SCRUB", "FINISHED", 0)
+    if fmt.endswith(".json"):
+        assert done.scan.values["scan_progress_pct"] == 100.0  # issued < to_examine (skipped blocks), yet done
+        assert done.scan.values["scan_start_time"] == 1795466468 and done.scan.values["scan_end_time"] == 1795466474
+
+
+@pytest.mark.parametrize("name", ["zpool-status-j-degraded.json", "zpool-status-degraded.txt"])
+def test_guest_leaf_offline_degrades_its_mirror_and_the_pool(name: str):
+    pool = _one(name)
+    states = {v.entity.name: (v.entity.kind.value, v.entity.role.value if v.entity.role else None, v.entity.parent,
+                              v.state) for v in pool.vdevs}
+    assert pool.state == "DEGRADED"
+    assert states["mirror-0"] == ("vdev", "data", "zguest", "DEGRADED")
+    assert states["virtio-data1"] == ("leaf", "data", "mirror-0", "OFFLINE")
+    assert states["virtio-data0"][3] == states["mirror-1"][3] == "ONLINE"
+    assert states["virtio-log0"][1:] == ("log", "zguest", "ONLINE")
+    assert states["virtio-cache0"][1:] == ("cache", "zguest", "ONLINE")
+
+
+@pytest.mark.parametrize("name", ["zpool-status-j-resilvered.json", "zpool-status-resilvered.txt"])
+def test_guest_resilvered_after_online(name: str):
+    pool = _one(name)
+    assert pool.state == "ONLINE" and all(v.state == "ONLINE" for v in pool.vdevs)
+    assert (pool.scan.function, pool.scan.state, pool.scan.values["scan_errors"]) == ("RESILVER", "FINISHED", 0)
