@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import TEST_DATA
 from zfsmon.errors import UserError
-from zfsmon.model import Kind, Role, Sample
+from zfsmon.model import Entity, Kind, Role, Sample
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.trace import catalog
 from zfsmon.trace.collector import TraceCollector, explain_stderr, preflight
@@ -235,3 +235,13 @@ def test_every_script_gets_the_arguments_it_reads():
             code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith(("*", "/*", "//", "#")))
             used = max((int(n) for n in re.findall(r"\$(\d+)", code)), default=0)
             assert used == 1 + len(spec.args), (spec.name, rel, used, spec.args)
+
+
+def test_table_names_a_dataset_once_with_its_pool():
+    """zfsslower's per-filesystem rows are datasets (`zguest/db`, pool zguest): shown as is, not `zguest/zguest/db`;
+    a pool-level entity of another name still gets its pool in front (the bcc capture of the OpenZFS guest)."""
+    rows = table([Sample(0.0, Entity(Kind.TRACE, "zguest/db", "zguest"), {"read_ops": 1.0, "read_ops_s": 1.0}, interval=1.0),
+                  Sample(0.0, Entity(Kind.TRACE, "zil", "zguest"), {"write_ops": 2.0, "write_ops_s": 2.0},
+                         interval=1.0)])
+    names = [r.split()[0] for r in rows[1:]]
+    assert names == ["zguest/db", "zguest/zil"]

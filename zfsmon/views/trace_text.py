@@ -46,7 +46,9 @@ def table(samples: Sequence[Sample]) -> List[str]:
     for s in sorted(samples, key=lambda s: _sort_key(s.entity)):
         e, m = s.entity, s.metrics
         indent = "  " if e.parent and e.parent != e.pool else ""
-        name = (indent + (f"{e.pool}/" if e.pool and not indent and e.name != e.pool else "") + e.name)[:22]
+        # a dataset's name already starts with its pool (zguest/db): prefix only names that do not
+        prefix = e.pool and not indent and e.name != e.pool and not e.name.startswith(f"{e.pool}/")
+        name = (indent + (f"{e.pool}/" if prefix else "") + e.name)[:22]
         role = e.role.value if e.role else "-"
         for op in ops_of(m):
             secs = s.interval or 1.0
