@@ -6,8 +6,11 @@ import pytest
 
 from tests.unit import top_data
 from zfsmon.model import Kind, Role
-from zfsmon.sources import arcstats
+from zfsmon.sources import arcstats, zpool_health
+from zfsmon.sources.spec import ParseOptions
+from zfsmon.sources.zpool_iostat import read_capture
 from zfsmon.views import thresholds
+from zfsmon.views.top import panels
 from zfsmon.views.top.state import TopState, area_of_source
 
 
@@ -114,7 +117,6 @@ def test_threshold_table_is_documented():
 def test_findings_panel_shows_a_correlation_lag_in_whole_seconds():
     """The lag is a count of measured steps (~1.001 s), so it shows as -3s, not -3.003s."""
     from zfsmon.analysis.findings import Finding, Report
-    from zfsmon.views.top import panels
 
     rep = Report(0.0, 60.0, 1.001, {}, [Finding("correlation", "", {"spearman": 0.87, "best_lag_s": -3.003,
                                                                    "with": "l2_hit_pct"}),
@@ -138,3 +140,28 @@ def test_a_removed_device_leaves_the_tree_and_its_last_figures_go_with_it():
     assert "sdc" not in [r.name for r in st.tree("tank")]
     st.feed([Sample(3.0, cache, {"read_ops": 2.0}, 1.0)])  # added back: shown again, with new figures
     assert [r.metrics for r in st.tree("tank") if r.name == "sdc"] == [{"read_ops": 2.0}]
+
+
+def test_health_shows_beside_the_io_and_never_replaces_it():
+    """The status source reports the same pool, vdevs and leaves as zpool iostat, every few seconds: its sample
+    must not become the row's latest (I/O columns blank, goose eggs judged on zero ops), and a leaf offline must
+    show on its row. Real guest captures: `zpool iostat -vp` and `zpool status` with virtio-data1 offline
+    (tests/data/openzfs-2.3, run2/)."""
+    g23 = top_data.TEST_DATA / "openzfs-2.3"
+    io = [r for r in read_capture((g23 / "zpool-iostat-vp.txt").read_text(), "vp", 2.0, ParseOptions())
+          if not getattr(r, "since_boot", False)]
+    last = max(r.ts for r in io)
+    io = [r for r in io if r.ts == last]
+    health = zpool_health.samples(zpool_health.parse_any((g23 / "run2" / "zpool-status-degraded.txt").read_text(),
+                                                         "status"), last + 1.0)
+    st = TopState()
+    st.feed(io)
+    before = {r.name: dict(r.metrics) for r in st.tree("zguest")}
+    st.feed(health)
+    rows = {r.name: r for r in st.tree("zguest")}
+    assert {n: dict(r.metrics) for n, r in rows.items()} == before  # the I/O figures stay
+    assert (rows["virtio-data1"].state, rows["mirror-0"].state, rows["zguest"].state) == (
+        "OFFLINE", "DEGRADED", "DEGRADED")
+    assert rows["virtio-data0"].state == "ONLINE"
+    text = panels.tree(st, panels.ViewOptions(pool="zguest"), 140).plain
+    assert "virtio-data1 OFFLINE" in text and "mirror-0 DEGRADED" in text and "virtio-data0 ONLINE" not in text

@@ -18,7 +18,7 @@ from zfsmon.analysis.findings import DRIVERS
 from zfsmon.model import EventKind
 from zfsmon.views import thresholds
 from zfsmon.views.top import fmt
-from zfsmon.views.top.state import TopState, TreeRow
+from zfsmon.views.top.state import TopState, TreeRow, unhealthy
 
 HEADING = "bold reverse"
 DRIVER_WORDS = dict(DRIVERS)
@@ -128,6 +128,8 @@ def _tree_cells(r: TreeRow, opts: ViewOptions, wide: bool) -> List[Text]:
     name = Text(indent[:-2] + r.name if r.depth else r.name, style=style)
     if r.since_boot:
         name.append("*", style="dim")
+    if unhealthy(r.state):
+        name.append(f" {r.state}", style="bold red")
     m = r.metrics
     raw = opts.raw
     cells = [Text(fmt.num(m.get("read_ops"), "ops", raw)), Text(fmt.num(m.get("write_ops"), "ops", raw)),

@@ -24,6 +24,7 @@ from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tu
 from zfsmon import names
 from zfsmon.analysis import arc, findings, goose, readpath
 from zfsmon.analysis.rates import RateDeriver
+from zfsmon.metrics.health import HEALTHY_STATES, STATE_NAMES
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
 
 #: order of role groups in the vdev tree, and their headings (as ``zpool status`` names its sections)
@@ -77,6 +78,7 @@ class TreeRow:
     device_lat_ns: Optional[float] = None
     verdict: Optional[str] = None  # goose.* constant
     why: str = ""
+    state: str = ""  # health from the status source (ONLINE, DEGRADED, OFFLINE, ...); "" when not known
 
 
 @dataclass
@@ -97,6 +99,8 @@ class TopState:
         self.samples: Deque[Sample] = deque()
         self.events: Deque[Event] = deque()
         self.latest: Dict[str, Sample] = {}
+        #: each pool/vdev/leaf's newest health sample (the status source), kept apart from its I/O sample
+        self.health: Dict[str, Sample] = {}
         self.boot: Dict[str, Sample] = {}  # since-import first reports, shown until an interval arrives
         self.entities: Dict[str, Entity] = {}
         self.derived: Dict[str, Dict[str, float]] = {}
@@ -146,6 +150,7 @@ class TopState:
                 del self.entities[key]
                 self.latest.pop(key, None)
                 self.boot.pop(key, None)
+                self.health.pop(key, None)
 
     def _sample(self, s: Sample) -> bool:
         e = s.entity
@@ -157,6 +162,11 @@ class TopState:
             self.cadence[area] = max(self.cadence.get(area, 0.0), float(s.interval))
         if s.since_boot:
             self.boot[key] = s
+            return False
+        if _is_health(s):
+            # zpool status every few seconds, for the same entities zpool iostat reports: as the latest sample
+            # it would blank the row's I/O columns and feed the goose-egg judgement zero ops
+            self.health[key] = s
             return False
         self.samples.append(s)
         self.latest[key] = s
@@ -356,6 +366,9 @@ class TopState:
             vals = {**{k: v for k, v in vals.items() if k not in ("read_ops", "write_ops", "read_bw", "write_bw")}, **t}
             boot = False
         row = TreeRow(kind, e.name, depth, e.role, vals, boot)
+        h = self.health.get(e.key)
+        if h is not None and "state" in h.metrics:
+            row.state = STATE_NAMES.get(int(h.metrics["state"]), "?")
         if e.kind == Kind.LEAF or (e.kind == Kind.VDEV and not any(
                 x.kind == Kind.LEAF and x.parent == e.name and x.pool == e.pool for x in self.entities.values())):
             v = self.verdicts.get((e.pool, e.name))
@@ -478,3 +491,13 @@ def _device_rates(rates: Dict[str, float], deltas: Dict[str, float]) -> Dict[str
     if n > 0 and t > 0:
         out["lat_ns"] = t / n
     return out
+
+
+def _is_health(s: Sample) -> bool:
+    """A sample of the status source (metrics/health.py): it carries the state code and the online gauge."""
+    return "state" in s.metrics and "online" in s.metrics and "read_ops" not in s.metrics
+
+
+def unhealthy(state: str) -> bool:
+    """A known state that is not doing its job (DEGRADED, FAULTED, OFFLINE, ...): shown beside the row."""
+    return bool(state) and state not in HEALTHY_STATES
