@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit import top_data
-from zfsmon.model import Kind, Role
+from zfsmon.model import Event, EventKind, Kind, Role
 from zfsmon.sources import arcstats, zpool_health
 from zfsmon.sources.spec import ParseOptions
 from zfsmon.sources.zpool_iostat import read_capture
@@ -165,3 +165,26 @@ def test_health_shows_beside_the_io_and_never_replaces_it():
     assert rows["virtio-data0"].state == "ONLINE"
     text = panels.tree(st, panels.ViewOptions(pool="zguest"), 140).plain
     assert "virtio-data1 OFFLINE" in text and "mirror-0 DEGRADED" in text and "virtio-data0 ONLINE" not in text
+
+
+def test_l2arc_panel_says_no_cache_device_once_the_last_one_is_removed():
+    """Fault matrix (issue 16): a cache device removed -> the L2ARC figures go to "no data", not stale values.
+    The L2ARC counters are global and outlive the device, so the panel follows the tree: real guest captures
+    (`zpool iostat -vp` with virtio-cache0, two arcstats dumps), then zpool iostat's TOPOLOGY event."""
+    g23 = top_data.TEST_DATA / "openzfs-2.3"
+    io = [r for r in read_capture((g23 / "zpool-iostat-vp.txt").read_text(), "vp", 2.0, ParseOptions())
+          if not getattr(r, "since_boot", False)]
+    t0 = max(r.ts for r in io)
+    arcs = [r for i, name in enumerate(("arcstats.before", "arcstats.after"))  # two readings a minute apart
+            for r in arcstats.parse_linux((g23 / name).read_text(), t0 + 1 + 60 * i)]
+    st = TopState()
+    st.feed(io)
+    st.feed(arcs)
+    assert st.has_cache_device() is True
+    assert "L2 hit" in panels.arc(st, panels.ViewOptions(pool="zguest"), 60, False).plain
+    st.feed([Event(t0 + 200, EventKind.TOPOLOGY, "zguest: removed virtio-cache0", source="zpool iostat",
+                   data={"pool": "zguest", "added": [], "removed": ["virtio-cache0"], "changed": []})])
+    assert st.has_cache_device() is False
+    text = panels.arc(st, panels.ViewOptions(pool="zguest"), 60, False).plain
+    assert "L2ARC: no cache device" in text and "L2 hit" not in text
+    assert TopState().has_cache_device() is None  # no tree known (an arcstats-only replay): figures as before

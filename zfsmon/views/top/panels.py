@@ -193,7 +193,9 @@ def arc(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
             parts.append(line)
     parts.append(Text(f"size {fmt.num(a.get('size'), 'B', raw)} / c {fmt.num(a.get('c'), 'B', raw)} / "
                       f"max {fmt.num(a.get('c_max'), 'B', raw)}", overflow="ellipsis", no_wrap=True))
-    if "l2_size" in a:
+    if state.has_cache_device() is False:
+        parts.append(Text("L2ARC: no cache device", style="dim"))
+    elif "l2_size" in a:
         l2 = Text("L2 hit ")
         l2.append_text(fmt.colored(a.get("l2_hit_pct"), "%", "l2arc_hit_pct", raw))
         l2.append(f" size {fmt.num(a.get('l2_size'), 'B', raw)} ")

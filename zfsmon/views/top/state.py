@@ -380,6 +380,18 @@ class TopState:
                     row.device_lat_ns = dev.get("lat_ns")
         return row
 
+    def has_cache_device(self) -> Optional[bool]:
+        """Whether any pool seen has an L2ARC (cache) device now; None when no pool's tree is known.
+
+        The L2ARC counters are the ARC's, global and kept after the last cache
+        device is removed: with none left, the panel says so instead of
+        showing figures that belong to no device.
+        """
+        tree = [e for e in self.entities.values() if e.kind in (Kind.VDEV, Kind.LEAF)]
+        if not tree:
+            return None
+        return any(e.role == Role.CACHE for e in tree)
+
     def arc(self) -> Dict[str, Optional[float]]:
         """ARC/L2ARC numbers: interval hit % if two readings exist, else since-boot % from the counters
         (both from :mod:`zfsmon.analysis.arc`, as every other view computes them)."""
