@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import REPO, need, wait_until
 from tests.lab.helpers import write_file
-from tests.lab.test_top_tmux import _cells, _nonzero, _row, _screen, _tmux, _wait
+from tests.lab.test_top_tmux import _cells, _nonzero, _row, _screen, _state, _tmux, _wait
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Event, EventKind, Kind, Sample
 from zfsmon.store import Recording, RecordingError
@@ -239,13 +239,16 @@ def test_fault_cache_device_removed_and_added_back(lab, tmp_path):
         run.screen(lambda s: _cells(s, cache) is not None, "the cache device in top")
         run.fault(lambda: _zpool("remove", lab.pool, cache_dev))
         removed = True
-        run.screen(lambda s: _cells(s, cache) is None and "mirror-0" in s, "top without the cache device")
+        # the L2ARC counters are the ARC's and outlive the device: the panel says there is none instead
+        run.screen(lambda s: _cells(s, cache) is None and "mirror-0" in s and "L2ARC: no cache device" in s,
+                   "top without the cache device, its L2ARC panel saying so")
         run.wait_ticks(2, "intervals without the cache device", after=time.time())
         _zpool("add", "-f", lab.pool, "cache", cache_dev)
         removed = False
         run.recovered()
         recovery = run.recovery()
-        run.screen(lambda s: _cells(s, cache) is not None, "the cache device back in top")
+        run.screen(lambda s: _cells(s, cache) is not None and "L2ARC: no cache device" not in s,
+                   "the cache device back in top, and its L2ARC figures")
     finally:
         if removed:
             _zpool("add", "-f", lab.pool, "cache", cache_dev, check=False)
@@ -294,10 +297,11 @@ def test_fault_data_leaf_offlined_then_onlined(lab, tmp_path):
     try:
         run.fault(lambda: _zpool("offline", lab.pool, leaf_dev))
         offline = True
-        # top shows no health column (recorded as events only: see docs/reliability.md): the offline leaf's row
-        # drops to zero while its mirror partner goes on counting
-        run.screen(lambda s: _row(s, leaf) == ["0", "0", "0", "0"] and _nonzero(_row(s, other)),
-                   "the offline leaf at 0 and its partner counting, in top")
+        # the offline leaf's row says OFFLINE (the status source, every 10 s) and drops to zero while its
+        # mirror partner goes on counting
+        run.screen(lambda s: _row(s, leaf) == ["0", "0", "0", "0"] and _nonzero(_row(s, other))
+                   and _state(s, leaf) == "OFFLINE" and _state(s, other) == "",
+                   "the offline leaf OFFLINE at 0 and its partner counting, in top")
         t_off = time.time()
         run.wait_ticks(3, "intervals with the leaf offline", after=t_off)
         _zpool("online", lab.pool, leaf_dev)

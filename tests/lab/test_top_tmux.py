@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import REPO, need, wait_until
 from tests.lab.helpers import drop_host_caches, random_reads, write_file
+from zfsmon.metrics.health import STATE_CODES
 from zfsmon.model import EventKind, Kind, Role
 from zfsmon.store import Recording, RecordingError
 from zfsmon.views.top.replay import ReplayCursor
@@ -29,12 +30,24 @@ def _screen(session: str) -> str:
 
 
 def _cells(screen: str, name: str):
-    """The words of the tree row of vdev/leaf ``name`` (the first line that starts with it), or None."""
+    """The words of the tree row of vdev/leaf ``name`` (the first line that starts with it), or None.
+
+    A state other than ONLINE printed after the name (``loop3 OFFLINE``) is left out: see :func:`_state`.
+    """
     for line in screen.splitlines():
         parts = line.split()
         if parts[:1] == [name]:
-            return parts
+            return parts[:1] + parts[2:] if len(parts) > 1 and parts[1] in STATE_CODES else parts
     return None
+
+
+def _state(screen: str, name: str) -> str:
+    """The health state top prints after a row's name ("" when it prints none: ONLINE or not known)."""
+    for line in screen.splitlines():
+        parts = line.split()
+        if parts[:1] == [name]:
+            return parts[1] if len(parts) > 1 and parts[1] in STATE_CODES else ""
+    return ""
 
 
 def _row(screen: str, name: str):
