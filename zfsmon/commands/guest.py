@@ -51,7 +51,7 @@ def _boot_options(p: argparse.ArgumentParser) -> None:
                    f"(default: a new one under {RUN_ROOT})")
     p.add_argument("--no-pool", action="store_true", help="no pool disks, no pool")
     p.add_argument("--src", metavar="DIR", default=str(boot.REPO), help="the tree shared read-only at "
-                   "/mnt/zfsmon, whose zfsmon the guest runs (default: this one, %(default)s)")
+                   "/mnt/zfsmon, whose zfsmon the guest runs (default: the tree this zfsmon runs from)")
     p.add_argument("--memory", type=positive_int, default=4096, metavar="MIB", help="guest memory (default 4096)")
     p.add_argument("--cpus", type=positive_int, default=2, help="guest CPUs (default 2)")
 
