@@ -320,13 +320,18 @@ def test_arc_trace_split_equals_arcstats(guest_out: Path) -> None:
     assert _raw_delta(guest_out, "arcstats", "demand_metadata_hits") > 0
 
 
-def test_zil_trace_commits_equal_zil_kstat(guest_out: Path) -> None:
+def test_zil_trace_commits_agree_with_zil_kstat(guest_out: Path) -> None:
+    """zil.bt's commits against the zil kstat's delta over the same window, within 1 % (at least 2).
+
+    Not exact: bpftrace prints a map and then clears it, and an event landing between the two is lost
+    (seen: 334 of 335, 592 of 594; the bcc backend, which reads and deletes in one batch, is exact). zfsmon's
+    own ZIL figures come from the kstat and are checked exactly (test_zil_recorded_equals_zil_kstat)."""
     rows = _trace(guest_out, "zil", "zil")
     commits = _raw_delta(guest_out, "zil", "zil_commit_count")
     assert commits > 0
-    assert _total(rows, "commits") == commits
-    # the latency histogram's count: seen once 334 for 335 commits (a bucket the protocol parse did not count)
-    assert _total(rows, "commit_ops") == pytest.approx(commits, abs=1)
+    tolerance = max(2.0, 0.01 * commits)
+    assert commits - tolerance <= _total(rows, "commits") <= commits
+    assert commits - tolerance <= _total(rows, "commit_ops") <= commits
 
 
 def _txgs(path: Path) -> Dict[int, Dict[str, str]]:
