@@ -16,7 +16,7 @@ from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Collector
-from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, has_file
+from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, check_pool_file
 from zfsmon.sources.spec import Source, TextKind
 
 NAME = "iostats"
@@ -41,12 +41,7 @@ def collector(root: str = ROOT, pools: Sequence[str] = ()) -> PoolKstatCollector
 
 
 def check_host(host: Host, root: str = ROOT) -> Check:
-    if host.system != "Linux" or not os.path.isdir(root):
-        return Check(NAME, False, f"no {root} (Linux OpenZFS kernel module only)")
-    pools = has_file("iostats", root)
-    if pools:
-        return Check(NAME, True, f"{root}/POOL/iostats for {', '.join(pools)}")
-    return Check(NAME, False, f"no pool has {root}/POOL/iostats (OpenZFS 2.0+; none imported?)")
+    return check_pool_file(NAME, "iostats", host, root, "", "OpenZFS 2.0+; none imported?")
 
 
 def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:

@@ -12,6 +12,7 @@ import os
 import time
 from typing import Callable, List, Optional, Sequence
 
+from zfsmon.host import Check, Host
 from zfsmon.model import ParseError, Record
 from zfsmon.sources.base import Clock, Collector
 
@@ -38,6 +39,19 @@ def has_file(fname: str, root: str = ROOT) -> List[str]:
         return [p for p in pool_dirs(root) if os.path.exists(os.path.join(root, p, fname))]
     except OSError:
         return []
+
+
+def check_pool_file(name: str, fname: str, host: Host, root: str, found: str, missing: str) -> Check:
+    """Doctor's line of a source that reads ``ROOT/POOL/fname``: which pools have it, or why none does.
+
+    ``found`` follows the pools' names on an ok line; ``missing`` says (in parentheses) why no pool may have it.
+    """
+    if host.system != "Linux" or not os.path.isdir(root):
+        return Check(name, False, f"no {root} (Linux OpenZFS kernel module only)")
+    pools = has_file(fname, root)
+    if pools:
+        return Check(name, True, f"{root}/POOL/{fname} for {', '.join(pools)}{found}")
+    return Check(name, False, f"no pool has {root}/POOL/{fname} ({missing})")
 
 
 class PoolKstatCollector(Collector):

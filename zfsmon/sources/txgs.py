@@ -25,7 +25,7 @@ from zfsmon.metrics.txg import COLUMN_COUNTERS
 from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
-from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, has_file
+from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, check_pool_file
 from zfsmon.sources.spec import Source, TextKind
 from zfsmon.units import MAX_DIGITS
 
@@ -167,12 +167,8 @@ def looks_like(text: str) -> bool:
 
 
 def check_host(host: Host, root: str = ROOT) -> Check:
-    if host.system != "Linux" or not os.path.isdir(root):
-        return Check(NAME, False, f"no {root} (Linux OpenZFS kernel module only)")
-    pools = has_file("txgs", root)
-    if pools:
-        return Check(NAME, True, f"{root}/POOL/txgs for {', '.join(pools)} (the last zfs_txg_history txgs)")
-    return Check(NAME, False, f"no pool has {root}/POOL/txgs (zfs_txg_history=0, or no pool imported)")
+    return check_pool_file(NAME, "txgs", host, root, " (the last zfs_txg_history txgs)",
+                           "zfs_txg_history=0, or no pool imported")
 
 
 def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
