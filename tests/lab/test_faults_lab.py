@@ -355,7 +355,14 @@ def test_fault_pool_exported_then_imported(lab, tmp_path):
 def _children(pid: int, word: str) -> List[int]:
     import psutil
 
-    return [c.pid for c in psutil.Process(pid).children(recursive=True) if word in " ".join(c.cmdline())]
+    out = []
+    for c in psutil.Process(pid).children(recursive=True):
+        try:
+            if word in " ".join(c.cmdline()):
+                out.append(c.pid)
+        except psutil.Error:  # ended (or a zombie) between the listing and the read: not a live child
+            continue
+    return out
 
 
 def _iostat_children(pool: str) -> List[int]:
@@ -406,8 +413,12 @@ def test_fault_zpool_iostat_child_hung_then_killed(lab, tmp_path):
     assert any("printed nothing" in t and "hung" in t for t in errors), rec.texts()
     assert any("ended" in t for t in errors if t), rec.texts()
     assert t_kill > run.fault_start
-    arc = [s.ts for s in rec.samples if s.entity.kind == Kind.ARC and run.fault_start + 2 < s.ts < t_kill]
-    assert len(arc) >= (t_kill - run.fault_start - 2) / INTERVAL - 2, "arcstats was held up by the hung child"
+    # a sampler held up by the hung child would show no ARC sample until the child is replaced (10 s of
+    # silence, `hang_after`); a busy machine only delays single samples by a second or two
+    arc = [s.ts for s in rec.samples if s.entity.kind == Kind.ARC and run.fault_start <= s.ts <= t_kill]
+    edges = [run.fault_start, *arc, t_kill]
+    gaps = [b - a for a, b in zip(edges, edges[1:])]
+    assert len(arc) >= 3 and max(gaps) < 6.0, ("arcstats was held up by the hung child", gaps)
     _report("hung", recovery_hung)
     _report("killed", recovery_killed)
 
