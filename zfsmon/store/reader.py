@@ -147,6 +147,7 @@ class Recording:
     version: int
     _db: sqlite3.Connection
     _copy_dir: Optional[str]
+    _tick_cache: Dict[int, Dict[int, float]]
 
     @classmethod
     def open(cls, path: str) -> Recording:
@@ -193,6 +194,7 @@ class Recording:
                                  f"(reads {', '.join(map(str, schema.READABLE))}); upgrade zfsmon")
         rec = cls.__new__(cls)
         rec.path, rec._db, rec.version, rec._copy_dir = path, db, ver, copy_dir
+        rec._tick_cache = {}
         try:
             rec._load()
         except RecordingError:
@@ -258,7 +260,8 @@ class Recording:
     @_guard
     def counts(self) -> Dict[str, int]:
         q = self._db.execute
-        return {"samples": q("SELECT count(*) FROM sample").fetchone()[0],
+        chunked = q("SELECT total(n) FROM chunk").fetchone()[0] if self.version >= 3 else 0
+        return {"samples": q("SELECT count(*) FROM sample").fetchone()[0] + int(chunked),
                 "events": q("SELECT count(*) FROM event").fetchone()[0],
                 "entities": len(self._entity_rows), "streams": len(self.streams),
                 "topology_changes": q("SELECT count(*) FROM event WHERE kind = 'topology'").fetchone()[0]}
@@ -284,6 +287,9 @@ class Recording:
         total = 0
         for stream, n in self._db.execute("SELECT stream, count(*) FROM sample GROUP BY stream"):
             total += per_stream.get(stream, 0) * n
+        if self.version >= 3:
+            for stream, n in self._db.execute("SELECT stream, sum(n) FROM chunk GROUP BY stream"):
+                total += per_stream.get(stream, 0) * n
         return total
 
     def _entity_at(self, ek: Tuple[str, Kind, str, str], role: Optional[str], parent: str) -> Entity:
@@ -349,35 +355,48 @@ class Recording:
         lo, hi = self._tick_bounds(start, end)
         if self.version >= 2:  # start at a keyframe block: counters may be deltas from earlier rows
             lo = (lo // schema.KEYFRAME_TICKS) * schema.KEYFRAME_TICKS
+        chunked = self.version >= 3
+        size = schema.CHUNK_TICKS
         args: List[object] = [lo, hi]
         wanted = None
         if streams is None:
-            sql = ("SELECT t.ts, s.stream, s.vals, s.iv FROM sample s JOIN tick t ON t.id = s.tick "
-                   "WHERE s.tick BETWEEN ? AND ? ORDER BY s.tick, s.stream")
+            head = ("SELECT s.tick, s.stream, t.ts, s.vals, s.iv FROM sample s JOIN tick t ON t.id = s.tick "
+                    "WHERE s.tick BETWEEN ? AND ?")
+            chunks = "SELECT tick0, stream, NULL, data, n FROM chunk WHERE tick0 BETWEEN ? AND ?"
+            cargs: List[object] = [lo // size * size, hi]
         else:
             wanted = set(streams)
             if not wanted:
                 return
             marks = ",".join("?" * len(wanted))
+            chunks = f"SELECT tick0, stream, NULL, data, n FROM chunk WHERE tick0 BETWEEN ? AND ? AND stream IN ({marks})"
+            cargs = [lo // size * size, hi] + sorted(wanted)
             if len(wanted) <= 16:  # a few series: one primary-key probe per tick beats scanning every row
-                sql = ("SELECT t.ts, s.stream, s.vals, s.iv FROM tick t CROSS JOIN sample s "
-                       f"ON s.tick = t.id AND s.stream IN ({marks}) WHERE t.id BETWEEN ? AND ? "
-                       "ORDER BY t.id, s.stream")
+                head = ("SELECT t.id, s.stream, t.ts, s.vals, s.iv FROM tick t CROSS JOIN sample s "
+                        f"ON s.tick = t.id AND s.stream IN ({marks}) WHERE t.id BETWEEN ? AND ?")
                 args = sorted(wanted) + args
             elif len(wanted) <= 500:
-                sql = ("SELECT t.ts, s.stream, s.vals, s.iv FROM sample s JOIN tick t ON t.id = s.tick "
-                       f"WHERE s.tick BETWEEN ? AND ? AND s.stream IN ({marks}) ORDER BY s.tick, s.stream")
+                head = ("SELECT s.tick, s.stream, t.ts, s.vals, s.iv FROM sample s JOIN tick t ON t.id = s.tick "
+                        f"WHERE s.tick BETWEEN ? AND ? AND s.stream IN ({marks})")
                 args += sorted(wanted)
             else:
-                sql = ("SELECT t.ts, s.stream, s.vals, s.iv FROM sample s JOIN tick t ON t.id = s.tick "
-                       "WHERE s.tick BETWEEN ? AND ? ORDER BY s.tick, s.stream")
+                head = ("SELECT s.tick, s.stream, t.ts, s.vals, s.iv FROM sample s JOIN tick t ON t.id = s.tick "
+                        "WHERE s.tick BETWEEN ? AND ?")
+                chunks = "SELECT tick0, stream, NULL, data, n FROM chunk WHERE tick0 BETWEEN ? AND ?"
+                cargs = [lo // size * size, hi]
+        if chunked:  # one statement, so one snapshot: a block a live recorder compacts meanwhile is seen once
+            sql = f"{chunks} UNION ALL {head} ORDER BY 1, 2"
+            args = cargs + args
+            rows = self._merge_blocks(self._db.execute(sql, args), size)
+        else:
+            rows = self._db.execute(head + " ORDER BY 1, 2", args)
         st_map = self.streams
         unpack = codec.unpack
         decode = codec.decode_row
         flagged = self.version >= 2
         last: Dict[int, List[float]] = {}
         counters: Dict[int, Tuple[bool, ...]] = {}
-        for ts, sid, blob, iv in self._db.execute(sql, args):
+        for _tick, sid, ts, blob, iv in rows:
             if wanted is not None and sid not in wanted:
                 continue
             st = st_map.get(sid)
@@ -385,7 +404,10 @@ class Recording:
                 self._reload_streams()
                 st_map = self.streams
                 st = st_map[sid]
-            if flagged:
+            if blob is None:  # from a chunk: values decoded already
+                vals = iv[0]
+                iv = iv[1]
+            elif flagged:
                 flags = counters.get(sid)
                 if flags is None:
                     flags = counters[sid] = tuple(m.counter for m in st.metrics)
@@ -400,6 +422,46 @@ class Recording:
                 raise ValueError(f"sample of {st.entity_key} holds {len(vals)} values for {len(st.metrics)} metrics")
             interval = st.interval if iv is None else (None if iv == NO_INTERVAL else iv)
             yield ts, st, vals, interval
+
+    def _merge_blocks(self, cursor, size: int) -> Iterator[tuple]:
+        """Rows of chunks and of the head, block by block, in (tick, stream) order. A chunk row becomes one row
+        per sample: (tick, stream, ts, None, (values, interval)); head rows pass as they are."""
+        block: List[tuple] = []
+        current = None
+        chunked = False
+        for row in cursor:
+            b = row[0] // size
+            if b != current:
+                if block:
+                    if chunked:
+                        block.sort(key=_tick_stream)
+                    yield from block
+                block, current, chunked = [], b, False
+            if row[2] is None:  # a chunk: tick0, stream, NULL, data, n
+                tick0, sid, _n, data, n = row
+                offsets, ivs, vals = codec.decode_chunk(data)
+                if len(offsets) != n:
+                    raise ValueError(f"a chunk of stream {sid} holds {len(offsets)} samples, not {n}")
+                ts_of = self._tick_ts(tick0, size)
+                block.extend((tick0 + o, sid, ts_of[tick0 + o], None, (v, iv))
+                             for o, v, iv in zip(offsets, vals, ivs))
+                chunked = True
+            else:
+                block.append(row)
+        if block:
+            if chunked:
+                block.sort(key=_tick_stream)
+            yield from block
+
+    def _tick_ts(self, tick0: int, size: int) -> Dict[int, float]:
+        """Timestamps of one block's tick ids (ticks are never changed once written: cached)."""
+        got = self._tick_cache.get(tick0)
+        if got is None:
+            got = dict(self._db.execute("SELECT id, ts FROM tick WHERE id >= ? AND id < ?", (tick0, tick0 + size)))
+            if len(self._tick_cache) > 64:
+                self._tick_cache.clear()
+            self._tick_cache[tick0] = got
+        return got
 
     def samples(self, entity_keys: Optional[Iterable[str]] = None, kinds: Optional[Iterable[Kind]] = None,
                 start: Optional[float] = None, end: Optional[float] = None) -> Iterator[Sample]:
@@ -457,6 +519,10 @@ class Recording:
     @_guard
     def integrity(self) -> str:
         return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def _tick_stream(row: tuple) -> Tuple[int, int]:
+    return row[0], row[1]
 
 
 class _TopologyCursor:

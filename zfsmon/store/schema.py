@@ -1,15 +1,26 @@
 """The recording file: one SQLite database per recording, its tables and versions.
 
 Layout (chosen by measurement, see docs/performance.md "Recording"): names are
-interned once (``entity``, ``metric``, ``source``, ``layout``, ``stream``) and a
-sample is one narrow row ``(tick, stream, vals)`` whose BLOB holds the values
-packed by :mod:`zfsmon.store.codec`, counters as deltas from the stream's
-previous row except in each stream's first row of a :data:`KEYFRAME_TICKS` block. A *stream* is what stays the same from one
-sample to the next of an entity: which entity, which source, which metrics in
-which order, the nominal interval and the since-boot flag. ``tick`` interns the
-timestamp shared by all samples of one reading. The sample table is clustered
-on ``(tick, stream)`` so appends are sequential and a time range is one range
-scan, with no extra index.
+interned once (``entity``, ``metric``, ``source``, ``layout``, ``stream``).
+A *stream* is what stays the same from one sample to the next of an entity:
+which entity, which source, which metrics in which order, the nominal interval
+and the since-boot flag. ``tick`` interns the timestamp shared by all samples of
+one reading; tick ids only grow.
+
+Samples live in two tables, like a time-series database's head block and its
+compacted blocks:
+
+- ``sample`` (the head): every interval's samples are committed here, one narrow
+  row ``(tick, stream, vals)`` per sample whose BLOB holds the values packed by
+  :mod:`zfsmon.store.codec`, counters as deltas from the stream's previous row
+  except in each stream's first row of a :data:`KEYFRAME_TICKS` block. Clustered
+  on ``(tick, stream)``: appends are sequential, a time range is one range scan.
+- ``chunk`` (schema 3): once the tick ids have moved past a block of
+  :data:`CHUNK_TICKS`, the recorder moves that block's head rows into one
+  compressed, column-wise chunk per stream (:func:`zfsmon.store.codec.encode_chunk`)
+  in the same transaction as an interval's samples, so a kill at any moment
+  leaves each block either wholly in the head or wholly in chunks. A block is
+  never in both, and compaction goes oldest block first.
 
 Files are marked with ``PRAGMA application_id`` (so a foreign SQLite file is
 refused) and versioned with ``PRAGMA user_version``; :data:`MIGRATIONS` upgrades
@@ -26,12 +37,15 @@ from urllib.parse import quote
 
 #: "zfsm" — identifies a zfsmon recording among SQLite files.
 APPLICATION_ID = 0x7A66736D
-SCHEMA_VERSION = 2
-#: versions a reader of this code understands (1: rows without the delta flag byte)
-READABLE: Tuple[int, ...] = (1, 2)
+SCHEMA_VERSION = 3
+#: versions a reader of this code understands (1: rows without the delta flag byte; 2: no chunks)
+READABLE: Tuple[int, ...] = (1, 2, 3)
 #: a stream's first row in each block of this many tick ids stores absolute values (a keyframe), so a
 #: reader can start anywhere by starting at the block's first tick
 KEYFRAME_TICKS = 64
+#: tick ids per chunk (a multiple of KEYFRAME_TICKS, so a block's head rows start at a keyframe); 256 measured
+#: best of 64..1024 for size against the cost of decoding a whole chunk for a short read
+CHUNK_TICKS = 256
 #: the suffix ``zfsmon record`` gives its files
 SUFFIX = ".zfsmon"
 
@@ -83,6 +97,14 @@ CREATE TABLE sample (
     iv REAL,
     PRIMARY KEY (tick, stream)
 ) WITHOUT ROWID;
+-- compacted samples: one stream's rows of the tick ids tick0 .. tick0 + CHUNK_TICKS - 1 (n rows), column-wise
+CREATE TABLE chunk (
+    tick0 INTEGER NOT NULL,
+    stream INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (tick0, stream)
+);
 CREATE TABLE event (
     id INTEGER PRIMARY KEY,
     ts REAL NOT NULL,
@@ -113,8 +135,14 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE sample SET vals = CAST(X'00' || vals AS BLOB)")
 
 
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Version 3 adds the chunk table; the recorder compacts the old rows into it a few blocks per interval."""
+    conn.execute("CREATE TABLE chunk (tick0 INTEGER NOT NULL, stream INTEGER NOT NULL, n INTEGER NOT NULL, "
+                 "data BLOB NOT NULL, PRIMARY KEY (tick0, stream))")
+
+
 #: MIGRATIONS[v] upgrades a version-v file to version v+1 (run in one transaction)
-MIGRATIONS: Dict[int, Migration] = {1: _v1_to_v2}
+MIGRATIONS: Dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(conn: sqlite3.Connection) -> int:

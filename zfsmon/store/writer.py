@@ -6,6 +6,13 @@ or power loss loses at most the interval being written and the file opens
 without repair. Memory stays flat: the only state kept is the interning caches,
 which grow with the number of entities and metrics, never with time.
 
+Compaction: an interval's samples go into the head table; once the tick ids
+have left a block of :data:`~zfsmon.store.schema.CHUNK_TICKS`, the next write
+also moves that block's head rows into compressed per-stream chunks, inside the
+same transaction (see :mod:`zfsmon.store.schema`), at most
+:data:`COMPACT_BLOCKS` blocks per write (an old, migrated recording catches up
+gradually).
+
 Topology is tracked here, because only the writer sees every reading in order:
 an entity's first appearance, every change of its role or parent, and — for
 vdevs and leaves — its absence from a later complete report of the same source
@@ -30,6 +37,8 @@ from zfsmon.store.errors import RecordingError, RecordingFull
 
 #: ``iv`` value meaning "this sample has no interval" (the stream has one)
 NO_INTERVAL = -1.0
+#: blocks compacted per write at most
+COMPACT_BLOCKS = 2
 _TREE_KINDS = (Kind.VDEV, Kind.LEAF)
 
 
@@ -140,6 +149,11 @@ class Recorder:
             self._db.executemany("INSERT INTO sample(tick, stream, vals, iv) VALUES (?, ?, ?, ?)", rows)
             for (src, pool, ts), members in sorted(groups.items(), key=lambda kv: kv[0][2]):
                 self._note_members(src, pool, ts, members)
+            if rows:
+                self._max_tick = max(self._max_tick, max(r[0] for r in rows))
+                if self._head_min is None:
+                    self._head_min = min(r[0] for r in rows)
+                self._compact()
         self.samples_written += len(rows)
 
     def mark(self, text: str, ts: Optional[float] = None) -> None:
@@ -217,6 +231,11 @@ class Recorder:
         self._streams: Dict[Tuple[int, int, int, int], Tuple[int, Optional[float]]] = {
             (e, s, ly, b): (i, iv) for i, e, s, ly, b, iv in
             db.execute("SELECT id, entity, source, layout, since_boot, interval FROM stream")}
+        self._stream_counters: Dict[int, Tuple[bool, ...]] = {
+            i: self._layout_counters[ly] for (_e, _s, ly, _b), (i, _iv) in self._streams.items()}
+        self._head_min: Optional[int] = db.execute("SELECT min(tick) FROM sample").fetchone()[0]
+        self._max_tick: int = db.execute("SELECT max(id) FROM tick").fetchone()[0] or 0
+        self._no_compact: str = ""  # why compaction stopped (a damaged head row), else ""
         self._topo: Dict[int, Tuple[Optional[str], str, int]] = {}
         for eid, role, parent, present in db.execute("SELECT entity, role, parent, present FROM topology ORDER BY id"):
             self._topo[eid] = (role, parent, present)
@@ -316,6 +335,7 @@ class Recorder:
                 "INSERT INTO stream(entity, source, layout, interval, since_boot) VALUES (?, ?, ?, ?, ?)",
                 (eid, sid, lid, s.interval, skey[3])).lastrowid
             st = self._streams[skey] = (stid, s.interval)
+            self._stream_counters[stid] = self._layout_counters[lid]
         stid, interval = st
         iv = None if s.interval == interval else (NO_INTERVAL if s.interval is None else s.interval)
         tick = ticks.get(s.ts)
@@ -329,6 +349,36 @@ class Recorder:
         base = last[1] if last is not None and last[0] // k == tick // k else None
         self._last[stid] = (tick, vals)
         return (tick, stid, codec.encode_row(vals, base, self._layout_counters[lid]), iv)
+
+    def _compact(self) -> None:
+        """Move closed blocks of head rows into chunks, oldest first (inside the caller's transaction)."""
+        size = schema.CHUNK_TICKS
+        for _ in range(COMPACT_BLOCKS):
+            if self._head_min is None or self._head_min // size >= self._max_tick // size or self._no_compact:
+                return
+            t0 = self._head_min // size * size
+            by_stream: Dict[int, List[tuple]] = {}
+            for tick, stid, blob, iv in self._db.execute(
+                    "SELECT tick, stream, vals, iv FROM sample WHERE tick >= ? AND tick < ?", (t0, t0 + size)):
+                by_stream.setdefault(stid, []).append((tick, blob, iv))
+            chunks = []
+            try:
+                for stid, got in by_stream.items():
+                    got.sort(key=lambda r: r[0])
+                    flags = self._stream_counters[stid]
+                    vals: List[List[float]] = []
+                    base = None
+                    for _tick, blob, _iv in got:
+                        base = codec.decode_row(blob, base, flags)
+                        vals.append(base)
+                    chunks.append((t0, stid, len(got), codec.encode_chunk(
+                        [r[0] - t0 for r in got], [r[2] for r in got], vals, len(flags))))
+            except (ValueError, KeyError) as exc:  # a damaged head row: keep the head as it is, stop compacting
+                self._no_compact = str(exc)
+                return
+            self._db.executemany("INSERT INTO chunk(tick0, stream, n, data) VALUES (?, ?, ?, ?)", chunks)
+            self._db.execute("DELETE FROM sample WHERE tick >= ? AND tick < ?", (t0, t0 + size))
+            self._head_min = self._db.execute("SELECT min(tick) FROM sample").fetchone()[0]
 
     def _event(self, ev: Event) -> None:
         data = json.dumps(dict(ev.data), sort_keys=True, default=str) if ev.data else ""
