@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import arc, cacheadvice, goose, qdsweep, readpath
+from zfsmon.analysis import arc, cacheadvice, goose, qdsweep, readpath, vdevperf
 from zfsmon.analysis.correlate import (
     Cells,
     Correlation,
@@ -142,7 +142,8 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
 
 @dataclass
 class Finding:
-    topic: str  # warmup | l2arc_fill | disk_reads | correlation | decay | read_path | goose_eggs | qd_sweep | cache_advice | data
+    topic: str  # warmup | l2arc_fill | disk_reads | correlation | decay | read_path | goose_eggs | qd_sweep | vdev_perf
+    #           | cache_advice | data
     text: str
     numbers: Dict[str, object] = field(default_factory=dict)
 
@@ -374,7 +375,41 @@ def _qd_sweep(window: Sequence[Sample]) -> List[Finding]:
     sw = qdsweep.sweep(window)
     if sw is None:
         return []
-    return [Finding("qd_sweep", " ".join(sw.text()), sw.as_dict())]
+    numbers = sw.as_dict()
+    rows = vdevperf.step_windows(window, sw.steps)
+    numbers["per_step_vdevs"] = rows
+    text = sw.text()
+    beside = _beside(rows)
+    if beside:
+        text.append(beside)
+    return [Finding("qd_sweep", " ".join(text), numbers)]
+
+
+def _beside(rows: List[Dict[str, object]]) -> str:
+    """The devices' latency beside fio's per depth: where the time went (data disks, cache devices, SLOG)."""
+    parts = []
+    for r in rows:
+        fio = (r.get("fio_p50_ms"), r.get("fio_p99_ms"))
+        devs = [f"{role} {op} {_lat_ms(r.get(f'{role}_{op}_p50_ms'))}/{_lat_ms(r.get(f'{role}_{op}_p99_ms'))}"
+                for role in ("data", "cache", "log") for op in ("read", "write")
+                if r.get(f"{role}_{op}_p99_ms") is not None]
+        if devs and fio[1] is not None:
+            parts.append(f"depth {r['depth']:g}: fio {_lat_ms(fio[0])}/{_lat_ms(fio[1])}, " + ", ".join(devs))
+    if not parts:
+        return ""
+    return "Device latency beside fio's (p50/p99 per depth, from the vdevs' own histograms): " + "; ".join(parts) + "."
+
+
+def _lat_ms(v: object) -> str:
+    if not isinstance(v, (int, float)):
+        return "?"
+    return f"{v * 1000:.0f} us" if v < 1 else f"{v:.1f} ms"
+
+
+def _vdev_perf(window: Sequence[Sample]) -> List[Finding]:
+    """Operations, IOPS per GB, what the cache devices add, latency per role (:mod:`zfsmon.analysis.vdevperf`)."""
+    vp = vdevperf.vdev_perf(window)
+    return [Finding("vdev_perf", vp.text(), vp.as_dict())] if vp else []
 
 
 def _cache_advice(window: Sequence[Sample]) -> List[Finding]:
@@ -409,7 +444,8 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     sweep = _qd_sweep(window)
     if not series:
         if sweep:
-            return Report(min(s.ts for s in window), max(s.ts for s in window), step or 0.0, counts, sweep, runs)
+            return Report(min(s.ts for s in window), max(s.ts for s in window), step or 0.0, counts,
+                          sweep + _vdev_perf(window), runs)
         return Report(start, end, step or 0.0, counts, [Finding("data", "No workload or ZFS samples in this window.")],
                       runs)
     step = step or choose_step(series)
@@ -434,6 +470,7 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     findings += _read_path(cells)
     findings += _goose(window)
     findings += sweep
+    findings += _vdev_perf(window)
     findings += _cache_advice(window)
     t_lo = grid[0] if grid else start
     t_hi = (grid[-1] + step) if grid else end

@@ -56,6 +56,9 @@ class Step:
     pct_ms: Dict[str, float] = field(default_factory=dict)  # p50..p999: the worst direction's
     by_direction: Dict[str, Dict[str, float]] = field(default_factory=dict)
     max_ms: Optional[float] = None
+    t0: Optional[float] = None  # when the step's first interval began and its last ended (fio's clock)
+    t1: Optional[float] = None
+    by_ios: Dict[str, float] = field(default_factory=dict)  # I/Os per direction
 
     @property
     def in_flight(self) -> Optional[float]:
@@ -162,6 +165,8 @@ class _Acc:
     dir_ios: Dict[str, float] = field(default_factory=dict)
     max_ms: Optional[float] = None
     jobs: List[str] = field(default_factory=list)
+    t0: Optional[float] = None
+    t1: Optional[float] = None
 
 
 def steps_from_samples(samples: Iterable[Sample]) -> List[Step]:
@@ -184,6 +189,9 @@ def steps_from_samples(samples: Iterable[Sample]) -> List[Step]:
             acc.jobs.append(job)
         acc.depth = s.metrics.get("iodepth", 1.0) * s.metrics.get("numjobs", 1.0)
         acc.ios += ios
+        start = s.ts - s.interval
+        acc.t0 = start if acc.t0 is None else min(acc.t0, start)
+        acc.t1 = s.ts if acc.t1 is None else max(acc.t1, s.ts)
         acc.dir_ios[direction] = acc.dir_ios.get(direction, 0.0) + ios
         key = f"{job}:{direction}"
         acc.seconds[key] = acc.seconds.get(key, 0.0) + s.interval
@@ -222,9 +230,15 @@ def _step(depth: float, accs: List[_Acc]) -> Step:
                 values[p] = v
     worst = {p: max(d[p] for d in by_dir.values() if p in d) for p in PCTS if any(p in d for d in by_dir.values())}
     maxes = [a.max_ms for a in accs if a.max_ms is not None]
+    t0s, t1s = [a.t0 for a in accs if a.t0 is not None], [a.t1 for a in accs if a.t1 is not None]
+    dir_ios: Dict[str, float] = {}
+    for a in accs:
+        for d, n in a.dir_ios.items():
+            dir_ios[d] = dir_ios.get(d, 0.0) + n
     return Step(depth=depth, jobs=[j for a in accs for j in a.jobs], iops=ios / seconds if seconds else 0.0, ios=ios,
                 seconds=seconds, lat_mean_ms=sum(a.lat_sum for a in accs) / lat_ios if lat_ios else None,
-                pct_ms=worst, by_direction=by_dir, max_ms=max(maxes) if maxes else None)
+                pct_ms=worst, by_direction=by_dir, max_ms=max(maxes) if maxes else None,
+                t0=min(t0s) if t0s else None, t1=max(t1s) if t1s else None, by_ios=dir_ios)
 
 
 def sweep(samples: Iterable[Sample]) -> Optional[Sweep]:

@@ -32,6 +32,7 @@ from zfsmon.commands._timearg import MAX_SECONDS, number, port, seconds, whole
 from zfsmon.engine import Session, check_output_path, zfs_collectors_or_warn
 from zfsmon.errors import UserError
 from zfsmon.sources.pgstat import PgStatCollector
+from zfsmon.trace import trace_collectors
 from zfsmon.workload import fio as fiowl
 from zfsmon.workload import target
 from zfsmon.workload.pgcluster import DEFAULT_PORT
@@ -102,6 +103,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="--fio-preset: seconds per step (default 10)")
     fio.add_argument("--fio-depth", type=whole(1, 1024), default=1, metavar="N",
                      help="--fio-preset without -sweep: outstanding I/Os (numjobs, default 1)")
+    fio.add_argument("--trace", action="append", default=[], metavar="NAME",
+                     help="also record a tracing script's per-vdev latency histograms (repeatable), e.g. "
+                     "fusevdevlat on the zfs-fuse lab, vdevlat elsewhere: `zfsmon analyze` sets them beside fio's")
     p.add_argument("pgbench_args", nargs=argparse.REMAINDER, metavar="-- PGBENCH_OPTIONS",
                    help="options passed to pgbench (after --)")
 
@@ -109,6 +113,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.fio or args.fio_preset:
         return run_fio(args)
+    if args.trace:
+        raise UserError("--trace goes with --fio/--fio-preset (a pgbench soak: zfsmon record --trace beside it)")
     pgb_args = target.check_pgbench_args(args.pgbench_args or [])
     total = args.duration if args.duration else (args.hours * 3600 if args.hours else None)
     if total is not None and total <= 0:
@@ -187,6 +193,7 @@ def run_fio(args: argparse.Namespace) -> int:
         session.collectors.append(runner)
         if not args.no_zfs:
             session.collectors += zfs_collectors_or_warn(args.interval, args.lab)
+        session.collectors += trace_collectors(args.trace, args.interval, [args.lab] if args.lab else [])
         meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "soak",
                 "workload": "fio", "fio_argv": shlex.join(argv), "fio_output": os.path.abspath(output),
                 "fio_preset": args.fio_preset or ""}
