@@ -84,42 +84,48 @@ while time.time() < end:
 """
 
 
-def lab(seconds: float) -> dict:
+def measure(pool: str, mountpoint: str, seconds: float) -> dict:
+    """Every collector this host offers for ``pool`` for ``seconds``, then `zpool iostat -v POOL 1` alone for
+    as long, the WORKLOAD writing and reading a file under ``mountpoint`` throughout."""
     from zfsmon import host
-    from zfsmon import lab as labmod
     from zfsmon.engine import Sampler
-    from zfsmon.lab.config import LabConfig
     from zfsmon.sources.registry import build_collectors
+
+    wl = subprocess.Popen([sys.executable, "-c", WORKLOAD, os.path.join(mountpoint, "bench-collect.bin"),
+                           str(2 * seconds + 30)])
+    try:
+        collectors, _ = build_collectors(host.probe(), 1.0, [pool])
+        got = [0]
+        s = Sampler(collectors, 1.0, sinks=[lambda recs: got.__setitem__(0, got[0] + len(recs))])
+        c_self, c_kids = cpu_self(), cpu_children()
+        s.run(duration=seconds)
+        z_self, z_kids = cpu_self() - c_self, cpu_children() - c_kids
+        # the baseline: zpool iostat -v alone
+        b_kids = cpu_children()
+        p = subprocess.Popen(["zpool", "iostat", "-v", pool, "1"], stdout=subprocess.DEVNULL)
+        time.sleep(seconds)
+        p.terminate()
+        p.wait()
+        base = cpu_children() - b_kids
+    finally:
+        wl.kill()
+        wl.wait()
+    per_h = 3600.0 / seconds
+    return {"seconds": seconds, "records": got[0], "names": [c.name for c in collectors],
+            "zfsmon_self_h": z_self * per_h, "zfsmon_children_h": z_kids * per_h, "baseline_h": base * per_h}
+
+
+def lab(seconds: float) -> dict:
+    from zfsmon import lab as labmod
+    from zfsmon.lab.config import LabConfig
 
     with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
         cfg = LabConfig(pool=f"zbench{os.getpid()}", directory=d, data_mb=256, log_mb=128, cache_mb=256)
         info = labmod.up(cfg, log=lambda *_: None)
         try:
-            wl = subprocess.Popen([sys.executable, "-c", WORKLOAD, os.path.join(info.mountpoint, "w.bin"),
-                                   str(2 * seconds + 30)])
-            try:
-                # zfsmon: every collector this host offers, for the lab pool
-                collectors, _ = build_collectors(host.probe(), 1.0, [cfg.pool])
-                got = [0]
-                s = Sampler(collectors, 1.0, sinks=[lambda recs: got.__setitem__(0, got[0] + len(recs))])
-                c_self, c_kids = cpu_self(), cpu_children()
-                s.run(duration=seconds)
-                z_self, z_kids = cpu_self() - c_self, cpu_children() - c_kids
-                # the baseline: zpool iostat -v alone
-                b_kids = cpu_children()
-                p = subprocess.Popen(["zpool", "iostat", "-v", cfg.pool, "1"], stdout=subprocess.DEVNULL)
-                time.sleep(seconds)
-                p.terminate()
-                p.wait()
-                base = cpu_children() - b_kids
-            finally:
-                wl.kill()
-                wl.wait()
+            return measure(cfg.pool, info.mountpoint, seconds)
         finally:
             labmod.down(cfg.pool, log=lambda *_: None)
-    per_h = 3600.0 / seconds
-    return {"seconds": seconds, "records": got[0], "names": [c.name for c in collectors],
-            "zfsmon_self_h": z_self * per_h, "zfsmon_children_h": z_kids * per_h, "baseline_h": base * per_h}
 
 
 def main() -> int:
@@ -127,24 +133,33 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=300.0, help="lab run length of each side (default 300)")
     ap.add_argument("--replay-hours", type=float, default=1.0, help="hours of 1 s reports to parse (default 1)")
     ap.add_argument("--no-lab", action="store_true", help="only the replay part (no root needed)")
+    ap.add_argument("--pool", metavar="POOL", help="measure on this existing pool (kernel OpenZFS, e.g. in the "
+                    "OpenZFS guest) instead of a zfs-fuse lab pool; the workload runs in its mountpoint")
     a = ap.parse_args()
     r = replay(a.replay_hours)
     print("## Collection\n")
-    print(f"Command: `python3 bench/bench_collect.py --seconds {a.seconds:g} --replay-hours {a.replay_hours:g}`\n")
+    pool = f" --pool {a.pool}" if a.pool else ""
+    print(f"Command: `python3 bench/bench_collect.py --seconds {a.seconds:g} --replay-hours {a.replay_hours:g}{pool}`\n")
     print("| what | CPU per hour of 1 s samples |")
     print("|---|---|")
     print(f"| replay: parse `zpool iostat -v 1` of a 64-leaf pool ({r['reports']} reports, {r['lines']} lines, "
           f"{r['samples']} samples) | {r['iostat_cpu_h']:.1f} s |")
     print(f"| replay: parse Linux arcstats once per second | {r['arc_cpu_h']:.1f} s |")
-    if not a.no_lab:
+    if a.pool:
+        mnt = subprocess.run(["zfs", "get", "-H", "-o", "value", "mountpoint", a.pool], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        lb = measure(a.pool, mnt, a.seconds)
+    elif not a.no_lab:
         lb = lab(a.seconds)
+    if a.pool or not a.no_lab:
+        where = "guest" if a.pool else "lab"
         total = lb["zfsmon_self_h"] + lb["zfsmon_children_h"]
-        print(f"| lab: zfsmon, every source ({', '.join(lb['names'])}): this process | "
+        print(f"| {where}: zfsmon, every source ({', '.join(lb['names'])}): this process | "
               f"{lb['zfsmon_self_h']:.1f} s |")
-        print(f"| lab: zfsmon's children (`zpool iostat -v -T u 1`, `zpool status`) | "
+        print(f"| {where}: zfsmon's children (`zpool iostat -v -T u 1`, `zpool status`) | "
               f"{lb['zfsmon_children_h']:.1f} s |")
-        print(f"| lab: zfsmon in all | {total:.1f} s |")
-        print(f"| lab: `zpool iostat -v POOL 1` alone | {lb['baseline_h']:.1f} s |")
+        print(f"| {where}: zfsmon in all | {total:.1f} s |")
+        print(f"| {where}: `zpool iostat -v POOL 1` alone | {lb['baseline_h']:.1f} s |")
         ratio = total / lb["baseline_h"] if lb["baseline_h"] else float("inf")
         print(f"\nCollecting everything costs {ratio:.2f}x the `zpool iostat` child alone "
               f"(aim: at most 1.5x).")

@@ -170,7 +170,7 @@ def probe_bpftrace() -> Check:
     kprobes = kprobes_available()
     btf = Path("/sys/kernel/btf/vmlinux").exists()
     extras = f"tracepoints yes, BTF {'yes' if btf else 'no'}, kprobes {'yes' if kprobes else 'no (kernel built without)'}"
-    extras += ", " + _zfs_detail(Path("/sys/module/zfs").exists())
+    extras += ", " + _zfs_detail(Path("/sys/module/zfs").exists(), kprobes)
     return Check("bpftrace", True, f"{ver}; {extras}", "tracing")
 
 
@@ -179,16 +179,29 @@ def kprobes_available() -> bool:
     return any(Path(d, "kprobe_events").exists() for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
 
 
-def zfs_tracepoints() -> bool:
-    """The OpenZFS module has its tracepoints (zfs:zfs_arc__hit, ...); Debian's zfs-dkms builds it without."""
-    return any(Path(d, "events", "zfs").is_dir() for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+def zfs_tracepoints(kallsyms: str = "/proc/kallsyms") -> bool:
+    """The OpenZFS module has its tracepoints (zfs:zfs_arc__hit, ...); Debian's zfs-dkms builds it without.
+
+    From tracefs when it is mounted (``events/zfs``); else from the kernel's symbols (a tracepoint is a
+    ``__tracepoint_zfs_arc__hit`` symbol of the module), so an unmounted tracefs does not read as "none"."""
+    dirs = [d for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing") if Path(d, "events").is_dir()]
+    if dirs:
+        return any(Path(d, "events", "zfs").is_dir() for d in dirs)
+    try:
+        with open(kallsyms) as f:
+            return any("__tracepoint_zfs_arc__hit" in line for line in f)
+    except OSError:
+        return False
 
 
-def _zfs_detail(zfs: bool) -> str:
+def _zfs_detail(zfs: bool, kprobes: bool = True) -> str:
     if not zfs:
         return "OpenZFS module no (zfsslower, arc, zil, txg cannot run)"
     if not zfs_tracepoints():
-        return "OpenZFS module yes, without its tracepoints (arc cannot run: module built without them)"
+        if kprobes:
+            return ("OpenZFS module yes, without its tracepoints (built without them): arc uses kprobes on arc_read "
+                    "(arc_kprobe.bt)")
+        return "OpenZFS module yes, without its tracepoints and no kprobes (arc cannot run)"
     return "OpenZFS module yes, with tracepoints"
 
 
@@ -244,7 +257,7 @@ def probe_bcc() -> Check:
     if problem:
         return Check("bcc", False, problem, "tracing")
     kp = "kprobes yes" if facts.kprobes else "kprobes no (zfsslower, zil cannot run)"
-    zfs = _zfs_detail(facts.zfs_module).replace(", txg", "")
+    zfs = _zfs_detail(facts.zfs_module, facts.kprobes).replace(", txg", "").replace("(arc_kprobe.bt)", "")
     return Check("bcc", True, f"bcc {facts.version}; headers {facts.headers}; tracepoints yes (blklat), {kp}, {zfs}",
                  "tracing")
 

@@ -35,8 +35,8 @@ zfsmon doctor > "$OUT/doctor.txt"
 
 BCC=1  # the bcc backend (zfsmon.trace.bcc_tool), one program for the run
 if [ "$BCC" = 1 ]; then
-    step "bcc: one program (zfsslower, zil) started now: it compiles for 8-11 min under emulation"
-    BCC_CMD=(env PYTHONPATH=/mnt/zfsmon /opt/zfsmon/venv/bin/python3 -m zfsmon.trace.bcc_tool zfsslower,zil
+    step "bcc: one program (zfsslower, zil, arc) started now: it compiles for 1-5 min under emulation"
+    BCC_CMD=(env PYTHONPATH=/mnt/zfsmon /opt/zfsmon/venv/bin/python3 -m zfsmon.trace.bcc_tool zfsslower,zil,arc
              "$INTERVAL" 1000)
     mountpoint -d "$MNT" > "$OUT/dataset.devt"
     "${BCC_CMD[@]}" > "$OUT/bcc.out" 2> "$OUT/bcc.err" &
@@ -70,10 +70,11 @@ for _ in $(seq 300); do [ -s "$REC" ] && [ "$(ticks)" -ge 1 ] && break; sleep 1;
 step "recording has begun ($(ticks) readings); waiting for the four tracers to report"
 # bpftrace takes 30-55 s per script to start: each reports an interval only when it saw an event, so a
 # little I/O on the pool's root dataset (not the dataset under test) until all four have reported
-# arc.bt needs OpenZFS's own tracepoints (zfs:zfs_arc__hit...), which a module built without them lacks
+# arc.bt needs OpenZFS's own tracepoints (zfs:zfs_arc__hit...), which a module built without them lacks: zfsmon
+# then runs arc_kprobe.bt (kprobes on arc_read), so all four report either way
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 ls /sys/kernel/tracing/events/zfs > "$OUT/zfs-tracepoints.txt" 2>&1
-WANT=4; [ -d /sys/kernel/tracing/events/zfs ] || WANT=3
+WANT=4
 for _ in $(seq 100); do
     [ "$(traced)" -ge "$WANT" ] && break
     head -c 65536 /dev/urandom > "/$POOL/poke"; sync "/$POOL/poke"; cat "/$POOL/poke" > /dev/null
@@ -149,14 +150,62 @@ if [ "$BCC" = 1 ]; then
     step "bcc: $(grep -c '^# zfsmon-bcc ready' "$OUT/bcc.out") ready line; fio 15 s under it, idle on both sides"
     sleep $((INTERVAL + 2))
     date +%s.%N > "$OUT/bcc-time.before"
+    raw bcc-before
     "${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --runtime=15 --time_based --output-format=json \
         --output="$OUT/fio-bcc.json"
+    sleep $((INTERVAL + 2))
+    raw bcc-after
     date +%s.%N > "$OUT/bcc-time.after"
-    sleep $((INTERVAL * 2 + 2))
+    sleep $((INTERVAL + 2))
     kill -TERM "$BCCPID"
     wait "$BCCPID"
     echo "bcc exit $?" >> "$OUT/bcc.err"
 fi
+
+step "pgbench: a PostgreSQL cluster on $MNT, zfsmon record beside a known number of -N transactions"
+PG=/usr/lib/postgresql/15/bin
+PGRUN=(runuser -u postgres --)
+PGC=(-h /tmp -p 5433 -U postgres)
+PGREC=/var/tmp/pg.zfsmon
+PGTX=300
+mkdir -p "$MNT/pg" && chown postgres "$MNT/pg"
+"${PGRUN[@]}" "$PG/initdb" -D "$MNT/pg" -A trust > "$OUT/pg-initdb.log" 2>&1
+"${PGRUN[@]}" "$PG/pg_ctl" -D "$MNT/pg" -o "-p 5433 -k /tmp" -l /var/tmp/pg.log -w start > "$OUT/pg-start.log" 2>&1
+"${PGRUN[@]}" "$PG/createdb" "${PGC[@]}" bench
+"${PGRUN[@]}" pgbench "${PGC[@]}" -i -s 1 bench > "$OUT/pgbench-init.txt" 2>&1
+"${PGRUN[@]}" psql "${PGC[@]}" -Atc "CHECKPOINT" bench > /dev/null
+zpool sync "$POOL"
+zfsmon record --interval "$INTERVAL" --pool "$POOL" zpool arcstats zil objset txgs --out "$PGREC" --quiet \
+    2> "$OUT/pg-record.err" &
+PGRECPID=$!
+REC_SAVE=$REC; REC=$PGREC
+for _ in $(seq 300); do [ -s "$REC" ] && [ "$(ticks)" -ge 1 ] && break; sleep 1; done
+REC=$REC_SAVE
+sleep $((INTERVAL * 2 + 2))
+raw pg-before
+cd /var/tmp  # pgbench writes its per-transaction log (pgbench_log.PID) in the working directory
+echo "pgbench -h /tmp -p 5433 -U postgres -N -c 1 -t $PGTX -P $INTERVAL --progress-timestamp -l bench" \
+    > "$OUT/pgbench.cmd"
+"${PGRUN[@]}" pgbench "${PGC[@]}" -N -c 1 -t "$PGTX" -P "$INTERVAL" --progress-timestamp -l bench \
+    > "$OUT/pgbench.txt" 2> "$OUT/pgbench-progress.txt"
+echo "pgbench exit $?" >> "$OUT/pgbench.txt"
+cp /var/tmp/pgbench_log.* "$OUT/" 2>/dev/null
+cd "$OUT"
+sleep $((INTERVAL * 3 + 2))
+raw pg-after
+kill -TERM "$PGRECPID"
+wait "$PGRECPID"
+echo "record exit $?" > "$OUT/pg-record.exit"
+"${PGRUN[@]}" "$PG/pg_ctl" -D "$MNT/pg" -m fast -w stop >> "$OUT/pg-start.log" 2>&1
+step "pgbench: its log into the recording, then zfsmon analyze and export inside the guest"
+zfsmon import --into "$PGREC" "$OUT"/pgbench_log.* > "$OUT/pg-import.log" 2>&1
+echo "import exit $?" >> "$OUT/pg-import.log"
+zfsmon analyze --json "$PGREC" > "$OUT/pg-analyze.json" 2> "$OUT/pg-analyze.err"
+echo "analyze exit $?" >> "$OUT/pg-analyze.err"
+zfsmon analyze "$PGREC" > "$OUT/pg-analyze.txt" 2>&1
+zfsmon export "$PGREC" --csv "$OUT/pgexport" > "$OUT/pg-export.log" 2>&1
+echo "export exit $?" >> "$OUT/pg-export.log"
+cp "$PGREC" "$OUT/pg.zfsmon"
 
 step "captures under a small load (fio in the background)"
 "${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --rate_iops=40,20 --runtime=900 --time_based \
@@ -242,12 +291,15 @@ for f in $(cd /proc/spl/kstat/zfs && find . -type f | sort); do
 done
 step "bpftrace's own output of the four OpenZFS scripts, side by side under the load"
 BT=()
-BTS=(zil txg zfsslower); [ "$WANT" = 4 ] && BTS+=(arc)
+BTS=(zil txg zfsslower arc)
 for s in "${BTS[@]}"; do
-    args=(2 1000); [ "$s" = arc ] && args=(2)  # INTERVAL_S [SLOW_MS]
-    bpftrace "$ZFSMON_SRC/bpftrace/$s.bt" "${args[@]}" > "$CAP/bpftrace-$s.txt" 2> "$CAP/bpftrace-$s.txt.stderr" &
+    args=(2 1000); script=$s
+    if [ "$s" = arc ]; then  # INTERVAL_S only; without zfs tracepoints the kprobe variant, as zfsmon picks it
+        args=(2); [ -d /sys/kernel/tracing/events/zfs ] || script=arc_kprobe
+    fi
+    bpftrace "$ZFSMON_SRC/bpftrace/$script.bt" "${args[@]}" > "$CAP/bpftrace-$s.txt" 2> "$CAP/bpftrace-$s.txt.stderr" &
     BT+=($!)
-    printf '%s\t%s\t%s\n' "bpftrace-$s.txt" "bpftrace bpftrace/$s.bt ${args[*]}" 0 >> "$CAP/COMMANDS.tsv"
+    printf '%s\t%s\t%s\n' "bpftrace-$s.txt" "bpftrace bpftrace/$script.bt ${args[*]}" 0 >> "$CAP/COMMANDS.tsv"
 done
 # until each has reported two intervals (start-up is 30-55 s each under emulation), bounded
 for _ in $(seq 150); do

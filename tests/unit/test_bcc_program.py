@@ -110,9 +110,9 @@ def test_selection_aliases_order_and_errors():
 
 def test_a_missing_tracepoint_or_field_is_one_clear_line():
     f = _formats()
-    no_zfs = {k: v for k, v in f.items() if not k.startswith("zfs:")}
-    with pytest.raises(UserError, match=r"zfs:zfs_arc__hit is absent .*OpenZFS kernel module is not loaded"):
-        generate(select(["arc"]), no_zfs)
+    no_l2 = {k: v for k, v in f.items() if k != "zfs:zfs_l2arc__write"}
+    with pytest.raises(UserError, match=r"zfs:zfs_l2arc__write is absent .*OpenZFS kernel module is not loaded"):
+        generate(select(["arc"]), no_l2)
     renamed = dict(f)
     renamed["block:block_rq_complete"] = {k: v for k, v in f["block:block_rq_complete"].items() if k != "rwbs"}
     with pytest.raises(UserError, match="has no field 'rwbs'"):
@@ -188,8 +188,10 @@ def test_traces_this_kernel_cannot_serve_are_named_with_the_reason():
     f = _formats()
     assert bcc_program.unavailable(select(["all"]), f) == {}
     no_zfs_tp = _formats(zfs=False)
-    # Debian's zfs-dkms: the module is loaded but has no tracepoints (seen in the guest: tracefs-events.txt)
-    assert bcc_program.unavailable(select(["all"]), no_zfs_tp) == {
+    # Debian's zfs-dkms: the module is loaded but has no tracepoints (seen in the guest: tracefs-events.txt); arc
+    # then runs on kprobes (its kprobe variant), and only without kprobes too is it refused
+    assert bcc_program.unavailable(select(["all"]), no_zfs_tp) == {}
+    assert bcc_program.unavailable(select(["arc"]), no_zfs_tp, kprobes=False) == {
         "arc": "tracepoint zfs:zfs_arc__hit is absent on this kernel (the OpenZFS module is loaded but has no "
                "tracepoints: built without them, as Debian's zfs-dkms is)"}
     assert bcc_program.unavailable(select(["all"]), no_zfs_tp, kprobes=False, zfs_module=False) == {
@@ -213,3 +215,71 @@ def test_doctor_has_a_bcc_line_with_its_reason():
         assert "apt install python3-bpfcc" in check.detail
     elif check.ok:
         assert f"bcc {facts.version}" in check.detail and "kprobes" in check.detail
+
+
+# --- arc without tracepoints: the kprobe variant (issue 17) ------------------------------------------------
+
+def test_arc_without_zfs_tracepoints_is_the_kprobe_variant_in_the_same_protocol():
+    """No zfs:zfs_arc__hit format file (Debian's zfs-dkms): kprobe + kretprobe arc_read, same trace number and
+    name, so the printer and the parser see `arc` either way; with the tracepoints: arc.bt's twin as before."""
+    no_zfs_tp = _formats(zfs=False)
+    assert bcc_program.variant("arc", no_zfs_tp) is bcc_program.ARC_KPROBE
+    assert bcc_program.variant("arc", _formats()) is bcc_program.TRACES["arc"]
+    assert bcc_program.variant("zil", no_zfs_tp) is bcc_program.TRACES["zil"]
+    k, t = bcc_program.ARC_KPROBE, bcc_program.TRACES["arc"]
+    assert (k.name, k.tid, k.entity, k.header_opts, k.entities) == (t.name, t.tid, t.entity, t.header_opts, t.entities)
+    assert [p.label() for p in bcc_program.probes(("arc",), no_zfs_tp)] == [
+        "kprobe:arc_read", "kretprobe:arc_read", "kprobe:arc_buf_access", "kprobe:arc_access"]
+    assert [p.label() for p in bcc_program.probes(("arc",), _formats())][0] == "tracepoint:zfs:zfs_arc__hit"
+    assert bcc_program.ARC_KPROBE.probes[1].maxactive > 0  # sleeping arc_read calls must not exhaust kretprobes
+    prog = generate(select(["zfsslower,arc,zil"]), no_zfs_tp)
+    assert "int arck_entry(struct pt_regs *ctx)" in prog and "int arck_return(struct pt_regs *ctx)" in prog
+    assert "arc_hit(void *ctx)" not in prog and "OFF_zfs_arc__hit" not in prog
+    for name in re.findall(r"\b(?:ARC_FLAG|ARC_FLAGS|BLK|BP|DMU_OT)_\w+", bcc_program._ARC_KPROBE_C):
+        assert re.search(rf"^#define {name} ", prog, flags=re.M), name
+
+
+def test_kprobe_arc_constants_are_arc_kprobe_bt_s():
+    """The C variant and bpftrace/arc_kprobe.bt write the same numbers (each with its provenance, which
+    tests/unit/test_script_constants.py checks in the script)."""
+    text = (REPO / "bpftrace" / "arc_kprobe.bt").read_text()
+    defines = {m.group(1): int(eval(m.group(2))) for m in re.finditer(r"^#define (\w+) (.+)$", text, flags=re.M)}
+    assert defines.pop("ARC_FLAG_PREFETCH") == bcc_program.ARC_FLAG_PREFETCH
+    assert defines.pop("ARC_FLAG_BUFC_METADATA") == bcc_program.ARC_FLAG_BUFC_METADATA
+    assert defines == bcc_program.ARC_KPROBE_DEFINES
+    src = (REPO / "zfsmon" / "trace" / "bcc_program.py").read_text()
+    for name, value in bcc_program.ARC_KPROBE_DEFINES.items():
+        assert re.search(rf"# provenance: openzfs/zfs \S+ zfs-2\.1\.11,zfs-2\.1\.16,zfs-2\.3\.2,zfs-2\.3\.9: "
+                         rf"{name} = [^\n]*\n{name} = ", src), name
+        assert bcc_program.ARC_KPROBE_DEFINES[name] == value
+
+
+def test_the_kprobe_variant_is_version_gated_like_its_bpftrace_twin():
+    spec = catalog.VARIANTS["arc"]
+    assert spec.openzfs_min == (2, 1) and spec.files == {"bpftrace": "bpftrace/arc_kprobe.bt"}
+    with pytest.raises(UserError, match=r"checked for OpenZFS 2\.1 and later"):
+        catalog.check_openzfs(spec, "bpftrace", "2.0.7-1")
+    catalog.check_openzfs(spec, "bpftrace", "2.3.2-2~bpo12+2")
+
+
+def test_catalog_picks_arc_kprobe_bt_where_the_module_has_no_tracepoints(monkeypatch):
+    monkeypatch.setattr(catalog.os.path, "isdir", lambda p: p == "/sys/module/zfs")
+    monkeypatch.setattr(catalog, "zfs_tracepoints", lambda: False)
+    assert catalog.resolve("arc", "linux") is catalog.VARIANTS["arc"]
+    assert "no zfs tracepoints" in catalog.variant_reason("arc")
+    assert catalog.resolve("arc", "sunos5") is catalog.SCRIPTS["arc"]  # D reads the kernel's names
+    assert catalog.resolve("zil", "linux") is catalog.SCRIPTS["zil"]
+    monkeypatch.setattr(catalog, "zfs_tracepoints", lambda: True)
+    assert catalog.resolve("arc", "linux") is catalog.SCRIPTS["arc"] and catalog.variant_reason("arc") is None
+    monkeypatch.setattr(catalog.os.path, "isdir", lambda p: False)  # no module: arc.bt, whose preflight says why
+    monkeypatch.setattr(catalog, "zfs_tracepoints", lambda: False)
+    assert catalog.resolve("arc", "linux") is catalog.SCRIPTS["arc"]
+
+
+def test_doctor_says_which_arc_runs(monkeypatch):
+    """doctor's bpftrace and bcc lines: without zfs tracepoints arc runs on kprobes (and without kprobes too, not)."""
+    monkeypatch.setattr(host, "zfs_tracepoints", lambda: False)
+    assert "arc uses kprobes on arc_read (arc_kprobe.bt)" in host._zfs_detail(True, True)
+    assert "arc cannot run" in host._zfs_detail(True, False)
+    monkeypatch.setattr(host, "zfs_tracepoints", lambda: True)
+    assert host._zfs_detail(True, True) == "OpenZFS module yes, with tracepoints"

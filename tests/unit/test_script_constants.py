@@ -307,7 +307,7 @@ def test_arc_bt_is_refused_on_an_openzfs_whose_flags_differ():
 
 
 def test_only_scripts_that_write_openzfs_numbers_are_gated():
-    for spec in catalog.SCRIPTS.values():
+    for spec in [*catalog.SCRIPTS.values(), *catalog.VARIANTS.values()]:
         bt = spec.files.get("bpftrace")
         writes = bt is not None and "openzfs/zfs" in "".join(
             ln.comment for ln in split_lines((REPO / bt).read_text()) if "provenance:" in ln.comment)

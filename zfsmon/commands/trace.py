@@ -73,6 +73,8 @@ def _list() -> int:
     linux = fam == "bpftrace"
     for spec in catalog.SCRIPTS.values():
         files = ", ".join(spec.files.values())
+        if spec.name in catalog.VARIANTS:  # the script used where this one's probes are missing
+            files += ", " + ", ".join(catalog.VARIANTS[spec.name].files.values()) + " (without zfs tracepoints)"
         if linux:
             where = "bpftrace" if "bpftrace" in spec.files else ""
             where += (", " if where else "") + "bcc" if catalog.bcc_offers(spec.name) else ""

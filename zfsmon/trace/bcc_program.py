@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.errors import UserError
 
@@ -43,6 +43,54 @@ ARC_FLAG_BUFC_METADATA = 1 << 17
 # provenance: torvalds/linux include/trace/events/block.h 4981f05faf36: SECTOR_SIZE = 512 (as blklat.bt)
 SECTOR_SIZE = 512
 
+# The kprobe ARC variant (a module without zfs tracepoints): the numbers of bpftrace/arc_kprobe.bt, with the same
+# provenance (tests/unit/test_bcc_program.py checks that they equal its #defines).
+# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: ARC_FLAG_CACHED = 1 << 3
+ARC_FLAG_CACHED = 1 << 3
+# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: ARC_FLAG_CACHED_ONLY = 1 << 22
+ARC_FLAG_CACHED_ONLY = 1 << 22
+# arc_read's 8th argument (arc_flags) on x86_64: return address at sp, 7th argument at sp + 8, 8th at sp + 16
+# provenance: openzfs/zfs module/zfs/arc.c zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: ARC_FLAGS_STACK_OFFSET = 16
+ARC_FLAGS_STACK_OFFSET = 16
+# arc_buf_hdr_t's b_flags after b_dva (16), b_birth (8), b_type (4), b_complevel/reserved (4), b_hash_next (8)
+# provenance: openzfs/zfs include/sys/arc_impl.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: HDR_FLAGS_OFFSET = 40
+HDR_FLAGS_OFFSET = 40
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BLK_PROP_OFFSET = 48
+BLK_PROP_OFFSET = 48
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_EMBEDDED_SHIFT = 39
+BP_EMBEDDED_SHIFT = 39
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_EMBEDDED_MASK = 1
+BP_EMBEDDED_MASK = 1
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_TYPE_SHIFT = 48
+BP_TYPE_SHIFT = 48
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_TYPE_MASK = 0xff
+BP_TYPE_MASK = 0xFF
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_LEVEL_SHIFT = 56
+BP_LEVEL_SHIFT = 56
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_LEVEL_MASK = 0x1f
+BP_LEVEL_MASK = 0x1F
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_NEWTYPE = 0x80
+DMU_OT_NEWTYPE = 0x80
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_METADATA = 0x40
+DMU_OT_METADATA = 0x40
+# the legacy object types whose dmu_ot[] entry (module/zfs/dmu.c) has ot_metadata FALSE; all others are metadata
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_PLAIN_FILE_CONTENTS = 19
+DMU_OT_PLAIN_FILE_CONTENTS = 19
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_ZVOL = 23
+DMU_OT_ZVOL = 23
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_PLAIN_OTHER = 25
+DMU_OT_PLAIN_OTHER = 25
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_UINT64_OTHER = 26
+DMU_OT_UINT64_OTHER = 26
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_DEDUP = 49
+DMU_OT_DEDUP = 49
+#: the #defines of the kprobe ARC variant's C code, by name (the same names as arc_kprobe.bt's)
+ARC_KPROBE_DEFINES: Dict[str, int] = {n: globals()[n] for n in (
+    "ARC_FLAG_CACHED", "ARC_FLAG_CACHED_ONLY", "HDR_FLAGS_OFFSET", "ARC_FLAGS_STACK_OFFSET", "BLK_PROP_OFFSET", "BP_EMBEDDED_SHIFT",
+    "BP_EMBEDDED_MASK", "BP_TYPE_SHIFT", "BP_TYPE_MASK", "BP_LEVEL_SHIFT", "BP_LEVEL_MASK", "DMU_OT_NEWTYPE",
+    "DMU_OT_METADATA", "DMU_OT_PLAIN_FILE_CONTENTS", "DMU_OT_ZVOL", "DMU_OT_PLAIN_OTHER", "DMU_OT_UINT64_OTHER",
+    "DMU_OT_DEDUP")}
+
 
 @dataclass(frozen=True)
 class Probe:
@@ -51,6 +99,7 @@ class Probe:
     kind: str
     event: str
     fn: str  # the C function of the program that runs there
+    maxactive: int = 0  # kretprobe: instances that may be pending at once (0: the kernel's default)
 
     def label(self) -> str:
         return f"{self.kind}:{self.event}"
@@ -244,6 +293,104 @@ int l2arc_write(void *ctx)
 }
 """
 
+_ARC_KPROBE_C = r"""
+/* arc without tracepoints: kprobe/kretprobe arc_read, as bpftrace/arc_kprobe.bt. At entry the caller's flags
+ * (through the 8th argument, on the stack on x86_64) and the block pointer's blk_prop; at return the flags
+ * again: ARC_FLAG_CACHED = a hit. Per-thread depth keeps a nested arc_read (from a done callback) apart. */
+struct arck_val { u64 flp; u64 prop; u64 fin; };
+BPF_HASH(arck_depth, u32, u32, 65536);
+BPF_HASH(arck_start, u64, struct arck_val, 65536);
+BPF_HASH(arck_inbuf, u32, u32, 65536);
+
+/* a hit on a dbuf's cached buffer: arc_buf_access() counts it (demand, metadata by the header's flag) only when it
+ * goes on to arc_access() */
+int arck_buf_access(struct pt_regs *ctx)
+{
+    u32 tid = bpf_get_current_pid_tgid();
+    u32 one = 1;
+    arck_inbuf.update(&tid, &one);
+    return 0;
+}
+
+int arck_access(struct pt_regs *ctx)
+{
+    u32 tid = bpf_get_current_pid_tgid();
+    if (arck_inbuf.lookup(&tid) == 0)
+        return 0;
+    arck_inbuf.delete(&tid);
+    u32 hflags = 0;
+    bpf_probe_read_kernel(&hflags, sizeof(hflags), (char *)PT_REGS_PARM1(ctx) + HDR_FLAGS_OFFSET);
+    add_count(T_arc, (hflags & ARC_FLAG_BUFC_METADATA) ? N_demand_metadata_hits : N_demand_data_hits, E_arc_arc, 1);
+    return 0;
+}
+
+int arck_entry(struct pt_regs *ctx)
+{
+    u32 tid = bpf_get_current_pid_tgid();
+    arck_inbuf.delete(&tid);
+    u32 zero = 0;
+    u32 *dp = arck_depth.lookup_or_try_init(&tid, &zero);
+    if (dp == 0)
+        return 0;
+    u32 d = *dp;
+    struct arck_val v = {};
+    u32 fin = 0;
+    bpf_probe_read_kernel(&v.flp, sizeof(v.flp), (void *)(PT_REGS_SP(ctx) + ARC_FLAGS_STACK_OFFSET));
+    bpf_probe_read_kernel(&fin, sizeof(fin), (void *)v.flp);
+    v.fin = fin;
+    bpf_probe_read_kernel(&v.prop, sizeof(v.prop), (char *)PT_REGS_PARM3(ctx) + BLK_PROP_OFFSET);
+    u64 key = ((u64)tid << 8) | (d & 255);
+    arck_start.update(&key, &v);
+    *dp = d + 1;
+    return 0;
+}
+
+int arck_return(struct pt_regs *ctx)
+{
+    u32 tid = bpf_get_current_pid_tgid();
+    u32 *dp = arck_depth.lookup(&tid);
+    if (dp == 0 || *dp == 0)
+        return 0;
+    u32 d = *dp - 1;
+    *dp = d;
+    u64 key = ((u64)tid << 8) | (d & 255);
+    struct arck_val *vp = arck_start.lookup(&key);
+    if (vp == 0)
+        return 0;
+    u64 flp = vp->flp, prop = vp->prop, fin = vp->fin;
+    arck_start.delete(&key);
+    u32 fout = 0;
+    bpf_probe_read_kernel(&fout, sizeof(fout), (void *)flp);
+    if ((prop >> BP_EMBEDDED_SHIFT) & BP_EMBEDDED_MASK)
+        return 0;  /* embedded: arcstats does not count it */
+    if ((fin & ARC_FLAG_CACHED_ONLY) && !(fout & ARC_FLAG_CACHED))
+        return 0;  /* cached-only request that found nothing: ENOENT, not counted */
+    u64 type = (prop >> BP_TYPE_SHIFT) & BP_TYPE_MASK;
+    u32 meta = 1;
+    if (((prop >> BP_LEVEL_SHIFT) & BP_LEVEL_MASK) > 0)
+        meta = 1;
+    else if (type & DMU_OT_NEWTYPE)
+        meta = (type & DMU_OT_METADATA) ? 1 : 0;
+    else if (type == DMU_OT_PLAIN_FILE_CONTENTS || type == DMU_OT_ZVOL || type == DMU_OT_PLAIN_OTHER ||
+             type == DMU_OT_UINT64_OTHER || type == DMU_OT_DEDUP)
+        meta = 0;
+    u32 name;
+    if (fout & ARC_FLAG_CACHED) {
+        if (fin & ARC_FLAG_PREFETCH)
+            name = meta ? N_prefetch_metadata_hits : N_prefetch_data_hits;
+        else
+            name = meta ? N_demand_metadata_hits : N_demand_data_hits;
+    } else {
+        if (fin & ARC_FLAG_PREFETCH)
+            name = meta ? N_prefetch_metadata_misses : N_prefetch_data_misses;
+        else
+            name = meta ? N_demand_metadata_misses : N_demand_data_misses;
+    }
+    add_count(T_arc, name, E_arc_arc, 1);
+    return 0;
+}
+"""
+
 _ZIL_C = r"""
 /* zil: zil_commit entry -> return, as bpftrace/zil.bt */
 BPF_HASH(zil_start, u32, u64, 65536);
@@ -303,6 +450,26 @@ TRACES: Dict[str, BccTrace] = {t.name: t for t in (
              (Probe("kprobe", "zil_commit", "zil_entry"), Probe("kretprobe", "zil_commit", "zil_return")),
              (), _ZIL_C, entities=("zil",), needs_zfs_module=True, needs_kprobes=True),
 )}
+
+#: ``arc`` on an OpenZFS module without its tracepoints (Debian's zfs-dkms): kprobes on arc_read instead, the same
+#: trace number, name and output (bpftrace's twin: arc_kprobe.bt). :func:`variant` picks it.
+ARC_KPROBE = BccTrace("arc", 2, "name", ("interval",), ("count", "bytes"),
+                      (Probe("kprobe", "arc_read", "arck_entry"),
+                       Probe("kretprobe", "arc_read", "arck_return", maxactive=256),
+                       Probe("kprobe", "arc_buf_access", "arck_buf_access"),
+                       Probe("kprobe", "arc_access", "arck_access")),
+                      (), _ARC_KPROBE_C, entities=("arc", "l2arc"), needs_zfs_module=True, needs_kprobes=True)
+#: the tracepoint whose absence selects the kprobe variant
+ARC_TRACEPOINT = "zfs:zfs_arc__hit"
+
+
+def variant(name: str, formats: Dict[str, Dict[str, Tuple[int, int]]]) -> BccTrace:
+    """The implementation of trace ``name`` for this kernel: ``arc`` without OpenZFS's tracepoints (no format
+    file for zfs:zfs_arc__hit) is :data:`ARC_KPROBE`; anything else is ``TRACES[name]``."""
+    if name == "arc" and ARC_TRACEPOINT not in formats:
+        return ARC_KPROBE
+    return TRACES[name]
+
 
 #: names `zfsmon trace --backend bcc` also takes: vdevlat is blklat on kernel OpenZFS (as with bpftrace,
 #: whose vdevlat runs blklat.bt there); `all` is every trace of the backend
@@ -422,7 +589,8 @@ def parse_format(text: str) -> Dict[str, Tuple[int, int]]:
 
 
 def tracepoints(selection: Sequence[str]) -> List[str]:
-    """The ``cat:event`` tracepoints whose format files the program needs (for their field offsets)."""
+    """The ``cat:event`` tracepoints whose format files the program needs (for their field offsets; for
+    ``arc`` also whether the module has its tracepoints at all, which picks its :func:`variant`)."""
     seen: List[str] = []
     for name in selection:
         for tp, _field in TRACES[name].tracepoint_fields:
@@ -431,8 +599,11 @@ def tracepoints(selection: Sequence[str]) -> List[str]:
     return seen
 
 
-def probes(selection: Sequence[str]) -> List[Probe]:
-    return [p for name in selection for p in TRACES[name].probes]
+def probes(selection: Sequence[str], formats: Optional[Dict[str, Dict[str, Tuple[int, int]]]] = None) -> List[Probe]:
+    """The attachments of the program (``formats`` None: as if every tracepoint were there)."""
+    if formats is None:
+        return [p for name in selection for p in TRACES[name].probes]
+    return [p for name in selection for p in variant(name, formats).probes]
 
 
 def unavailable(selection: Sequence[str], formats: Dict[str, Dict[str, Tuple[int, int]]], kprobes: bool = True,
@@ -445,6 +616,8 @@ def unavailable(selection: Sequence[str], formats: Dict[str, Dict[str, Tuple[int
     out: Dict[str, str] = {}
     for name in selection:
         t = TRACES[name]
+        if zfs_module and kprobes:
+            t = variant(name, formats)  # arc without zfs tracepoints: kprobes on arc_read
         if t.needs_zfs_module and not zfs_module:
             out[name] = "needs the OpenZFS kernel module, and none is loaded"
             continue
@@ -462,6 +635,9 @@ def unavailable(selection: Sequence[str], formats: Dict[str, Dict[str, Tuple[int
 def _field_defines(selection: Sequence[str], formats: Dict[str, Dict[str, Tuple[int, int]]]) -> List[str]:
     lines: List[str] = []
     for name in selection:
+        if variant(name, formats) is ARC_KPROBE:
+            lines += [f"#define {n} {v}" for n, v in ARC_KPROBE_DEFINES.items()]
+            continue
         for tp, field in TRACES[name].tracepoint_fields:
             fields = formats.get(tp)
             if fields is None:
@@ -492,4 +668,4 @@ def generate(selection: Sequence[str], formats: Dict[str, Dict[str, Tuple[int, i
     text = _PRELUDE % {"traces": ", ".join(selection), "slow_ns": max(0, int(slow_ms)) * 1000000,
                        "sector_size": SECTOR_SIZE, "prefetch": ARC_FLAG_PREFETCH,
                        "metadata": ARC_FLAG_BUFC_METADATA, "defines": "\n".join(defines)}
-    return text + "".join(TRACES[name].code for name in selection)
+    return text + "".join(variant(name, formats).code for name in selection)

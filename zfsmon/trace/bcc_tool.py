@@ -93,8 +93,12 @@ def run(selection: Sequence[str], interval: int, slow_ms: int, count: Optional[i
     formats = read_formats(bcc_program.tracepoints(selection))
     missing = bcc_program.unavailable(selection, formats, host.kprobes_available(), os.path.isdir("/sys/module/zfs"))
     if "arc" in selection and "arc" not in missing:
-        # the same ARC flag constants as arc.bt, so the same version gate
-        catalog.check_openzfs(catalog.SCRIPTS["arc"], "bpftrace", catalog.openzfs_module_version())
+        # the same kernel constants as arc.bt (or, without zfs tracepoints, arc_kprobe.bt): the same version gate
+        kprobe = bcc_program.variant("arc", formats) is bcc_program.ARC_KPROBE
+        spec = catalog.VARIANTS["arc"] if kprobe else catalog.SCRIPTS["arc"]
+        catalog.check_openzfs(spec, "bpftrace", catalog.openzfs_module_version())
+        if kprobe:
+            _say("arc: the OpenZFS module has no zfs tracepoints; tracing it with kprobes on arc_read instead")
     selection = tuple(n for n in selection if n not in missing)
     for name, why in missing.items():
         _say(f"{name}: {why}; tracing the others")
@@ -105,7 +109,7 @@ def run(selection: Sequence[str], interval: int, slow_ms: int, count: Optional[i
         from bcc import BPF
     except ImportError:
         raise UserError(f"the python3 module bcc is not importable ({INSTALL_HINT})") from None
-    probes = bcc_program.probes(selection)
+    probes = bcc_program.probes(selection, formats)
     _say(f"compiling one BPF program for {','.join(selection)} ({len(probes)} probes); under emulation this "
          f"takes minutes")
     t0 = time.monotonic()
@@ -120,7 +124,7 @@ def run(selection: Sequence[str], interval: int, slow_ms: int, count: Optional[i
             if p.kind == "kprobe":
                 bpf.attach_kprobe(event=p.event, fn_name=p.fn)
             elif p.kind == "kretprobe":
-                bpf.attach_kretprobe(event=p.event, fn_name=p.fn)
+                bpf.attach_kretprobe(event=p.event, fn_name=p.fn, maxactive=p.maxactive)
             else:
                 bpf.attach_tracepoint(tp=p.event, fn_name=p.fn)
         except Exception as exc:  # bcc raises plain Exception("Failed to attach BPF program ...")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from zfsmon.errors import UserError
-from zfsmon.host import bcc_facts, detect_flavour, version_tuple
+from zfsmon.host import bcc_facts, detect_flavour, version_tuple, zfs_tracepoints
 from zfsmon.trace import bcc_program
 
 #: what a script needs from zfsmon at start, passed as extra positional arguments after INTERVAL
@@ -55,6 +55,25 @@ SCRIPTS: Dict[str, TraceScript] = {s.name: s for s in (
     TraceScript("txg", "txg sync (spa_sync) duration per pool",
                 {"bpftrace": "bpftrace/txg.bt", "dtrace": "dtrace/txg.d"}, (NEEDS_SLOW,), True),
 )}
+
+
+#: a trace's other implementation, used where its script's probes are missing: ``arc`` on an OpenZFS module
+#: built without its tracepoints (Debian's zfs-dkms) runs arc_kprobe.bt (kprobes on arc_read), which prints the
+#: same protocol under the same name. Its constants were checked for OpenZFS 2.1 - 2.3 (its CONSTANTS header).
+VARIANTS: Dict[str, TraceScript] = {
+    "arc": TraceScript("arc", "ARC hits/misses by kind (demand/prefetch, data/metadata), kprobes on arc_read: for an "
+                       "OpenZFS module without its tracepoints", {"bpftrace": "bpftrace/arc_kprobe.bt"}, (), True,
+                       openzfs_min=(2, 1)),
+}
+
+
+def variant_reason(name: str) -> Optional[str]:
+    """Why ``name`` runs its :data:`VARIANTS` script on this host (bpftrace), or None for its own script.
+
+    ``arc``: the OpenZFS module is loaded and has no zfs tracepoints (``host.zfs_tracepoints``)."""
+    if name == "arc" and os.path.isdir("/sys/module/zfs") and not zfs_tracepoints():
+        return "the OpenZFS module has no zfs tracepoints (built without them): arc runs arc_kprobe.bt (kprobes)"
+    return None
 
 
 #: the package-data folder an installed zfsmon carries dtrace/ and bpftrace/ in (setup.py copies them there)
@@ -125,6 +144,8 @@ def resolve(name: str, platform: Optional[str] = None, fuse_pid: Optional[int] =
     spec = lookup(name)
     if name == "vdevlat" and tracer_family(platform) == "bpftrace" and fuse_pid:
         return SCRIPTS["fusevdevlat"]
+    if name in VARIANTS and tracer_family(platform) == "bpftrace" and variant_reason(name):
+        return VARIANTS[name]
     return spec
 
 
