@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.bpftrace]
 
 BT = REPO / "bpftrace"
 #: scripts whose probes this kernel knows (tracepoints, or kprobes bpftrace can type-check without attaching)
-COMPILES_HERE = ("blklat", "fusevdevlat", "zil", "txg", "zfsslower")
+COMPILES_HERE = ("blklat", "fusevdevlat", "zil", "txg", "zfsslower", "arc_kprobe")
 
 
 def _diskstats(names: List[str]) -> Dict[str, Tuple[int, int]]:
