@@ -22,8 +22,9 @@ from zfsmon.lab.guest.spec import CACHE_ROOT
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_BYTES = 256 * 1024
-#: subdirectories of a version's data that other scripts write (the bcc backend's capture): kept as they are
-KEEP = ("bcc",)
+#: subdirectories of a version's data written by other scripts or runs, each with its own PROVENANCE.md (the bcc
+#: backend's capture, the pgbench capture, a second run's captures): kept as they are
+KEEP = ("bcc", "pgbench", "run2")
 #: raw reads the scenario takes outside captures/, also worth keeping (command, what)
 EXTRA = {
     "arcstats.before": ("cat /proc/spl/kstat/zfs/arcstats", "before the recorded fio workload"),
