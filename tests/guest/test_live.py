@@ -304,17 +304,80 @@ def test_zfsslower_catches_the_slow_write_by_file_name(guest_out: Path) -> None:
     assert "comm=dd" in slow[0]
 
 
-def test_arc_trace_split_equals_arcstats(guest_out: Path) -> None:
-    """Issue 17: arc.bt's data/metadata split of ARC hits = arcstats' counters over the same window."""
-    if not _has_zfs_tracepoints(guest_out):  # a known limit of the platform, shown as xfail (never a skip)
-        pytest.xfail("the guest's OpenZFS module has no zfs tracepoints (Debian's zfs-dkms builds without them): "
-                     "arc.bt cannot run there; test_every_trace_script_recorded checks the one-line reason")
+_ARC_KINDS = [f"{dp}_{dm}" for dp in ("demand", "prefetch") for dm in ("data", "metadata")]
+
+
+def _arc_expected(deltas: Dict[str, int], guest_zfs: str) -> Dict[str, float]:
+    """What arc_kprobe.bt (or bcc's kprobe arc) should count, per counter, from arcstats' deltas.
+
+    OpenZFS 2.2+ counts a read that joins an I/O in progress as an "iohit" (demand_data_iohits ...), which the
+    kprobes see as a miss (arc_read sets no ARC_FLAG_CACHED for it): misses = arcstats' misses + iohits. 2.1 has
+    no iohits, counts no such NOWAIT read at all (the trace: a hit), and splits demand/prefetch by the header's
+    prefetch flag after arc_access rather than the caller's flag: there only data/metadata x hit/miss compare.
+    """
+    out: Dict[str, float] = {}
+    for kind in _ARC_KINDS:
+        out[f"{kind}_hits"] = deltas.get(f"{kind}_hits", 0)
+        out[f"{kind}_misses"] = deltas.get(f"{kind}_misses", 0) + deltas.get(f"{kind}_iohits", 0)
+    if guest_zfs == "2.1":
+        return {f"{dm}_{hm}": out[f"demand_{dm}_{hm}"] + out[f"prefetch_{dm}_{hm}"]
+                for dm in ("data", "metadata") for hm in ("hits", "misses")}
+    return out
+
+
+def _arc_traced(totals: Dict[str, float], guest_zfs: str) -> Dict[str, float]:
+    if guest_zfs == "2.1":
+        return {f"{dm}_{hm}": totals.get(f"demand_{dm}_{hm}", 0) + totals.get(f"prefetch_{dm}_{hm}", 0)
+                for dm in ("data", "metadata") for hm in ("hits", "misses")}
+    return {k: totals.get(k, 0) for k in (f"{kind}_{hm}" for kind in _ARC_KINDS for hm in ("hits", "misses"))}
+
+
+def _arc_compare(traced: Dict[str, float], raw: Dict[str, int], guest_zfs: str) -> None:
+    want, got = _arc_expected(raw, guest_zfs), _arc_traced(traced, guest_zfs)
+    bad = {k: (got[k], want[k]) for k in want if abs(got[k] - want[k]) > arc_tolerance(want[k], guest_zfs)}
+    assert not bad, f"traced vs arcstats (+iohits) per counter, beyond tolerance: {bad}; all: {got} vs {want}"
+
+
+def arc_tolerance(n: float, guest_zfs: str) -> float:
+    """0.2 % or 3 events (2.2+), 2 % or 5 events (2.1, whose uncounted NOWAIT reads of a block in flight the
+    kprobes see as hits): an idle pool still makes a few ARC accesses at the window's edges, and bpftrace's
+    print-then-clear loses an event now and then (as zil.bt's). Measured on 2.3 (23 Nov): 17393 / 17394 demand
+    data hits, 59196 / 59207 demand metadata hits, 8583 / 8583 demand data misses, 14 / 13 + 1 iohit."""
+    return max(5.0, 0.02 * n) if guest_zfs == "2.1" else max(3.0, 0.002 * n)
+
+
+def test_arc_trace_split_equals_arcstats(guest_out: Path, guest_zfs: str) -> None:
+    """Issue 17: the ARC trace's data/metadata (and demand/prefetch) split of hits and misses = arcstats' counters
+    over the same window, per counter within arc_tolerance.
+
+    On this guest the module has no zfs tracepoints, so `zfsmon record --trace arc` ran arc_kprobe.bt
+    (kprobes on arc_read, arc_buf_access, arc_access). Exact equality is not possible: arcstats' "iohits"
+    (2.2+) are misses to the kprobes (see _arc_expected), a few accesses fall on the far side of a raw read,
+    and bpftrace's print-then-clear loses an event now and then. With tracepoints (arc.bt) it would be the
+    same comparison."""
     rows = _trace(guest_out, "arc", "arc")
     assert rows
-    for key in ("demand_data_hits", "demand_metadata_hits", "demand_data_misses", "demand_metadata_misses"):
-        assert _total(rows, key) == _raw_delta(guest_out, "arcstats", key), key
-    assert _raw_delta(guest_out, "arcstats", "demand_data_hits") > 100
-    assert _raw_delta(guest_out, "arcstats", "demand_metadata_hits") > 0
+    totals = {k: _total(rows, k) for k in (f"{kind}_{hm}" for kind in _ARC_KINDS for hm in ("hits", "misses"))}
+    raw = {k: _raw_delta(guest_out, "arcstats", k) for k in _raw_kstat(guest_out / "arcstats.after")
+           if k.startswith(("demand_", "prefetch_"))}
+    assert raw["demand_data_hits"] > 100 and raw["demand_metadata_hits"] > 100, raw
+    assert raw["demand_data_misses"] > 100, raw
+    _arc_compare(totals, raw, guest_zfs)
+
+
+def test_bcc_arc_split_equals_arcstats(guest_out: Path, guest_zfs: str) -> None:
+    """The bcc backend's arc (kprobes on this guest) over its fio window = arcstats' deltas, as arc_kprobe.bt's."""
+    t1 = _t(guest_out, "bcc-after")
+    samples = [s for s in _bcc_samples(guest_out, "arc") if s.ts <= t1 + INTERVAL and s.entity.name == "arc"]
+    assert samples
+    totals: Dict[str, float] = {}
+    for s in samples:
+        for k, v in s.metrics.items():
+            totals[k] = totals.get(k, 0.0) + v
+    raw = {k: _raw_delta(guest_out, "arcstats", k, "bcc-before", "bcc-after")
+           for k in _raw_kstat(guest_out / "arcstats.bcc-after") if k.startswith(("demand_", "prefetch_"))}
+    assert raw["demand_data_hits"] > 100, raw
+    _arc_compare(totals, raw, guest_zfs)
 
 
 def test_zil_trace_commits_agree_with_zil_kstat(guest_out: Path) -> None:
