@@ -645,3 +645,30 @@ def test_doctor_says_arc_runs_on_kprobes(guest_out: Path) -> None:
     doc = json.loads((guest_out / "doctor.json").read_text())
     lines = {c["name"]: c["detail"] for c in doc["checks"] if c["name"] in ("bpftrace", "bcc")}
     assert lines and all("arc uses kprobes on arc_read" in d for d in lines.values()), lines
+
+
+def test_pgbench_log_analyzed_and_exported_in_the_guest(guest_out: Path) -> None:
+    """`zfsmon import` put pgbench's per-transaction log (-l) into the recording; `zfsmon export --csv` and
+    `zfsmon analyze --json`, run inside the guest on it, carry it: the workload rows sum to exactly pgbench's
+    transactions, their latency (weighted by transactions) is pgbench's own average, and analyze aligns the TPS
+    series with the ARC, L2ARC and disk series of the same recording."""
+    assert (guest_out / "pg-import.log").read_text().rstrip().endswith("import exit 0")
+    rows = [r for r in _pg_rows(guest_out, "workload") if r["name"] == "pgbench"]
+    assert rows
+    n = sum(_num(r["transactions"]) for r in rows)
+    assert n == PGTX
+    for r in rows:
+        assert _num(r["tps"]) == pytest.approx(_num(r["transactions"]) / _num(r["interval"]))
+    avg = float(re.search(r"latency average = ([\d.]+) ms", (guest_out / "pgbench.txt").read_text()).group(1))
+    assert sum(_num(r["latency_avg_ms"]) * _num(r["transactions"]) for r in rows) / n == pytest.approx(avg, abs=0.001)
+    assert "pgbench_log" in (guest_out / "pg-import.log").read_text()
+    assert (guest_out / "pg-analyze.err").read_text().rstrip().endswith("analyze exit 0")
+    doc = json.loads((guest_out / "pg-analyze.json").read_text())
+    assert doc["series"]["tps"] == len(rows), doc["series"]
+    assert doc["series"]["arc_hits"] >= 3 and doc["series"]["data_reads_per_disk"] >= 3, doc["series"]
+    assert doc["start"] <= float(rows[0]["epoch"]) and float(rows[-1]["epoch"]) <= doc["end"] + doc["step_s"]
+    topics = {f["topic"] for f in doc["findings"]}
+    assert {"read_path", "l2arc_fill", "disk_reads"} <= topics, topics
+    assert "Read path" in (guest_out / "pg-analyze.txt").read_text()
+    meta = {r["key"]: r["value"] for r in _pg_rows(guest_out, "meta")}
+    assert meta["zfs_flavour"] == "openzfs-kmod" and meta["zfs_version"].startswith("2."), meta
