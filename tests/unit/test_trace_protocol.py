@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tests.conftest import REPO, TEST_DATA
 from zfsmon.model import Event, EventKind, Kind, ParseError, Role, Sample
 from zfsmon.sources.zpool_status import parse_status
+from zfsmon.trace import catalog
 from zfsmon.trace.histogram import is_bucket
 from zfsmon.trace.protocol import TraceParser, parse_text
 from zfsmon.trace.resolve import Names
@@ -56,6 +57,12 @@ def test_every_script_has_a_recorded_output():
     assert scripts and scripts <= stems, scripts - stems
 
 
+def _trace_name(path: Path) -> str:
+    """The trace a recorded output belongs to: its script's stem, or for a variant (arc_kprobe.bt) its trace's."""
+    stem = path.name.split(".")[0]
+    return next((v.name for v in catalog.VARIANTS.values() if Path(v.files.get("bpftrace", "")).stem == stem), stem)
+
+
 @pytest.mark.parametrize("path", OUTPUTS, ids=[p.name for p in OUTPUTS])
 def test_recorded_output_parses_with_monotonic_percentiles(path: Path):
     recs = parse_text(path.read_text(), source=path.name)
@@ -63,7 +70,7 @@ def test_recorded_output_parses_with_monotonic_percentiles(path: Path):
     assert samples, "no samples"
     for s in samples:
         assert s.entity.kind == Kind.TRACE and s.interval and s.interval > 0
-        assert s.source == f"trace:{path.name.split('.')[0]}"
+        assert s.source == f"trace:{_trace_name(path)}"
         for op in [k[:-4] for k in s.metrics if k.endswith("_ops") and f"{k[:-4]}_lat_p50_ns" in s.metrics]:
             m = s.metrics
             assert 0 < m[f"{op}_lat_p50_ns"] <= m[f"{op}_lat_p95_ns"] <= m[f"{op}_lat_p99_ns"] <= m[f"{op}_lat_max_ns"]
