@@ -175,11 +175,18 @@ mkdir -p "$MNT/pg" && chown postgres "$MNT/pg"
 "${PGRUN[@]}" pgbench "${PGC[@]}" -i -s 1 bench > "$OUT/pgbench-init.txt" 2>&1
 "${PGRUN[@]}" psql "${PGC[@]}" -Atc "CHECKPOINT" bench > /dev/null
 zpool sync "$POOL"
-zfsmon record --interval "$INTERVAL" --pool "$POOL" zpool arcstats zil objset txgs --out "$PGREC" --quiet \
-    2> "$OUT/pg-record.err" &
+# the zil and arc traces through the bcc backend: one program, its child under zfsmon record
+zfsmon record --interval "$INTERVAL" --pool "$POOL" zpool arcstats zil objset txgs --trace zil --trace arc \
+    --backend bcc --out "$PGREC" --quiet 2> "$OUT/pg-record.err" &
 PGRECPID=$!
 REC_SAVE=$REC; REC=$PGREC
 for _ in $(seq 300); do [ -s "$REC" ] && [ "$(ticks)" -ge 1 ] && break; sleep 1; done
+for _ in $(seq 100); do  # bcc compiles its program first (28-120 s): poke the root dataset until both report
+    [ "$(traced)" -ge 2 ] && break
+    head -c 65536 /dev/urandom > "/$POOL/poke"; sync "/$POOL/poke"; cat "/$POOL/poke" > /dev/null
+    sleep 3
+done
+echo "traced $(traced)" > "$OUT/pg-traced.txt"
 REC=$REC_SAVE
 sleep $((INTERVAL * 2 + 2))
 raw pg-before

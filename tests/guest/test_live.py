@@ -672,3 +672,23 @@ def test_pgbench_log_analyzed_and_exported_in_the_guest(guest_out: Path) -> None
     assert "Read path" in (guest_out / "pg-analyze.txt").read_text()
     meta = {r["key"]: r["value"] for r in _pg_rows(guest_out, "meta")}
     assert meta["zfs_flavour"] == "openzfs-kmod" and meta["zfs_version"].startswith("2."), meta
+
+
+def test_pgbench_bcc_traces_recorded_against_the_kstats(guest_out: Path, guest_zfs: str) -> None:
+    """`zfsmon record --trace zil --trace arc --backend bcc` (both traces in one bcc program, a child of the
+    recorder) over pgbench's window: its ZIL commits = the zil kstat's delta within 1 (bcc takes each map's
+    entries out with one lookup-and-delete batch), its ARC split = arcstats' as in the other ARC checks."""
+    assert "traced 2" in (guest_out / "pg-traced.txt").read_text()
+    events = [r["text"] for r in _pg_rows(guest_out, "events")]
+    assert any(t.startswith("bcc ready") and "arc,zil" in t for t in events), events
+    t0, t1 = _t(guest_out, "pg-before"), _t(guest_out, "pg-after")
+    rows = [r for r in _pg_rows(guest_out, "trace") if t0 < float(r["epoch"]) <= t1 + INTERVAL]
+    commits = _raw_delta(guest_out, "zil", "zil_commit_count", "pg-before", "pg-after")
+    traced = _total([r for r in rows if r["source"] == "trace:zil"], "commits")
+    assert commits >= PGTX and abs(traced - commits) <= 1, (traced, commits)
+    arc = [r for r in rows if r["source"] == "trace:arc" and r["name"] == "arc"]
+    totals = {k: _total(arc, k) for k in (f"{kind}_{hm}" for kind in _ARC_KINDS for hm in ("hits", "misses"))}
+    raw = {k: _raw_delta(guest_out, "arcstats", k, "pg-before", "pg-after")
+           for k in _raw_kstat(guest_out / "arcstats.pg-after") if k.startswith(("demand_", "prefetch_"))}
+    assert raw["demand_metadata_hits"] > 100, raw
+    _arc_compare(totals, raw, guest_zfs)

@@ -283,3 +283,16 @@ def test_doctor_says_which_arc_runs(monkeypatch):
     assert "arc cannot run" in host._zfs_detail(True, False)
     monkeypatch.setattr(host, "zfs_tracepoints", lambda: True)
     assert host._zfs_detail(True, True) == "OpenZFS module yes, with tracepoints"
+
+
+def test_record_with_backend_bcc_is_one_collector_for_every_trace():
+    """`zfsmon record --trace zil --trace arc --backend bcc`: both traces in one bcc program (one child)."""
+    from zfsmon.engine.collectors import pick_collectors
+    colls, _ = pick_collectors(host.probe(), 5.0, None, ["diskstats"], ["zil", "arc"], "bcc")
+    bcc = [c for c in colls if isinstance(c, bcc_collector.BccCollector)]
+    assert len(bcc) == 1 and bcc[0].selection == ("arc", "zil")
+    assert bcc[0].argv[-3:] == ["arc,zil", "5", "0"]
+    plain, _ = pick_collectors(host.probe(), 5.0, None, ["diskstats"], ["zil", "arc"])
+    assert not [c for c in plain if isinstance(c, bcc_collector.BccCollector)]
+    with pytest.raises(UserError, match="no tracing backend"):
+        pick_collectors(host.probe(), 5.0, None, ["diskstats"], ["zil"], "dtrace")

@@ -31,6 +31,7 @@ examples:
   zfsmon record                                   every source, 1 s, until Ctrl-C
   zfsmon record --interval 5 --duration 4h --out soak.zfsmon
   zfsmon record zpool arcstats                    only these sources (names as `zfsmon doctor` shows them)
+  zfsmon record --trace zil --trace arc --backend bcc   both traces in one bcc program, beside every source
   zfsmon info soak.zfsmon; zfsmon export soak.zfsmon --csv out/ --every 1m
 """
 
@@ -41,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool", action="append", default=[], metavar="POOL", help="only this pool (repeatable)")
     p.add_argument("--trace", action="append", default=[], metavar="NAME",
                    help="also record a tracing script's distributions (repeatable), e.g. vdevlat")
+    p.add_argument("--backend", choices=("bpftrace", "bcc"), help="Linux tracing backend for --trace: bpftrace "
+                   "(default: one script per trace) or bcc (every --trace in ONE compiled program)")
     p.add_argument("--interval", "-i", type=seconds, default=1.0, metavar="S", help="seconds between readings "
                    "(default 1)")
     p.add_argument("--out", "-o", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon); an "
@@ -66,7 +69,9 @@ def host_meta(interval: float) -> dict:
 def run(args: argparse.Namespace) -> int:
     out = args.out or default_out(time.time())
     check_output_path(out)
-    collectors, skipped = pick_collectors(probe(), args.interval, args.pool, args.sources, args.trace)
+    if args.backend and not args.trace:
+        raise UserError("--backend goes with --trace")
+    collectors, skipped = pick_collectors(probe(), args.interval, args.pool, args.sources, args.trace, args.backend)
     if not collectors:
         raise UserError("no source is available on this host: " + "; ".join(skipped))
     if not args.quiet:

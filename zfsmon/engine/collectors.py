@@ -11,12 +11,14 @@ from __future__ import annotations
 import sys
 from typing import List, Optional, Sequence, Tuple
 
+from zfsmon.errors import UserError
 from zfsmon.host import Host, probe
 from zfsmon.names import PGBENCH
 from zfsmon.sources.base import Collector
 from zfsmon.sources.pgstat import PgStatCollector
 from zfsmon.sources.registry import build_collectors
 from zfsmon.trace import trace_collectors
+from zfsmon.trace.bcc_collector import BccCollector
 
 #: sources a soak's findings depend on: say so when one of them cannot run
 KEY_SOURCES = ("zpool", "arcstats")
@@ -24,10 +26,16 @@ KEY_SOURCES = ("zpool", "arcstats")
 
 def pick_collectors(host: Host, interval: float, pools: Optional[Sequence[str]] = None,
                     names: Optional[Sequence[str]] = None,
-                    traces: Sequence[str] = ()) -> Tuple[List[Collector], List[str]]:
-    """The host's sources (every one it has, or those ``names``), then one per tracing script in ``traces``,
-    and why the sources left out were skipped. An unknown or unavailable source named is a UserError."""
+                    traces: Sequence[str] = (), backend: Optional[str] = None) -> Tuple[List[Collector], List[str]]:
+    """The host's sources (every one it has, or those ``names``), then one per tracing script in ``traces``
+    (``backend`` "bcc": all of them in ONE bcc program, one collector), and why the sources left out were
+    skipped. An unknown or unavailable source named is a UserError."""
     collectors, skipped = build_collectors(host, interval, list(pools) if pools else None, names or None)
+    if backend not in (None, "bpftrace", "bcc"):
+        raise UserError(f"no tracing backend {backend!r} (Linux has: bpftrace, bcc)")
+    if backend == "bcc" and traces:
+        return collectors + [BccCollector(list(traces), max(1, int(round(interval))), pools=tuple(pools or ()))], \
+            skipped
     return collectors + trace_collectors(list(traces), interval, list(pools or ())), skipped
 
 
