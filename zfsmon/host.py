@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Sequence
 
 import psutil
 
@@ -194,11 +194,33 @@ def zfs_tracepoints(kallsyms: str = "/proc/kallsyms") -> bool:
         return False
 
 
+#: the functions the kprobe ARC variant (arc_kprobe.bt, bcc's kprobe arc) attaches to
+ARC_KPROBE_FUNCTIONS = ("arc_read", "arc_buf_access", "arc_access")
+
+
+def untraceable(functions: Sequence[str]) -> List[str]:
+    """Those of ``functions`` that kprobes cannot attach to here: absent from tracefs'
+    ``available_filter_functions`` (inlined, notrace or not there; Debian's OpenZFS 2.1.11 build inlines
+    ``arc_access``). Empty when the list cannot be read (then attaching decides)."""
+    for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        try:
+            with open(os.path.join(d, "available_filter_functions")) as f:
+                have = {line.split(None, 1)[0] for line in f if line.strip()}
+        except OSError:
+            continue
+        return [fn for fn in functions if fn not in have]
+    return []
+
+
 def _zfs_detail(zfs: bool, kprobes: bool = True) -> str:
     if not zfs:
         return "OpenZFS module no (zfsslower, arc, zil, txg cannot run)"
     if not zfs_tracepoints():
         if kprobes:
+            missing = untraceable(ARC_KPROBE_FUNCTIONS)
+            if missing:
+                return (f"OpenZFS module yes, without its tracepoints (built without them) and {', '.join(missing)} "
+                        f"not traceable in this build (inlined): arc cannot run")
             return ("OpenZFS module yes, without its tracepoints (built without them): arc uses kprobes on arc_read "
                     "(arc_kprobe.bt)")
         return "OpenZFS module yes, without its tracepoints and no kprobes (arc cannot run)"

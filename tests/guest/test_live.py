@@ -262,12 +262,29 @@ def _has_zfs_tracepoints(guest_out: Path) -> bool:
     return "zfs_arc__hit" in (guest_out / "zfs-tracepoints.txt").read_text()
 
 
+def _arc_untraceable(guest_out: Path) -> str:
+    """Why the kprobe ARC variant cannot attach on this guest, or "": Debian's OpenZFS 2.1.11 build inlines
+    arc_access (absent from available_filter_functions), so with no tracepoints either, arc cannot be traced
+    there; 2.3.2's build has it. The scenario records the check (arc-traceable.txt); the bcc run says it too."""
+    flag = guest_out / "arc-traceable.txt"
+    if flag.exists():
+        return "" if flag.read_text().strip() == "1" else \
+            "arc_access is not traceable in this OpenZFS build (inlined) and there are no zfs tracepoints"
+    err = (guest_out / "bcc.err").read_text()
+    return "arc_access is not traceable in this OpenZFS build (inlined)" if "arc_access" in err and \
+        "not traceable" in err else ""
+
+
 def test_every_trace_script_recorded(guest_out: Path) -> None:
     """`zfsmon record --trace` ran the four OpenZFS scripts on the live module; where the module has no
     tracepoints (Debian's zfs-dkms), `arc` ran arc_kprobe.bt instead of arc.bt, and the recording says so."""
     sources = {r["source"] for r in _export(guest_out, "trace")}
-    assert {"trace:zil", "trace:txg", "trace:zfsslower", "trace:arc"} <= sources, sources
     events = [r["text"] for r in _rows(guest_out / "export" / "events.csv") if "arc" in r["source"]]
+    if _arc_untraceable(guest_out):  # 2.1: said in one line, the other three recorded
+        assert {"trace:zil", "trace:txg", "trace:zfsslower"} <= sources and "trace:arc" not in sources, sources
+        assert any("arc_access" in t and ("not traceable" in t or "cannot attach" in t) for t in events), events
+        return
+    assert {"trace:zil", "trace:txg", "trace:zfsslower", "trace:arc"} <= sources, sources
     kprobe = [t for t in events if "no zfs tracepoints" in t and "arc_kprobe.bt" in t]
     assert bool(kprobe) != _has_zfs_tracepoints(guest_out), events
 
@@ -354,7 +371,11 @@ def test_arc_trace_split_equals_arcstats(guest_out: Path, guest_zfs: str) -> Non
     (kprobes on arc_read, arc_buf_access, arc_access). Exact equality is not possible: arcstats' "iohits"
     (2.2+) are misses to the kprobes (see _arc_expected), a few accesses fall on the far side of a raw read,
     and bpftrace's print-then-clear loses an event now and then. With tracepoints (arc.bt) it would be the
-    same comparison."""
+    same comparison. On OpenZFS 2.1 (Debian's 2.1.11) arc_access is inlined, so the kprobe variant cannot
+    attach: xfail there with that reason (test_every_trace_script_recorded checks the one-line message)."""
+    why = _arc_untraceable(guest_out)
+    if why:
+        pytest.xfail(why)
     rows = _trace(guest_out, "arc", "arc")
     assert rows
     totals = {k: _total(rows, k) for k in (f"{kind}_{hm}" for kind in _ARC_KINDS for hm in ("hits", "misses"))}
@@ -367,6 +388,9 @@ def test_arc_trace_split_equals_arcstats(guest_out: Path, guest_zfs: str) -> Non
 
 def test_bcc_arc_split_equals_arcstats(guest_out: Path, guest_zfs: str) -> None:
     """The bcc backend's arc (kprobes on this guest) over its fio window = arcstats' deltas, as arc_kprobe.bt's."""
+    why = _arc_untraceable(guest_out)
+    if why:
+        pytest.xfail(why)
     t1 = _t(guest_out, "bcc-after")
     samples = [s for s in _bcc_samples(guest_out, "arc") if s.ts <= t1 + INTERVAL and s.entity.name == "arc"]
     assert samples
@@ -571,8 +595,11 @@ def test_bcc_ready_in_one_program(guest_out: Path) -> None:
     text = (guest_out / "bcc.out").read_text()
     ready = [ln for ln in text.splitlines() if ln.startswith("# zfsmon-bcc ready")]
     assert len(ready) == 1, (guest_out / "bcc.err").read_text()[-2000:]
-    assert "zfsslower" in ready[0] and "zil" in ready[0] and "arc" in ready[0], ready
-    assert "not traced" not in ready[0], ready
+    assert "zfsslower" in ready[0] and "zil" in ready[0], ready
+    if _arc_untraceable(guest_out):  # 2.1: arc left out of the program, said in the stream and on stderr
+        assert "not traced: arc" in ready[0], ready
+        return
+    assert "arc" in ready[0] and "not traced" not in ready[0], ready
     if not _has_zfs_tracepoints(guest_out):  # arc on kprobes: said on stderr, no `error arc` line
         assert "kprobes on arc_read" in (guest_out / "bcc.err").read_text()
         assert not [ln for ln in text.splitlines() if ln.startswith("error arc")]
@@ -644,7 +671,9 @@ def test_doctor_says_arc_runs_on_kprobes(guest_out: Path) -> None:
         return
     doc = json.loads((guest_out / "doctor.json").read_text())
     lines = {c["name"]: c["detail"] for c in doc["checks"] if c["name"] in ("bpftrace", "bcc")}
-    assert lines and all("arc uses kprobes on arc_read" in d for d in lines.values()), lines
+    want = "arc_access not traceable in this build (inlined): arc cannot run" if _arc_untraceable(guest_out) \
+        else "arc uses kprobes on arc_read"
+    assert lines and all(want in d for d in lines.values()), lines
 
 
 def test_pgbench_log_analyzed_and_exported_in_the_guest(guest_out: Path) -> None:
@@ -678,14 +707,17 @@ def test_pgbench_bcc_traces_recorded_against_the_kstats(guest_out: Path, guest_z
     """`zfsmon record --trace zil --trace arc --backend bcc` (both traces in one bcc program, a child of the
     recorder) over pgbench's window: its ZIL commits = the zil kstat's delta within 1 (bcc takes each map's
     entries out with one lookup-and-delete batch), its ARC split = arcstats' as in the other ARC checks."""
-    assert "traced 2" in (guest_out / "pg-traced.txt").read_text()
+    untraceable = _arc_untraceable(guest_out)
+    assert f"traced {1 if untraceable else 2}" in (guest_out / "pg-traced.txt").read_text()
     events = [r["text"] for r in _pg_rows(guest_out, "events")]
-    assert any(t.startswith("bcc ready") and "arc,zil" in t for t in events), events
+    assert any(t.startswith("bcc ready") and ("zil" if untraceable else "arc,zil") in t for t in events), events
     t0, t1 = _t(guest_out, "pg-before"), _t(guest_out, "pg-after")
     rows = [r for r in _pg_rows(guest_out, "trace") if t0 < float(r["epoch"]) <= t1 + INTERVAL]
     commits = _raw_delta(guest_out, "zil", "zil_commit_count", "pg-before", "pg-after")
     traced = _total([r for r in rows if r["source"] == "trace:zil"], "commits")
     assert commits >= PGTX and abs(traced - commits) <= 1, (traced, commits)
+    if untraceable:
+        pytest.xfail(f"the ZIL part holds; arc: {untraceable}")
     arc = [r for r in rows if r["source"] == "trace:arc" and r["name"] == "arc"]
     totals = {k: _total(arc, k) for k in (f"{kind}_{hm}" for kind in _ARC_KINDS for hm in ("hits", "misses"))}
     raw = {k: _raw_delta(guest_out, "arcstats", k, "pg-before", "pg-after")

@@ -97,7 +97,11 @@ def run(selection: Sequence[str], interval: int, slow_ms: int, count: Optional[i
         kprobe = bcc_program.variant("arc", formats) is bcc_program.ARC_KPROBE
         spec = catalog.VARIANTS["arc"] if kprobe else catalog.SCRIPTS["arc"]
         catalog.check_openzfs(spec, "bpftrace", catalog.openzfs_module_version())
-        if kprobe:
+        untraceable = host.untraceable([p.event for p in bcc_program.ARC_KPROBE.probes]) if kprobe else []
+        if untraceable:
+            missing["arc"] = (f"the OpenZFS module has no zfs tracepoints, and {', '.join(untraceable)} is not "
+                              f"traceable in this build (inlined)")
+        elif kprobe:
             _say("arc: the OpenZFS module has no zfs tracepoints; tracing it with kprobes on arc_read instead")
     selection = tuple(n for n in selection if n not in missing)
     for name, why in missing.items():

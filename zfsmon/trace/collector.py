@@ -19,6 +19,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
+from zfsmon import host
 from zfsmon.errors import UserError
 from zfsmon.host import zfs_fuse_pid
 from zfsmon.model import Event, EventKind, ParseError, Record
@@ -102,6 +103,11 @@ def preflight(spec: TraceScript, family: str, tracer: Optional[str] = None) -> O
         if spec.needs_zfs_module and not os.path.isdir(ZFS_MODULE):
             return (f"trace {spec.name!r} needs the OpenZFS kernel module (kprobes/zfs tracepoints), and this "
                     f"host has none loaded (zfs-fuse runs ZFS in user space: try `zfsmon trace vdevlat`)")
+        if catalog.VARIANTS.get(spec.name) is spec:  # arc_kprobe.bt: its functions must be traceable here
+            missing = host.untraceable(host.ARC_KPROBE_FUNCTIONS)
+            if missing:
+                return (f"trace {spec.name!r}: the OpenZFS module has no zfs tracepoints, and {', '.join(missing)} "
+                        f"is not traceable in this build (inlined): {spec.files[family]} cannot attach")
     return None
 
 
