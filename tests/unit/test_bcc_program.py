@@ -297,3 +297,17 @@ def test_record_with_backend_bcc_is_one_collector_for_every_trace():
     assert not [c for c in plain if isinstance(c, bcc_collector.BccCollector)]
     with pytest.raises(UserError, match="no tracing backend"):
         pick_collectors(host.probe(), 5.0, None, ["diskstats"], ["zil"], "dtrace")
+
+
+def test_a_bcc_collector_starts_under_record(monkeypatch):
+    """The bcc collector has no script (spec None): starting it must not look up a script variant (the 2.3 guest
+    tier's `record --backend bcc` failed with "'NoneType' object has no attribute 'name'" before this)."""
+    from zfsmon.sources.child import StreamCollector
+    coll = bcc_collector.BccCollector(["zil", "arc"], 5)
+    monkeypatch.setattr(coll, "preflight", lambda: None)
+    monkeypatch.setattr(coll, "_load_topology", lambda: None)
+    monkeypatch.setattr(coll, "_read_names", lambda: None)
+    started = []
+    monkeypatch.setattr(StreamCollector, "start", lambda self: started.append(self))
+    coll.start()
+    assert started == [coll]

@@ -172,7 +172,7 @@ class TraceCollector(StreamCollector):
         note = self._load_topology()
         if note:
             self._q.put(Event(self.clock(), EventKind.INFO, note, source=self.name))
-        if catalog.VARIANTS.get(self.spec.name) is self.spec:  # e.g. arc_kprobe.bt on a module without tracepoints
+        if self.spec is not None and catalog.VARIANTS.get(self.spec.name) is self.spec:  # arc_kprobe.bt (bcc: no spec)
             self._q.put(Event(self.clock(), EventKind.INFO, f"{self.name}: {catalog.variant_reason(self.spec.name)}",
                               source=self.name))
         self._read_names()
