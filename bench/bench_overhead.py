@@ -1,0 +1,235 @@
+"""zfsmon's cost on the workload: pgbench TPS on the zfs-fuse lab with and without zfsmon, interleaved.
+
+Two arms (``--arm``):
+
+- ``trace``: ``TraceCollector(SCRIPT)`` (the exact code path of ``zfsmon top --trace`` / ``record --trace``,
+  polled every 0.5 s like the dashboard). A trace script costs CPU per traced event (a few map updates per
+  I/O or syscall), and on a 2-core machine that CPU competes with PostgreSQL and zfs-fuse.
+- ``record``: ``zfsmon record --pool POOL --interval 1`` (every source this host has) as its own process,
+  started before and stopped (SIGTERM) after each "on" run.
+
+Runs are ABBA-ordered so drift (ARC and L2ARC warm-up, txg timing) does not masquerade as overhead; each
+round's two runs are neighbours in time, so the paired difference is the estimate: the median of the
+per-round differences with a bootstrap confidence interval (resampling the rounds).
+
+    python3 bench/bench_overhead.py --arm record --rounds 12 --seconds 60 --pool ztab
+    python3 bench/bench_overhead.py --arm trace --script vdevlat --rounds 12 --seconds 60
+    python3 bench/bench_overhead.py --pool zlab --keep      # an existing lab, left as it was
+
+Needs root, zfs-fuse, PostgreSQL (and bpftrace for the trace arm). Prints a markdown section for
+docs/performance.md after every round (to --out if given), so a stopped run still leaves its rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from zfsmon import lab as labmod  # noqa: E402
+from zfsmon.lab.config import LabConfig  # noqa: E402
+from zfsmon.model import Sample  # noqa: E402
+from zfsmon.names import is_grouping_vdev  # noqa: E402
+from zfsmon.sources.pgbench_text import parse_summaries  # noqa: E402
+from zfsmon.trace import TraceCollector  # noqa: E402
+from zfsmon.workload.pgcluster import PgCluster  # noqa: E402
+
+
+def run_pgbench(cluster: PgCluster, db: str, clients: int, seconds: int, select_only: bool) -> float:
+    argv = [cluster.pgbench(), "-n", "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(seconds)]
+    if select_only:
+        argv.append("-S")
+    env = {**os.environ, **cluster.env(db)}
+    res = subprocess.run(argv + [db], capture_output=True, text=True, env=env, timeout=seconds + 120)
+    if res.returncode != 0:
+        raise SystemExit(f"pgbench failed: {res.stderr.strip()[-300:]}")
+    summaries = parse_summaries(res.stdout)
+    if not summaries or summaries[-1].tps_excluding is None:
+        raise SystemExit(f"no tps in pgbench output:\n{res.stdout[-500:]}")
+    return float(summaries[-1].tps_excluding)
+
+
+def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespace, pool: str) -> Dict[str, float]:
+    """One pgbench run with the tracer attached; also how many ops the tracer saw (proof it was tracing)."""
+    coll = TraceCollector(script, 1, pools=(pool,))
+    problem = coll.preflight()
+    if problem:
+        raise SystemExit(f"cannot trace: {problem}")
+    coll.start()
+    traced = 0.0
+    try:
+        t0 = time.monotonic()
+        while coll.intervals() < 1 and time.monotonic() - t0 < 30:
+            coll.poll()
+            time.sleep(0.1)
+        result: Dict[str, float] = {}
+        t = threading.Thread(target=lambda: result.update(
+            tps=run_pgbench(cluster, db, args.clients, args.seconds, args.select_only)))
+        t.start()
+        while t.is_alive():
+            for r in coll.poll():
+                if isinstance(r, Sample):
+                    if not is_grouping_vdev(r.entity.name):  # devices only: a mirror row repeats its leaves
+                        traced += sum(v for k, v in r.metrics.items() if k.endswith("_ops"))
+            time.sleep(0.5)
+        t.join()
+    finally:
+        coll.stop()
+    return {"tps": result["tps"], "traced_ops": traced}
+
+
+def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: str, out: str) -> Dict[str, float]:
+    """One pgbench run while ``zfsmon record`` (every source, 1 s) runs as its own process."""
+    argv = [sys.executable, "-m", "zfsmon", "record", "--pool", pool, "--interval", "1", "--quiet", "--out", out]
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.Popen(argv, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()
+        while not os.path.exists(out) and time.monotonic() - t0 < 30:  # its first commit
+            if proc.poll() is not None:
+                raise SystemExit(f"zfsmon record ended: {proc.stderr.read()[-300:]}")
+            time.sleep(0.2)
+        time.sleep(2)  # past start-up (imports, detection): the steady state is what is measured
+        tps = run_pgbench(cluster, db, args.clients, args.seconds, args.select_only)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    size = os.path.getsize(out) if os.path.exists(out) else 0
+    return {"tps": tps, "bytes": float(size)}
+
+
+def bootstrap_median(diffs: List[float], resamples: int, seed: int = 15) -> Tuple[float, float]:
+    """95 % percentile-bootstrap interval of the median of ``diffs`` (rounds resampled with replacement)."""
+    rng = np.random.default_rng(seed)
+    a = np.asarray(diffs, dtype=float)
+    meds = np.median(rng.choice(a, size=(resamples, len(a)), replace=True), axis=1)
+    lo, hi = np.percentile(meds, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[float], done: int) -> str:
+    off, on = statistics.median(tps["off"]), statistics.median(tps["on"])
+    # each round's two runs are neighbours in time: their difference is the drift-free estimate
+    paired = [100.0 * (a - b) / a for a, b in zip(tps["off"], tps["on"]) if a]
+    med = statistics.median(paired)
+    lo, hi = bootstrap_median(paired, args.resamples) if len(paired) > 1 else (float("nan"), float("nan"))
+    kind = "select-only (-S)" if args.select_only else "TPC-B-like"
+    if args.arm == "trace":
+        title, what = "Tracing", f"`TraceCollector(\"{args.script}\", 1)` polled every 0.5 s"
+        label = f"with `{args.script}`"
+        cmd = f"--arm trace --script {args.script}"
+        seen = (f"The tracer handled a median {statistics.median(extra):.0f} vdev ops per run "
+                f"({statistics.median(extra) / args.seconds:.0f} events/s)." if extra else "")
+    else:
+        title, what = "Recording's cost on the workload", "`zfsmon record --pool POOL --interval 1` (every source)"
+        label = "with `zfsmon record`"
+        cmd = "--arm record"
+        seen = (f"The recording grew by a median {statistics.median(extra) / 1024:.0f} KiB per run." if extra else "")
+    return f"""## {title}
+
+`python3 bench/bench_overhead.py {cmd} --rounds {args.rounds} --seconds {args.seconds}`
+({platform.node()}, {os.cpu_count()} CPUs; {done} of {args.rounds} rounds completed): pgbench {kind},
+scale {args.scale}, {args.clients} clients, {args.seconds} s per run, on the zfs-fuse lab, runs interleaved
+ABBA without and with {what}.
+
+| arm | runs (tps) | median tps |
+|---|---|---|
+| without | {", ".join(f"{x:.0f}" for x in tps["off"])} | {off:.1f} |
+| {label} | {", ".join(f"{x:.0f}" for x in tps["on"])} | {on:.1f} |
+
+Per round (paired runs, loss in % of the run without): {", ".join(f"{x:+.1f}" for x in paired)}.
+Median paired loss {med:+.2f} %, 95 % bootstrap interval [{lo:+.2f}, {hi:+.2f}] % ({args.resamples} resamples
+of the {len(paired)} rounds, numpy percentile bootstrap). {seen} Load average at the end:
+{os.getloadavg()[0]:.1f}.
+"""
+
+
+def _terminate(signum, frame):  # SIGTERM: leave through the finally blocks (cluster and lab torn down)
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--arm", choices=("trace", "record"), default="trace",
+                    help="what the 'on' runs add: a trace script, or zfsmon record (every source, 1 s)")
+    ap.add_argument("--pool", default="ztbench", help="lab pool (built if absent)")
+    ap.add_argument("--keep", action="store_true", help="leave the lab and the cluster in place")
+    ap.add_argument("--script", default="vdevlat", help="trace script for --arm trace (default vdevlat)")
+    ap.add_argument("--scale", type=int, default=10)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3, help="ABBA rounds (each: one run per arm)")
+    ap.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
+    ap.add_argument("--select-only", action="store_true", help="pgbench -S (reads) instead of TPC-B-like")
+    ap.add_argument("--port", type=int, default=5497)
+    ap.add_argument("--out", help="write the markdown section here after every round")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, _terminate)
+
+    existed = labmod.info(args.pool) is not None
+    info = labmod.up(LabConfig(pool=args.pool), log=lambda *_: None)
+    datadir = Path(info.mountpoint) / "pg-overhead-bench"
+    cluster = PgCluster(datadir=datadir, port=args.port, shared_buffers="16MB")
+    tps: Dict[str, List[float]] = {"off": [], "on": []}
+    extra: List[float] = []
+    recording = f"/var/tmp/{args.pool}-overhead.zfsmon"
+    text: Optional[str] = None
+    try:
+        if not cluster.is_initialized():
+            cluster.init()
+        cluster.start()
+        cluster.createdb("bench")
+        env = {**os.environ, **cluster.env("bench")}
+        subprocess.run([cluster.pgbench(), "-i", "-q", "-s", str(args.scale), "bench"], env=env, check=True,
+                       capture_output=True, timeout=1800)
+        run_pgbench(cluster, "bench", args.clients, min(10, args.seconds), args.select_only)  # warm-up
+        for i in range(args.rounds):
+            for arm in (("off", "on") if i % 2 == 0 else ("on", "off")):
+                if arm == "off":
+                    tps["off"].append(run_pgbench(cluster, "bench", args.clients, args.seconds, args.select_only))
+                elif args.arm == "trace":
+                    r = traced_run(args.script, cluster, "bench", args, args.pool)
+                    tps["on"].append(r["tps"])
+                    extra.append(r["traced_ops"])
+                else:
+                    if os.path.exists(recording):
+                        os.unlink(recording)
+                    r = recorded_run(cluster, "bench", args, args.pool, recording)
+                    tps["on"].append(r["tps"])
+                    extra.append(r["bytes"])
+                print(f"round {i + 1} {arm}: {tps[arm][-1]:.1f} tps", file=sys.stderr, flush=True)
+            text = section(args, tps, extra, i + 1)
+            if args.out:
+                Path(args.out).write_text(text)
+    except KeyboardInterrupt:
+        print("stopped: the rounds completed so far are reported", file=sys.stderr)
+    finally:
+        if not args.keep:
+            cluster.stop()
+            if not existed:
+                labmod.down(args.pool, log=lambda *_: None)
+        if os.path.exists(recording):
+            os.unlink(recording)
+    if text:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
