@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from rich.text import Text
 
 from tests.conftest import wait_until_async
 from tests.unit import top_data
@@ -417,4 +418,30 @@ def test_findings_panel_shows_the_analysis(recording):
             assert shown, app.report.findings
             await _until(pilot, lambda: shown[0].text[:30] in str(app.query_one("#findings").render()),
                          "the findings panel to show the first finding")
+    run(go())
+
+
+def test_findings_line_coming_and_going_does_not_relayout(recording):
+    """The side column's last panel keeps its tallest height: a goose-egg line flickering every second must not
+    re-lay the screen out (issue 15 target 5: a third of a 160x50 refresh went there); a resize forgets it."""
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await _settle(pilot)
+            seen = []
+            widget = app.query_one("#findings")
+            orig = widget.update
+            widget.update = lambda content="", *, layout=True: (seen.append((content.plain, layout)),
+                                                                 orig(content, layout=layout))[1]
+            app._findings_lines = 0  # as after a resize
+            app._put("findings", Text("head\ngoose eggs: sdb\nnothing to say yet"))
+            app._put("findings", Text("head\nnothing to say yet"))
+            app._put("findings", Text("head\ngoose eggs: sdc\nnothing to say yet"))
+            assert [p for p, _ in seen] == ["head\ngoose eggs: sdb\nnothing to say yet", "head\nnothing to say yet\n",
+                                            "head\ngoose eggs: sdc\nnothing to say yet"]
+            assert [lay for _, lay in seen][1:] == [False, False]
+            await pilot.resize_terminal(150, 45)
+            await _until(pilot, lambda: "head" not in app._shown.get("findings", Text("head")).plain,
+                         "the resize's new layout and findings")
+            assert app._findings_lines == app._shown["findings"].plain.count("\n")
     run(go())

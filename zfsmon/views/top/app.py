@@ -189,6 +189,7 @@ class TopApp(App):
         self._findings_busy = False
         self._report_ts: Optional[float] = None
         self._shown: dict = {}
+        self._findings_lines = 0
 
     # ---------------------------------------------------------------------------------------------- setup
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
@@ -224,6 +225,7 @@ class TopApp(App):
     def _layout(self) -> None:
         self._laid_out = self.size
         self._shown = {}
+        self._findings_lines = 0
         w, h = self.size
         small = w < MIN_SIZE[0] or h < MIN_SIZE[1]
         self.query_one("#body").set_class(w < NARROW, "narrow")
@@ -350,10 +352,18 @@ class TopApp(App):
 
     def _put(self, name: str, text: Text) -> None:
         """Update a panel only if it changed; re-lay the screen out only if its height changed (that is costly)."""
+        lines = text.plain.count("\n")
+        if name == "findings":
+            # the side column's last panel keeps its tallest height (blank lines below): a line that comes and
+            # goes every second (a goose egg flickering) would otherwise re-lay the whole screen out each time
+            # (a third of a refresh's CPU at 160x50); _layout (on resize) forgets it
+            if lines < self._findings_lines:
+                text = text + Text("\n" * (self._findings_lines - lines))
+                lines = self._findings_lines
+            self._findings_lines = lines
         old = self._shown.get(name)
         if old is not None and old == text:
             return
-        lines = text.plain.count("\n")
         self.query_one(f"#{name}", Static).update(text, layout=old is None or old.plain.count("\n") != lines)
         self._shown[name] = text
 
