@@ -206,12 +206,13 @@ echo "pgbench -h /tmp -p 5433 -U postgres -N -c 1 -t $PGTX -P $INTERVAL --progre
 echo "pgbench exit $?" >> "$OUT/pgbench.txt"
 cp /var/tmp/pgbench_log.* "$OUT/" 2>/dev/null
 cd "$OUT"
+# stop PostgreSQL inside the window (its shutdown checkpoint is a few commits more), so its end is idle
+"${PGRUN[@]}" "$PG/pg_ctl" -D "$MNT/pg" -m fast -w stop >> "$OUT/pg-start.log" 2>&1
 sleep $((INTERVAL * 3 + 2))
 raw pg-after
 kill -TERM "$PGRECPID"
 wait "$PGRECPID"
 echo "record exit $?" > "$OUT/pg-record.exit"
-"${PGRUN[@]}" "$PG/pg_ctl" -D "$MNT/pg" -m fast -w stop >> "$OUT/pg-start.log" 2>&1
 step "pgbench: its log into the recording, then zfsmon analyze and export inside the guest"
 zfsmon import --into "$PGREC" "$OUT"/pgbench_log.* > "$OUT/pg-import.log" 2>&1
 echo "import exit $?" >> "$OUT/pg-import.log"
