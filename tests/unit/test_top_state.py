@@ -142,6 +142,28 @@ def test_a_removed_device_leaves_the_tree_and_its_last_figures_go_with_it():
     assert [r.metrics for r in st.tree("tank") if r.name == "sdc"] == [{"read_ops": 2.0}]
 
 
+def test_the_recorders_own_removal_event_takes_the_device_out_of_the_tree(tmp_path):
+    """The recorder notes a device gone from the pool's members as ``{"removed": True}`` on the device's entity
+    (not the zpool iostat source's list of names): replay fed it and crashed (TypeError) until both shapes were
+    read. store_data's cache device sdf is gone at reading 5 and back at 8."""
+    from tests.unit.store_data import records
+    from zfsmon.store import Recorder, Recording
+
+    path = tmp_path / "r.zfsmon"
+    with Recorder(str(path), {"interval": "1"}) as rec:
+        for batch in records(10):
+            rec.write(batch)
+    with Recording.open(str(path)) as r:
+        recs = sorted([*r.samples(), *r.events()], key=lambda x: x.ts)
+    gone = [e for e in recs if isinstance(e, Event) and e.kind == EventKind.TOPOLOGY and e.data.get("removed")]
+    assert [(e.data["removed"], e.entity.endswith("sdf")) for e in gone] == [(True, True)], gone
+    st = TopState()
+    st.feed([x for x in recs if x.ts <= gone[0].ts])
+    assert "sdf" not in [row.name for row in st.tree("tank")]
+    st.feed([x for x in recs if x.ts > gone[0].ts])  # back at reading 8
+    assert "sdf" in [row.name for row in st.tree("tank")]
+
+
 def test_health_shows_beside_the_io_and_never_replaces_it():
     """The status source reports the same pool, vdevs and leaves as zpool iostat, every few seconds: its sample
     must not become the row's latest (I/O columns blank, goose eggs judged on zero ops), and a leaf offline must

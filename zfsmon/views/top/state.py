@@ -144,9 +144,15 @@ class TopState:
             self.errors[area_of_source(ev.source or ev.text)] = ev
         elif ev.kind == EventKind.TOPOLOGY and ev.data.get("removed"):
             # a removed device leaves the tree at once: its last figures would otherwise stay on screen as if current
-            pool, gone = ev.data.get("pool"), set(ev.data["removed"])  # type: ignore[arg-type]
-            for key in [k for k, e in self.entities.items() if e.pool == pool and e.name in gone
-                        and e.kind in (Kind.VDEV, Kind.LEAF)]:
+            # two shapes: the zpool iostat source names the pool and the removed vdevs; the recorder's own
+            # membership event is about its entity (``{"removed": True}``, entity set)
+            removed = ev.data["removed"]
+            if isinstance(removed, (list, tuple)):
+                pool, gone = ev.data.get("pool"), {str(n) for n in removed}
+                doomed = [k for k, e in self.entities.items() if e.pool == pool and e.name in gone]
+            else:
+                doomed = [ev.entity] if ev.entity else []
+            for key in [k for k in doomed if k in self.entities and self.entities[k].kind in (Kind.VDEV, Kind.LEAF)]:
                 del self.entities[key]
                 self.latest.pop(key, None)
                 self.boot.pop(key, None)
