@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import csv
+import gzip
+import itertools
 import os
+import shutil
 import subprocess
 import sys
 
@@ -13,7 +17,7 @@ from rich.text import Text
 
 from tests.conftest import wait_until_async
 from tests.unit import top_data
-from zfsmon.model import EventKind
+from zfsmon.model import EventKind, Kind
 from zfsmon.store import Recorder, Recording
 from zfsmon.views.top import panels
 from zfsmon.views.top.app import KEYS, LiveFeed, TopApp, help_text
@@ -444,4 +448,83 @@ def test_findings_line_coming_and_going_does_not_relayout(recording):
             await _until(pilot, lambda: "head" not in app._shown.get("findings", Text("head")).plain,
                          "the resize's new layout and findings")
             assert app._findings_lines == app._shown["findings"].plain.count("\n")
+    run(go())
+
+
+# ------------------------------------------------------------------------------------------------ fio (issue 14)
+LAB = os.path.join(os.path.dirname(__file__), "..", "data", "fio", "lab-acceptance")
+
+
+def _lab_recording(tmp_path, name: str) -> str:
+    """A real zfs-fuse lab recording of fio (tests/data/fio/lab-acceptance), unpacked (the store reads files)."""
+    path = str(tmp_path / f"{name}.zfsmon")
+    with gzip.open(os.path.join(LAB, f"{name}.zfsmon.gz")) as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
+
+
+def _io_median(pairs):
+    """Half the I/Os were in intervals whose percentile is at most this (cumulative weights, bisected)."""
+    pairs = sorted(pairs)
+    cum = list(itertools.accumulate(w for _, w in pairs))
+    return pairs[bisect.bisect_left(cum, cum[-1] / 2)][0]
+
+
+def _fio_expected(path: str, job: str, lo: float, hi: float):
+    """From the recording itself: the job's intervals with I/O in [lo, hi], their p50/p99 I/O-weighted medians."""
+    with Recording.open(path) as r:
+        got = [s for s in r.samples(kinds=[Kind.WORKLOAD], start=lo, end=hi)
+               if s.entity.name == f"fio:{job}:read" and s.metrics.get("ios", 0) > 0]
+    assert got, job
+    return (_io_median([(s.metrics["clat_p50_ms"], s.metrics["ios"]) for s in got]),
+            _io_median([(s.metrics["clat_p99_ms"], s.metrics["ios"]) for s in got]), len(got))
+
+
+def _panel(app, name: str) -> str:
+    return app.query_one(f"#{name}").render().plain
+
+
+def test_fio_jobs_show_iops_and_latency_band_at_the_cursor(tmp_path):
+    path = _lab_recording(tmp_path, "ceiling")  # a queue-depth sweep, qd1 .. qd64, 4 s each
+
+    def row(text: str, job: str):
+        lines = text.splitlines()
+        i = next(i for i, line in enumerate(lines) if line.startswith(f"{job} read "))
+        return lines[i], lines[i + 1]
+
+    async def go():
+        app = replay_app(path, window=60.0)
+        cur = app.replay
+        async with app.run_test(size=(160, 50)) as pilot:
+            await _settle(pilot)
+            text = _panel(app, "workload")
+            assert "no workload" not in text and "fio IOPS" in text
+            # at the end: the six newest jobs in the window, qd1 counted as older
+            for job in ("qd2", "qd4", "qd8", "qd16", "qd32", "qd64"):
+                head, band = row(text, job)
+                p50, p99, n = _fio_expected(path, job, cur.cursor - 60.0, cur.cursor)
+                assert f"p50 {panels.fmt.ms(p50)} p99 {panels.fmt.ms(p99)}" in band, (job, band)
+            assert "qd1 read" not in text and "+1 older fio jobs" in text
+            # qd32's band is its own: p50 ~96 ms (the sweep's knee), far from qd2's 313 µs
+            assert row(text, "qd32")[1].index("█") > row(text, "qd2")[1].index("█")
+            # a cursor inside qd32's run (3 s after the sweep's start + 30 s): only its first intervals count
+            await pilot.press("home", *["right"] * 33)
+            await _settle(pilot)
+            assert cur.cursor == cur.start + 33
+            text = _panel(app, "workload")
+            head, band = row(text, "qd32")
+            p50, p99, n = _fio_expected(path, "qd32", cur.cursor - 60.0, cur.cursor)
+            assert n == 3  # the intervals ending 30.2, 31.2, 32.3 s in
+            assert f"p50 {panels.fmt.ms(p50)} p99 {panels.fmt.ms(p99)}" in band, band
+            assert f"{panels.fmt.num(433.0, 'x'):>6}" in head  # its newest interval's IOPS (32.3 s: 433)
+            assert "qd64" not in text  # not started yet at the cursor
+    run(go())
+
+
+def test_no_fio_no_fio_rows(recording):
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await _settle(pilot)
+            assert "fio" not in _panel(app, "workload")
     run(go())

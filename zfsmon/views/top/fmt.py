@@ -7,7 +7,8 @@ microseconds, a raw mode, percentages, and block-character sparklines.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+import math
+from typing import Dict, Optional, Sequence, Tuple
 
 from rich.text import Text
 
@@ -70,6 +71,53 @@ def sparkline(points: Sequence[Tuple[float, float]], width: int, start: float, e
     for i, c in enumerate(cells):
         ch = " " if c is None else BLOCKS[0] if hi <= lo else BLOCKS[max(0, min(7, int((c - lo) / (hi - lo) * 7.999)))]
         out.append("|" if (c is None and i in marked) else ch, style="bold magenta" if i in marked else "cyan")
+    return out
+
+
+def ms(value: Optional[float], raw: bool = False) -> str:
+    """A latency in milliseconds with three significant digits (``units.human_ns`` keeps one: 1.9 ms shows as 1ms)."""
+    if value is None or raw:
+        return num(value, "ms", raw)
+    if value < 1:
+        return f"{value * 1000:.0f}µs"
+    if value < 1000:
+        return f"{value:.3g}ms"
+    return f"{value / 1000:.3g}s"
+
+
+#: the latency band's cells: p50..p99, p99..p99.9, p99.9..max, and the empty scale
+BAND = (("█", "cyan"), ("▓", "yellow"), ("░", "red"), ("·", "dim"))
+
+
+def decades(values: Sequence[float]) -> Tuple[int, int]:
+    """The log10 range, in whole decades, that holds ``values`` (milliseconds): the band's shared scale."""
+    logs = [math.log10(max(v, 1e-4)) for v in values]
+    if not logs:
+        return -1, 3
+    lo, hi = math.floor(min(logs)), math.ceil(max(logs))
+    return lo, max(hi, lo + 1)
+
+
+def band(pct_ms: Dict[str, float], width: int, scale: Tuple[int, int]) -> Text:
+    """Latency percentiles as a bar on a log-ms scale of ``scale`` decades: p50..p99 solid, to p99.9 and to max
+    lighter; a cell is drawn as the most central part of the distribution it holds."""
+    width = max(1, width)
+    lo, hi = scale
+    step = (hi - lo) / width
+    edges = [("p50", "p99", 0), ("p99", "p999", 1), ("p999", "max", 2)]
+    out = Text()
+    for i in range(width):
+        a, b = 10 ** (lo + i * step), 10 ** (lo + (i + 1) * step)
+        kind = 3
+        for p, q, k in edges:
+            x, y = pct_ms.get(p), pct_ms.get(q)
+            if x is None or y is None:
+                continue
+            if x < b and y >= a:
+                kind = k
+                break
+        ch, style = BAND[kind]
+        out.append(ch, style=style)
     return out
 
 

@@ -45,6 +45,8 @@ ARC_SERIES = ("hit_pct", "demand_data_hit_pct", "demand_metadata_hit_pct", "pref
 Point = Tuple[float, float]
 #: whole samples held at most (64 leaves at 1 Hz for an hour is ~300k: bounded memory beats a longer window)
 MAX_SAMPLES = 200_000
+#: fio's completion-latency percentiles the workload panel draws as a band (metric ``clat_<p>_ms``)
+FIO_PCTS: Tuple[str, ...] = ("p50", "p90", "p99", "p999", "max")
 
 
 def area_of_source(source: str) -> str:
@@ -82,6 +84,24 @@ class TreeRow:
 
 
 @dataclass
+class FioRow:
+    """One fio job and direction over the window: IOPS now and its series, latency percentiles as a band.
+
+    The band's percentiles are, each, the I/O-weighted median of the window's intervals' own percentiles (the
+    rule of :mod:`zfsmon.analysis.qdsweep`: fio's per-interval percentiles cannot be merged exactly without its
+    histograms, and a median is not moved by one bad second as a mean is); ``max`` is the window's largest.
+    """
+
+    job: str
+    direction: str
+    key: str  # the entity key (its series: ``spark(key, "iops")``)
+    iops: Optional[float]  # the newest interval's
+    last: float  # ts of the newest sample
+    intervals: int  # intervals with I/O in the window (what the band is made of)
+    pct_ms: Dict[str, float] = field(default_factory=dict)  # FIO_PCTS -> ms
+
+
+@dataclass
 class Staleness:
     last: Optional[float]  # ts of the newest record of the area
     error: Optional[Event]  # an error newer than the newest sample
@@ -116,6 +136,8 @@ class TopState:
         # per-interval read counts for the read path: (ts, {pg_blks_hit, pg_blks_read, arc_hits, arc_misses, l2_hits})
         self._reads: Deque[Tuple[float, Dict[str, float]]] = deque()
         self._read_now: Dict[str, float] = {}
+        # per fio entity: (ts, I/Os, {percentile: ms}) of each interval with I/O
+        self._fio: Dict[str, Deque[Tuple[float, float, Dict[str, float]]]] = {}
         self.fed = 0
 
     # ----------------------------------------------------------------------------------------------- feeding
@@ -236,6 +258,14 @@ class TopState:
             for m, series in (("tps", "run_tps"), ("latency_avg_ms", "run_latency_ms")):
                 if m in s.metrics:
                     self._push("workload", series, s.ts, s.metrics[m])
+        elif names.fio_job_direction(name) is not None:
+            key = s.entity.key
+            if "iops" in s.metrics:
+                self._push(key, "iops", s.ts, s.metrics["iops"])
+            ios = s.metrics.get("ios", 0.0)
+            pcts = {p: s.metrics[f"clat_{p}_ms"] for p in FIO_PCTS if f"clat_{p}_ms" in s.metrics}
+            if ios > 0 and pcts:
+                self._fio.setdefault(key, deque()).append((s.ts, ios, pcts))
         elif name.startswith(names.PGSTAT_PREFIX):
             d, _ = self._rates.update(s)
             pg = readpath.pg_buffers(d.deltas, d.elapsed) if d is not None else None
@@ -262,6 +292,9 @@ class TopState:
         for q in self.series.values():
             while q and q[0][0] < lo:
                 q.popleft()
+        for f in self._fio.values():
+            while f and f[0][0] < lo:
+                f.popleft()
 
     # ----------------------------------------------------------------------------------------------- goose eggs
     def _judge_goose(self) -> None:
@@ -458,6 +491,26 @@ class TopState:
         out["runs"] = float(len(self.window_events((EventKind.RUN_END,))))
         return out
 
+    def fio(self) -> List[FioRow]:
+        """Each fio job and direction with a sample in the window, in the order they first appeared."""
+        lo, _ = self.window()
+        rows: List[FioRow] = []
+        for key, e in self.entities.items():
+            jd = names.fio_job_direction(e.name) if e.kind == Kind.WORKLOAD else None
+            if jd is None:
+                continue
+            q = self.series.get((key, "iops"))
+            if not q or q[-1][0] < lo:
+                continue
+            ivs = [x for x in self._fio.get(key, ()) if x[0] >= lo]
+            pct: Dict[str, float] = {}
+            for p in FIO_PCTS:
+                pairs = [(v[p], ios) for _, ios, v in ivs if p in v]
+                if pairs:
+                    pct[p] = max(v for v, _ in pairs) if p == "max" else weighted_median(pairs)
+            rows.append(FioRow(jd[0], jd[1], key, q[-1][1], q[-1][0], len(ivs), pct))
+        return rows
+
     def spark(self, key: str, metric: str) -> List[Point]:
         lo, hi = self.window()
         q = self.series.get((key, metric))
@@ -483,6 +536,18 @@ class TopState:
 
     def goose_eggs(self) -> List[goose.Verdict]:
         return [v for v in self.verdicts.values() if v.verdict == goose.GOOSE_EGG]
+
+
+def weighted_median(pairs: Sequence[Tuple[float, float]]) -> float:
+    """The value where the running weight of (value, weight) pairs, in order of value, reaches half of all."""
+    ordered = sorted(pairs)
+    half = sum(w for _, w in ordered) / 2
+    run = 0.0
+    for value, weight in ordered:
+        run += weight
+        if run >= half:
+            return value
+    return ordered[-1][0]
 
 
 def _sort_key(sort: str):
