@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon import names
+from zfsmon.analysis import qdsweep, vdevperf
 from zfsmon.analysis.arc import derive_samples
 from zfsmon.analysis.findings import LATENCY, TPS, analyze, series_from_samples
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
@@ -53,9 +54,17 @@ class Line:
 @dataclass
 class Panel:
     title: str
-    unit: str  # "ops/s", "%", "B", "B/s", "ms", "tps"
+    unit: str  # "ops/s", "%", "B", "B/s", "ms", "tps", "IOPS", "I/Os"
     lines: List[Line] = field(default_factory=list)
     empty_note: str = "no data in this window"
+    #: "" for the window's time axis (a line's ``ts`` are epoch seconds); else the x axis' label and a line's
+    #: ``ts`` are its x values (queue depth, latency in ms)
+    x_label: str = ""
+    log_x: int = 0  # the x axis' log base (0: linear)
+    log_y: bool = False
+    marks: List[Tuple[float, str]] = field(default_factory=list)  # vertical lines on an x axis: (x, label)
+    #: histogram: a line's ``ts`` are its buckets' low edges, ``spans`` their widths, ``values`` % of the operations
+    histogram: bool = False
 
     def line(self, label: str) -> Optional[Line]:
         return next((ln for ln in self.lines if ln.label == label), None)
@@ -202,6 +211,105 @@ def _workload_section(samples: Sequence[Sample]) -> Section:
     return Section("Workload (pgbench)", panels)
 
 
+#: fio's completion-latency percentiles drawn against queue depth: (qdsweep's key, label)
+DEPTH_PCTS = (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9"))
+DEPTH_AXIS = "queue depth (I/Os outstanding: iodepth x numjobs)"
+LATENCY_AXIS = "latency (ms)"
+_DIRECTIONS = ("read", "write", "trim")
+
+
+def _ms_text(v: Optional[float]) -> str:
+    if v is None:
+        return "?"
+    return f"{v * 1000:.0f} us" if v < 1 else f"{v:.1f} ms"
+
+
+def _knee_marks(sw: Optional[qdsweep.Sweep]) -> List[Tuple[float, str]]:
+    return [(sw.knee.depth, f"knee: depth {sw.knee.depth:g}")] if sw is not None and sw.knee is not None else []
+
+
+def _directions(steps: Sequence[qdsweep.Step]) -> List[str]:
+    seen = {d for s in steps for d in s.by_direction}
+    return [d for d in _DIRECTIONS if d in seen] + sorted(seen - set(_DIRECTIONS))
+
+
+def _points(label: str, pts: Sequence[Tuple[float, Optional[float]]]) -> Optional[Line]:
+    kept = [(x, float(y)) for x, y in pts if y is not None]
+    return Line(label, [x for x, _ in kept], [y for _, y in kept]) if kept else None
+
+
+def _sweep_section(steps: Sequence[qdsweep.Step], sw: Optional[qdsweep.Sweep]) -> Section:
+    """IOPS, Little's-law product and each direction's p50/p99/p99.9 against queue depth, the knee marked: the
+    numbers of :mod:`zfsmon.analysis.qdsweep`, as ``zfsmon analyze`` states them (topic qd_sweep)."""
+    marks = _knee_marks(sw)
+    depths = [s.depth for s in steps]
+    little = _points("IOPS x mean latency", [(s.depth, s.in_flight) for s in steps])
+    panels = [Panel("IOPS vs queue depth", "IOPS", [Line("IOPS (all directions)", depths, [s.iops for s in steps])],
+                    x_label=DEPTH_AXIS, log_x=2, marks=marks),
+              Panel("I/Os in flight vs queue depth (Little's law)", "I/Os",
+                    [little, Line("queue depth (a full queue)", depths, depths)] if little else [],
+                    empty_note="fio recorded no mean latency", x_label=DEPTH_AXIS, log_x=2, marks=marks)]
+    for d in _directions(steps):
+        lines = [ln for ln in (_points(label, [(s.depth, s.by_direction.get(d, {}).get(key)) for s in steps])
+                               for key, label in DEPTH_PCTS) if ln is not None]
+        panels.append(Panel(f"{d} completion latency vs queue depth (fio)", "ms", lines,
+                            empty_note="fio recorded no percentiles", x_label=DEPTH_AXIS, log_x=2, log_y=True,
+                            marks=marks))
+    note = "" if sw is not None else (f" ({len(steps)} depth{'s' if len(steps) != 1 else ''}: not a sweep, "
+                                      f"no knee; a sweep needs {qdsweep.MIN_DEPTHS})")
+    return Section("fio: IOPS vs queue depth" + note, panels)
+
+
+def _histogram_line(d: vdevperf.LatDist) -> Line:
+    """A role's distribution as drawn: each bucket (ms) with its share of the role's operations (%)."""
+    total = sum(n for _lo, _hi, n in d.buckets)
+    return Line(f"{d.role} ({d.source}): p50 {_ms_text(d.p50_ms)}, p99 {_ms_text(d.p99_ms)}, {d.count:,.0f} ops",
+                [lo / 1e6 for lo, _hi, _n in d.buckets], [100.0 * n / total for _lo, _hi, n in d.buckets],
+                [(hi - lo) / 1e6 for lo, hi, _n in d.buckets])
+
+
+def _role_latency_section(vp: Optional[vdevperf.VdevPerf], rows: Sequence[Dict[str, object]],
+                          steps: Sequence[qdsweep.Step], sw: Optional[qdsweep.Sweep]) -> Section:
+    """Per operation: each vdev role's latency distribution (:mod:`zfsmon.analysis.vdevperf`), then its p50/p99
+    per queue depth beside fio's own (the qd_sweep finding's per-step rows): where the time went."""
+    dists = vp.latency if vp is not None else []
+    panels: List[Panel] = []
+    for op in vdevperf.LAT_OPS:
+        mine = [d for d in dists if d.op == op]
+        if not mine:
+            continue
+        means = [d.text() for d in mine if not d.buckets]
+        panels.append(Panel(f"{op} latency per vdev role (% of the role's {op} operations per bucket)", "%",
+                            [_histogram_line(d) for d in mine if d.buckets], x_label=LATENCY_AXIS, log_x=10,
+                            histogram=True, empty_note="only averages recorded: " + "; ".join(means)))
+    for op in ("read", "write"):
+        lines = [ln for ln in (_points(f"fio {op} {label}", [(s.depth, s.by_direction.get(op, {}).get(key))
+                                                             for s in steps])
+                               for key, label in (("p50", "p50"), ("p99", "p99"))) if ln is not None]
+        devs = [ln for ln in (_points(f"{role} {op} {q}", [(float(r["depth"]), r.get(f"{role}_{op}_{q}_ms"))
+                                                           for r in rows])  # type: ignore[arg-type]
+                              for role in vdevperf.ROLES for q in ("p50", "p99")) if ln is not None]
+        if lines and devs:  # fio did this operation and the devices' latency is known
+            panels.append(Panel(f"{op} p50/p99 per queue depth: fio against each vdev role", "ms", lines + devs,
+                                x_label=DEPTH_AXIS, log_x=2, log_y=True, marks=_knee_marks(sw)))
+    if not panels:
+        panels = [Panel("latency per vdev role", "ms", x_label=LATENCY_AXIS,
+                        empty_note="no per-vdev latency in this window (it needs a trace's histograms, "
+                        "zpool iostat -w, or -l)")]
+    return Section("Latency per vdev role, beside fio's", panels)
+
+
+def fio_sections(samples: Sequence[Sample]) -> List[Section]:
+    """The two fio pages (none without fio samples): IOPS and latency against queue depth, and the vdev roles'
+    latency beside fio's."""
+    sw = qdsweep.sweep(samples)
+    steps = sw.steps if sw is not None else qdsweep.steps_from_samples(samples)
+    if not steps:
+        return []
+    return [_sweep_section(steps, sw),
+            _role_latency_section(vdevperf.vdev_perf(samples), vdevperf.step_windows(samples, steps), steps, sw)]
+
+
 def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = None) -> ReportData:
     """Everything the report shows for [start, end] of a recording (default: all of it)."""
     span = rec.time_range()
@@ -216,7 +324,7 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     events = rec.events(lo, hi)
     derived = derive_samples(samples)
     sections = [_vdev_section(samples), _arc_section(samples, derived), _l2arc_section(samples, derived),
-                _zil_section(samples, derived), _workload_section(samples)]
+                _zil_section(samples, derived), _workload_section(samples)] + fio_sections(samples)
     findings = [f.text for f in analyze(samples, events, start=lo, end=hi).findings]
     counts: Dict[str, int] = {}
     for e in rec.topology(at=hi):
@@ -290,9 +398,62 @@ def _format_y(ax, unit: str) -> None:
     ax.set_ylabel(unit, fontsize=7)
 
 
+def _stairs(ln: Line) -> Tuple[List[float], List[float]]:
+    """A histogram line as (edges, heights) for ``Axes.stairs``: a gap between buckets is a zero step."""
+    edges: List[float] = []
+    heights: List[float] = []
+    for lo, width, v in zip(ln.ts, ln.spans or [], ln.values):
+        hi = lo + width
+        lo = lo if lo > 0 else hi / 2  # a bucket from 0 on a log axis
+        if not edges:
+            edges.append(lo)
+        elif lo > edges[-1]:
+            heights.append(0.0)
+            edges.append(lo)
+        heights.append(v)
+        edges.append(max(hi, edges[-1]))
+    return edges, heights
+
+
+def _draw_xy_panel(ax, panel: Panel) -> None:
+    """A panel on its own x axis (queue depth, latency): points joined by lines, or histograms as steps."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_title(panel.title, fontsize=9, loc="left")
+    ax.tick_params(labelsize=7)
+    if panel.log_x:
+        ax.set_xscale("log", base=panel.log_x)
+        if panel.log_x == 2:
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+    for ln in panel.lines:
+        if panel.histogram:
+            edges, heights = _stairs(ln)
+            ax.stairs(heights, edges, label=ln.label, fill=True, alpha=0.35)
+        else:
+            ax.plot(ln.ts, ln.values, lw=1, marker="o", ms=3, label=ln.label)
+    if not panel.lines:
+        ax.text(0.5, 0.5, panel.empty_note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
+                color="gray", wrap=True)
+    for x, label in panel.marks:
+        ax.axvline(x, color="tab:red", ls="--", lw=0.8)
+        ax.text(x, 0.98, " " + label, transform=ax.get_xaxis_transform(), fontsize=7, va="top", color="tab:red")
+    if panel.log_y and panel.lines:
+        ax.set_yscale("log")
+    elif panel.lines:
+        ax.set_ylim(bottom=0)
+    ax.set_xlabel(panel.x_label, fontsize=7)
+    _format_y(ax, panel.unit)
+    ax.grid(True, which="both" if panel.log_y else "major", lw=0.3, alpha=0.5)
+    if panel.lines:
+        ax.legend(fontsize=6, loc="best", ncol=1 if panel.histogram else min(3, len(panel.lines)))
+
+
 def draw_panel(ax, panel: Panel, data: ReportData) -> None:
     import matplotlib.dates as mdates
 
+    if panel.x_label:
+        _draw_xy_panel(ax, panel)
+        return
     ax.set_title(panel.title, fontsize=9, loc="left")
     ax.tick_params(labelsize=7)
     for ln in panel.lines:
@@ -365,7 +526,8 @@ def _text_figure(data: ReportData):
     return fig
 
 
-def _section_figure(section: Section, data: ReportData):
+def section_figure(section: Section, data: ReportData):
+    """One section's page as a matplotlib Figure (Agg): what the PDF and the HTML draw."""
     from matplotlib.figure import Figure
 
     fig = _agg(Figure(figsize=(11.69, max(3.2, 2.8 * _section_rows(section) + 0.6)), layout="constrained"))
@@ -395,7 +557,7 @@ def render(data: ReportData, out: str) -> Rendered:
 
             with PdfPages(fh, metadata={"Title": f"zfsmon report {os.path.basename(data.path)}",
                                         "Creator": "zfsmon"}) as pdf:
-                for fig in [_text_figure(data)] + [_section_figure(s, data) for s in data.sections]:
+                for fig in [_text_figure(data)] + [section_figure(s, data) for s in data.sections]:
                     pdf.savefig(fig)
             return Rendered(out, "pdf", 1 + len(data.sections), panels)
         if ext == ".png":
@@ -425,7 +587,7 @@ def _html(data: ReportData) -> str:
              f"<pre>{html.escape(text_block(data))}</pre>"]
     for s in data.sections:
         buf = io.BytesIO()
-        _section_figure(s, data).savefig(buf, format="png", dpi=90)
+        section_figure(s, data).savefig(buf, format="png", dpi=90)
         img = base64.b64encode(buf.getvalue()).decode("ascii")
         parts.append(f"<h2>{html.escape(s.title)}</h2><img alt='{html.escape(s.title)}' "
                      f"src='data:image/png;base64,{img}'>")
