@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
-from zfsmon.analysis.findings import analyze
+from zfsmon.analysis import whatchanged
+from zfsmon.analysis.findings import Finding, analyze
 from zfsmon.commands._timearg import When, number, seconds, whole
 from zfsmon.errors import UserError, printable
 from zfsmon.store import Recording
@@ -31,6 +33,8 @@ examples:
   zfsmon analyze soak.zfsmon
   zfsmon analyze soak.zfsmon --start +30m --end -10m     leave out the first 30 and the last 10 minutes
   zfsmon analyze soak.zfsmon --json | jq '.findings[] | select(.topic == "correlation")'
+  zfsmon analyze soak.zfsmon --changed --start +40m --end +50m
+                                  what moved in those 10 minutes against the 10 minutes before them
 """
 
 
@@ -42,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--step", type=seconds, metavar="S", help="grid step (default: the coarsest reporting interval)")
     p.add_argument("--decay-threshold", type=number(0.0, 100.0), default=20.0, metavar="PCT",
                    help="report decay when TPS falls more than PCT%% below its early level (default 20)")
+    p.add_argument("--changed", action="store_true", help="also say what changed: the window (--start/--end; "
+                   "default the recording's second half) against the window of the same length before it: which "
+                   "vdevs' rates and latencies, which hit ratios and workload figures moved most")
     p.add_argument("--max-lag", type=whole(0, MAX_LAG), metavar="CELLS", help="largest lag tried, in grid steps "
                    f"(0 to {MAX_LAG}; default: up to 10)")
 
@@ -57,8 +64,22 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"the window is empty: --start ({args.start.text}) is not before --end ({args.end.text})")
         samples = list(rec.samples(start=start, end=end))
         events = rec.events(start=start, end=end)
+        changed = None
+        if args.changed:
+            if span is None:
+                raise UserError(f"{args.file} holds no samples: nothing to compare")
+            lo, hi = span
+            c_start = start if start is not None else (lo + (hi if end is None else end)) / 2
+            c_end = end if end is not None else hi
+            if c_start - (c_end - c_start) < lo - 1e-6:
+                print(f"zfsmon: note: the recording starts {c_start - lo:.0f} s before the window: the window before "
+                      "it is that much shorter", file=sys.stderr)
+            changed = whatchanged.compare(list(rec.samples(start=c_start - (c_end - c_start), end=c_end)), c_start,
+                                          c_end)
     report = analyze(samples, events, step=args.step, start=start, end=end,
                      decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
+    if changed is not None:
+        report.findings.append(Finding("what_changed", changed.text(), changed.as_dict()))
     if args.json:
         print(json.dumps({"file": args.file, **report.as_dict()}, indent=2, default=str))
     else:
