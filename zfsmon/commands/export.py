@@ -4,7 +4,10 @@ Per-kind CSV (`--csv DIR`) writes DIR/pool.csv, vdev.csv (vdevs and their leaves
 at that moment), arc.csv, l2arc.csv, zil.csv, dataset.csv, device.csv, workload.csv, trace.csv (those
 the recording has), events.csv and meta.csv (host, platform, ZFS version). `--long` writes DIR/samples.csv
 with one line per value instead
-(`--csv -` sends it to standard output). `--json FILE` writes samples and events as JSON lines.
+(`--csv -` sends it to standard output). With fio samples a directory export adds the analysis' tables:
+fio_steps.csv (per queue depth: IOPS, percentiles, Little's law, the knee, the vdevs meanwhile),
+vdev_roles.csv (per role: operations, IOPS per GB), vdev_latency.csv and vdev_latency_buckets.csv (per role
+and operation). `--json FILE` writes samples and events as JSON lines.
 Every row has an ISO-8601 UTC time and epoch seconds; counters come with their delta and per-second
 rate; `--every` downsamples (counters summed, gauges averaged with min/max). Columns: docs/export.md.
 The recording is only read (it may still be recording).
@@ -76,7 +79,8 @@ def _check_out(path: str, recording: str) -> None:
 
 
 #: the files a per-kind or long export writes (an earlier export's files of these names are replaced or removed)
-EXPORT_FILES = sorted({f"{f}.csv" for f in view.KIND_FILE.values()} | {"samples.csv", "events.csv", "meta.csv"})
+EXPORT_FILES = sorted({f"{f}.csv" for f in view.KIND_FILE.values()} | {"samples.csv", "events.csv", "meta.csv"}
+                      | set(view.FIO_FILES))
 
 
 def _remove_stale(out: str, written: Sequence[str]) -> List[str]:
@@ -143,6 +147,11 @@ def run(args: argparse.Namespace) -> int:
             wide.close()
             names = [f"{f}.csv" for f in wide.counts]
             written = [f"{f}.csv ({n} rows)" for f, n in sorted(wide.counts.items())]
+        if view.has_fio(e for e in rec.entities() if keys is None or e.key in keys):  # the sweep, the vdev roles
+            for name, n in view.write_fio_tables(out, list(rec.samples(entity_keys=keys, start=start, end=end))
+                                                 ).items():
+                names.append(name)
+                written.append(f"{name} ({n} rows)")
         with outfile.atomic(os.path.join(out, "events.csv")) as fh:
             ne = view.write_events(fh, events)
         written.append(f"events.csv ({ne} events)")

@@ -5,6 +5,8 @@ ARC hit % and size against its target c; L2ARC size and hit %; ZIL commits (zil 
 write bandwidth; workload TPS and latency. Every panel shares the window's UTC time axis; pgbench runs
 are shaded, marks (purple), topology changes (orange), counter resets (grey) and errors (red) are
 vertical lines. The first page has the recording's summary and the findings of `zfsmon analyze`.
+With fio samples, two more pages: IOPS, I/Os in flight and each direction's p50/p99/p99.9 against queue
+depth (the knee marked), and each vdev role's latency distribution with its p50/p99 per depth beside fio's.
 The recording is only read (it may still be recording). More: docs/report.md.
 """
 

@@ -24,10 +24,12 @@ from datetime import datetime, timezone
 from typing import IO, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from zfsmon import metrics
+from zfsmon.analysis import qdsweep, vdevperf
 from zfsmon.analysis.downsample import downsample
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.errors import printable
-from zfsmon.model import Event, Kind, Sample
+from zfsmon.model import Entity, Event, Kind, Sample
+from zfsmon.names import fio_job_direction
 from zfsmon.outfile import atomic
 
 #: which CSV file each entity kind goes to (vdevs and their leaves share one, with a kind column)
@@ -334,3 +336,114 @@ def to_text(rows_: Iterable[Row]) -> str:
     buf = io.StringIO()
     write_long(buf, rows_)
     return buf.getvalue()
+
+
+# ------------------------------------------------------------------------ fio: the sweep and the vdev roles' figures
+
+#: what a directory export adds when the recording has fio samples (the analysis' tables over the export's window)
+FIO_FILES = ("fio_steps.csv", "vdev_roles.csv", "vdev_latency.csv", "vdev_latency_buckets.csv")
+STEP_COLUMNS = ["depth", "jobs", "start", "end", "start_epoch", "end_epoch", "seconds", "ios", "iops", "lat_mean_ms"]
+STEP_COLUMNS += [f"clat_{p}_ms" for p in qdsweep.PCTS] + ["clat_max_ms", "in_flight", "little_ratio", "knee", "peak"]
+ROLE_COLUMNS = ["role", "devices", "top_level", "read_ops", "write_ops", "busiest_read_per_device_s",
+                "busiest_write_per_device_s", "capacity_b", "peak_iops", "mean_iops", "iops_per_gb",
+                "fio_peak_iops_per_gb", "l2arc_hits", "l2arc_misses"]
+LATENCY_COLUMNS = ["role", "op", "source", "count", "mean_ms", "p50_ms", "p90_ms", "p99_ms"]
+BUCKET_COLUMNS = ["role", "op", "source", "low_ns", "high_ns", "count"]
+#: step_windows' columns that repeat fio's own (in the step columns already)
+_FIO_SIDE = {"depth", "fio_iops", "fio_p50_ms", "fio_p99_ms"}
+
+
+def has_fio(entities: Iterable[Entity]) -> bool:
+    return any(e.kind == Kind.WORKLOAD and fio_job_direction(e.name) for e in entities)
+
+
+def _flag(on: bool, known: bool) -> str:
+    return ("1" if on else "0") if known else ""
+
+
+def write_steps(out: IO[str], steps: Sequence[qdsweep.Step], sweep: Optional[qdsweep.Sweep],
+                vdev_rows: Sequence[Mapping[str, object]] = ()) -> int:
+    """One row per queue depth (:mod:`zfsmon.analysis.qdsweep`): fio's IOPS, latency and percentiles (the worst
+    direction's, then each direction's), Little's law, the knee and the peak (empty without a sweep), then what the
+    vdev roles did in that step's time (:func:`zfsmon.analysis.vdevperf.step_windows`)."""
+    directions = sorted({d for s in steps for d in (*s.by_direction, *s.by_ios)})
+    per_dir = [(d, f"{d}_ios") for d in directions] + [(d, f"{d}_clat_{p}_ms") for d in directions
+                                                      for p in qdsweep.PCTS]
+    side = sorted({k for r in vdev_rows for k in r} - _FIO_SIDE)
+    by_depth = {r.get("depth"): r for r in vdev_rows}
+    w = csv.writer(out)
+    w.writerow([neutralise(c) for c in STEP_COLUMNS + [c for _d, c in per_dir] + side])
+    knee = sweep.knee.depth if sweep is not None and sweep.knee is not None else None
+    for s in steps:
+        row = [num(s.depth), neutralise(" ".join(s.jobs)), iso(s.t0) if s.t0 is not None else "",
+               iso(s.t1) if s.t1 is not None else "", num(s.t0), num(s.t1), num(s.seconds), num(s.ios), num(s.iops),
+               num(s.lat_mean_ms)] + [num(s.pct_ms.get(p)) for p in qdsweep.PCTS]
+        row += [num(s.max_ms), num(s.in_flight), num(s.little_ratio), _flag(s.depth == knee, sweep is not None),
+                _flag(sweep is not None and s is sweep.peak, sweep is not None)]
+        for d, c in per_dir:
+            row.append(num(s.by_ios.get(d)) if c.endswith("_ios") else
+                       num(s.by_direction.get(d, {}).get(c[len(d) + len("_clat_"):-len("_ms")])))
+        vr = by_depth.get(s.depth, {})
+        row += [num(vr.get(k)) if isinstance(vr.get(k), (int, float)) else "" for k in side]  # type: ignore[arg-type]
+        w.writerow(row)
+    return len(steps)
+
+
+def write_roles(out: IO[str], vp: vdevperf.VdevPerf) -> int:
+    """One row per vdev role: operations, the busiest interval per device, capacity, IOPS per GB; on the data row
+    fio's peak IOPS per GB of the data vdevs, on the cache row the L2ARC's hits and misses (arcstats)."""
+    w = csv.writer(out)
+    w.writerow(ROLE_COLUMNS)
+    peak = vp.fio_peak_iops
+    for role in vdevperf.ROLES:
+        st = vp.roles.get(role)
+        if st is None:
+            continue
+        cache, data = role == "cache", role == "data"
+        w.writerow([role, st.devices, st.top_level, num(st.read_ops), num(st.write_ops),
+                    num(st.busiest_read_per_device_s), num(st.busiest_write_per_device_s), num(st.capacity_b),
+                    num(st.peak_iops), num(st.mean_iops), num(st.iops_per_gb),
+                    num(peak / (st.capacity_b / vdevperf.GB)) if data and peak is not None and st.capacity_b else "",
+                    num(vp.l2_hits) if cache else "", num(vp.l2_misses) if cache else ""])
+    return len(vp.roles)
+
+
+def write_role_latency(out: IO[str], vp: vdevperf.VdevPerf) -> int:
+    """One row per (role, operation): where its latency came from, how many operations, mean and percentiles."""
+    w = csv.writer(out)
+    w.writerow(LATENCY_COLUMNS)
+    for d in vp.latency:
+        w.writerow([d.role, d.op, neutralise(d.source), num(d.count), num(d.mean_ms), num(d.p50_ms), num(d.p90_ms),
+                    num(d.p99_ms)])
+    return len(vp.latency)
+
+
+def write_latency_buckets(out: IO[str], vp: vdevperf.VdevPerf) -> int:
+    """The distributions themselves: one row per (role, operation, bucket), bounds in ns (high exclusive)."""
+    w = csv.writer(out)
+    w.writerow(BUCKET_COLUMNS)
+    n = 0
+    for d in vp.latency:
+        for lo, hi, count in d.buckets:
+            w.writerow([d.role, d.op, neutralise(d.source), num(lo), num(hi), num(count)])
+            n += 1
+    return n
+
+
+def write_fio_tables(directory: str, samples: Sequence[Sample]) -> Dict[str, int]:
+    """The fio tables of a directory export (file -> rows); none without fio samples, the vdev ones only with
+    ``zpool iostat`` rows of a role. Each file written whole or not at all."""
+    sweep = qdsweep.sweep(samples)
+    steps = sweep.steps if sweep is not None else qdsweep.steps_from_samples(samples)
+    if not steps:
+        return {}
+    counts: Dict[str, int] = {}
+    with atomic(os.path.join(directory, "fio_steps.csv")) as fh:
+        counts["fio_steps.csv"] = write_steps(fh, steps, sweep, vdevperf.step_windows(samples, steps))
+    vp = vdevperf.vdev_perf(samples)
+    if vp is not None:
+        for name, writer in (("vdev_roles.csv", write_roles), ("vdev_latency.csv", write_role_latency),
+                             ("vdev_latency_buckets.csv", write_latency_buckets)):
+            with atomic(os.path.join(directory, name)) as fh:
+                counts[name] = writer(fh, vp)
+    return counts
