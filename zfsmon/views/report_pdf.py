@@ -302,10 +302,11 @@ def _role_latency_section(vp: Optional[vdevperf.VdevPerf], rows: Sequence[Dict[s
 def fio_sections(samples: Sequence[Sample]) -> List[Section]:
     """The two fio pages (none without fio samples): IOPS and latency against queue depth, and the vdev roles'
     latency beside fio's."""
-    sw = qdsweep.sweep(samples)
-    steps = sw.steps if sw is not None else qdsweep.steps_from_samples(samples)
+    steps = qdsweep.steps_from_samples(samples)
     if not steps:
         return []
+    sw = qdsweep.sweep([s for s in samples if s.entity.kind == Kind.WORKLOAD])  # its steps: those above
+    steps = sw.steps if sw is not None else steps
     return [_sweep_section(steps, sw),
             _role_latency_section(vdevperf.vdev_perf(samples), vdevperf.step_windows(samples, steps), steps, sw)]
 
