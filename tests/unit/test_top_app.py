@@ -17,7 +17,7 @@ from rich.text import Text
 
 from tests.conftest import wait_until_async
 from tests.unit import top_data
-from zfsmon.model import EventKind, Kind
+from zfsmon.model import EventKind, Kind, Role
 from zfsmon.store import Recorder, Recording
 from zfsmon.views.top import panels
 from zfsmon.views.top.app import KEYS, LiveFeed, TopApp, help_text
@@ -152,22 +152,23 @@ def test_arrow_and_page_keys_scroll_a_tall_tree(recording):
     async def go():
         app = replay_app(recording)
         async with app.run_test(size=(80, 24)) as pilot:
-            await _settle(pilot)
+            # the timeline (below the tree, in the same box) is read in a worker: the box's height is final after
+            await _until(pilot, lambda: "TPS" in app.query_one("#timeline").render().plain, "the timeline read")
             await pilot.press("tab")  # ziocap: data, logs and cache, taller than the tree's box at 80x24
             await _settle(pilot)
             box = app.query_one("#treebox")
             bottom = box.max_scroll_y
-            assert bottom >= 2 and box.scroll_y == 0
+            assert bottom >= 12 and box.scroll_y == 0  # the tree and the timeline's 8 lines
             await pilot.press("down")
             await _settle(pilot)
             assert box.scroll_y == 1
-            await pilot.press("pagedown")
+            await pilot.press("pagedown", "pagedown")
             await _settle(pilot)
             assert box.scroll_y == bottom
             await pilot.press("up")
             await _settle(pilot)
             assert box.scroll_y == bottom - 1
-            await pilot.press("pageup")
+            await pilot.press("pageup", "pageup")
             await _settle(pilot)
             assert box.scroll_y == 0
     run(go())
@@ -527,4 +528,104 @@ def test_no_fio_no_fio_rows(recording):
         async with app.run_test(size=(160, 45)) as pilot:
             await _settle(pilot)
             assert "fio" not in _panel(app, "workload")
+    run(go())
+
+
+# ------------------------------------------------------------------------------------------------ timeline (issue 15)
+def _timeline_parts(app):
+    """(rows by label, the axis' cells, the footer) of the timeline panel as drawn."""
+    lines = _panel(app, "timeline").splitlines()
+    axis = next(line for line in lines if line.startswith(" " * 11) and "─" in line)
+    w = len(axis.rstrip()) - 11
+    rows = {line[:11].strip(): line[11:11 + w] for line in lines[1:] if line[:11].strip()}
+    return rows, axis[11:11 + w], lines[lines.index(axis) + 1]
+
+
+def _data_reads_per_tick(path: str):
+    """Each zpool iostat report's reads/s summed over the data vdevs, straight from the recording."""
+    with Recording.open(path) as r:
+        data = {e.key for e in r.entities() if e.kind == Kind.VDEV and e.role == Role.DATA}
+        per: dict = {}
+        for s in r.samples(kinds=[Kind.VDEV]):
+            if s.entity.key in data and not s.since_boot and "read_ops" in s.metrics:
+                per[s.ts] = per.get(s.ts, 0.0) + s.metrics["read_ops"]
+        return per, r.time_range()
+
+
+def test_timeline_replay_is_the_whole_run_and_follows_the_cursor(tmp_path):
+    path = _lab_recording(tmp_path, "ceiling")
+    reads, (start, end) = _data_reads_per_tick(path)
+
+    def cell(ts, w):
+        return min(w - 1, int((ts - start) / (end - start) * w))
+
+    async def go():
+        app = replay_app(path)
+        async with app.run_test(size=(160, 50)) as pilot:
+            await _until(pilot, lambda: "data reads" in _panel(app, "timeline"), "the recording's timeline read")
+            rows, axis, foot = _timeline_parts(app)
+            w = len(axis)
+            assert set(rows) == {"fio IOPS", "L2 hit %", "L2 size", "data reads"} and w > 40
+            # the whole recording, not the 5-minute window's end: the cursor (at the end) is in the last cell
+            assert axis.index("▲") == w - 1 and "cursor +00:00:39" in foot
+            drawn = rows["data reads"]
+            peak = max(reads, key=reads.get)
+            assert "█" in drawn[max(0, cell(peak, w) - 1):cell(peak, w) + 2], (drawn, peak - start)
+            quiet = [ts for ts, v in reads.items() if v < 0.02 * reads[peak]]  # before fio started: no reads
+            assert len(quiet) >= 5
+            for ts in quiet:
+                c = cell(ts, w)
+                if all(cell(t2, w) not in (c - 1, c, c + 1) or t2 in quiet for t2 in reads):
+                    assert drawn[c] == "▁", (c, drawn)
+            assert f"max {panels.fmt.num(reads[peak], 'ops')}" in _panel(app, "timeline")
+            # the cursor marker moves with the replay cursor; the data rows stay
+            shown = app._shown["timeline"]
+            app.redraw()
+            assert app._shown["timeline"] is shown  # nothing changed: not redrawn
+            await pilot.press("home")
+            await _settle(pilot)
+            rows2, axis, foot = _timeline_parts(app)
+            assert axis.index("▲") == 0 and "cursor +00:00:00" in foot and rows2["data reads"] == drawn
+            await pilot.press(*["right"] * 20)
+            await _settle(pilot)
+            rows2, axis, foot = _timeline_parts(app)
+            assert axis.count("▲") == 1 and axis.index("▲") == cell(start + 20, w) and "cursor +00:00:20" in foot
+    run(go())
+
+
+def test_timeline_shows_run_boundaries_and_marks(recording):
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await _until(pilot, lambda: "TPS" in _panel(app, "timeline"), "the recording's timeline read")
+            rows, axis, _ = _timeline_parts(app)
+            with Recording.open(recording) as r:
+                (start, end), evs = r.time_range(), r.events(kinds=[EventKind.RUN_END, EventKind.MARK])
+            mark = next(e for e in evs if e.kind == EventKind.MARK)
+            run_end = next(e for e in evs if e.kind == EventKind.RUN_END)
+            w = len(axis)
+            assert axis[int((mark.ts - start) / (end + 1 - start) * w)] == "M"
+            assert axis[int((run_end.ts - start) / (end + 1 - start) * w)] == "|"
+            assert rows["TPS"].strip() and "max 752" in _panel(app, "timeline")  # pgbench -P 6's best 6 s
+    run(go())
+
+
+def test_timeline_live_grows_from_the_records(tmp_path, fixtures):
+    batches = top_data.batches()
+
+    async def go():
+        app, feed = _live_app(tmp_path)
+        async with app.run_test(size=(160, 45)) as pilot:
+            assert "no data yet" in _panel(app, "timeline")
+            for _ts, batch in batches:
+                feed.sink(batch)
+            await _until(pilot, lambda: app.state.fed >= sum(len(b) for _, b in batches), "every record fed")
+            app.redraw()
+            await _settle(pilot)
+            rows, axis, foot = _timeline_parts(app)
+            assert "TPS" in rows and "data reads" in rows and "M" in axis and "▲" not in axis and "now +" in foot
+            assert app.timeline.span()[1] == top_data.T_END + 1  # every record, in 1 s buckets (2 min < 256)
+            shown, version = app._shown["timeline"], app.timeline.version
+            app.redraw()
+            assert app._shown["timeline"] is shown and app.timeline.version == version
     run(go())

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import gzip
+import os
+import shutil
+
 import pytest
 
 from tests.unit import top_data
-from zfsmon.model import Event, EventKind, Kind, Role
+from zfsmon.model import Event, EventKind, Kind, Role, Sample
 from zfsmon.sources import arcstats, zpool_health
 from zfsmon.sources.spec import ParseOptions
 from zfsmon.sources.zpool_iostat import read_capture
+from zfsmon.store import Recording
 from zfsmon.views import thresholds
-from zfsmon.views.top import panels
+from zfsmon.views.top import panels, timeline
 from zfsmon.views.top.state import TopState, area_of_source
 
 
@@ -210,3 +215,45 @@ def test_l2arc_panel_says_no_cache_device_once_the_last_one_is_removed():
     text = panels.arc(st, panels.ViewOptions(pool="zguest"), 60, False).plain
     assert "L2ARC: no cache device" in text and "L2 hit" not in text
     assert TopState().has_cache_device() is None  # no tree known (an arcstats-only replay): figures as before
+
+
+# ------------------------------------------------------------------------------------------------ timeline
+LAB = os.path.join(os.path.dirname(__file__), "..", "data", "fio", "lab-acceptance")
+
+
+@pytest.fixture
+def lab_recording(tmp_path) -> str:
+    path = str(tmp_path / "l2arc.zfsmon")  # the L2ARC-served fio sweep: L2 hits, size, data reads, fio IOPS
+    with gzip.open(os.path.join(LAB, "l2arc.zfsmon.gz")) as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
+
+
+def test_timeline_live_and_replay_agree(lab_recording):
+    """The live path (records as they arrive) and the replay path (downsampled read of the file) give one timeline."""
+    read = timeline.read_timeline(lab_recording)
+    with Recording.open(lab_recording) as r:
+        records = sorted([*r.samples(), *r.events()], key=lambda x: x.ts)
+    live = timeline.Timeline(read.every)
+    live.feed(records)
+    assert read.every == 1.0 and read.span() == live.span()
+    for name in ("iops", "l2_hit", "l2_size", "reads"):
+        a, b = read.series(name), live.series(name)
+        assert len(a) > 20 and [i for i, _ in a] == [i for i, _ in b], name
+        assert all(abs(x - y) <= 1e-9 * max(1.0, abs(x)) for (_, x), (_, y) in zip(a, b)), name
+    # fio IOPS: the I/Os fio counted, over the bucket's seconds
+    ios = sum(s.metrics.get("ios", 0.0) for s in records if isinstance(s, Sample) and s.entity.name.startswith("fio:"))
+    assert sum(v for _, v in read.series("iops")) * read.every == pytest.approx(ios)
+
+
+def test_timeline_coarsens_by_merging_neighbours():
+    tl = timeline.Timeline(every=1.0, max_buckets=8)
+    for t in range(100):
+        tl.add(1000.0 + t, "tps", float(t))
+    # 100 s in at most 8 buckets: 16 s each, aligned to multiples of 16 s in epoch time, sums kept exactly
+    assert tl.every == 16.0 and len(tl.buckets) <= 8
+    pts = dict(tl.series("tps"))
+    assert sorted(pts) == list(range(62, 69))  # 992 .. 1088 s / 16
+    assert pts[63] == pytest.approx(sum(range(8, 24)) / 16)  # 1008..1023 s: values 8..23
+    assert [i for i, _ in tl.series("tps", closed_only=True)] == list(range(62, 68))  # the newest still fills
+    assert timeline.every_for(24 * 3600.0) == 512.0  # a day in at most 256 buckets (169)

@@ -29,6 +29,7 @@ from zfsmon.views import csv_export as export
 from zfsmon.views.top import panels
 from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top.state import SORTS, WINDOWS, TopState
+from zfsmon.views.top.timeline import Timeline, read_timeline
 
 #: below this the screen says so instead of drawing a garbled dashboard
 MIN_SIZE = (60, 18)
@@ -155,6 +156,7 @@ class TopApp(App):
     #treebox { width: 3fr; height: 100%; scrollbar-size-vertical: 1; }
     #side { width: 2fr; height: 100%; }
     .panel { height: auto; margin: 0 0 1 0; }
+    #timeline { height: auto; margin: 1 0 0 0; }
     #body.narrow { layout: vertical; }
     #body.narrow #treebox { width: 100%; height: 1fr; }
     #body.narrow #side { width: 100%; height: 12; layout: grid; grid-size: 3 2; grid-gutter: 0 1; }
@@ -190,6 +192,9 @@ class TopApp(App):
         self._report_ts: Optional[float] = None
         self._shown: dict = {}
         self._findings_lines = 0
+        #: the whole run in coarse buckets: live, fed with the records; replay, read from the recording in a worker
+        self.timeline: Optional[Timeline] = Timeline() if replay is None else None
+        self._timeline_key: Optional[tuple] = None
 
     # ---------------------------------------------------------------------------------------------- setup
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
@@ -206,16 +211,42 @@ class TopApp(App):
         with Horizontal(id="body"):
             with VerticalScroll(id="treebox"):
                 yield Static(id="tree")
+                yield Static(id="timeline")
             with VerticalScroll(id="side"):
                 for name in ("arc", "zil", "workload", "readpath", "findings"):
                     yield Static(id=name, classes="panel")
         yield Static(id="keys")
 
     def on_mount(self) -> None:
+        # the keys are the app's: a scrolled box with focus would take home/end/pgup/pgdn for itself (the tree
+        # scrolls with up/down/pgup/pgdn through the app's actions, and the mouse wheel needs no focus)
+        for box in self.query(VerticalScroll):
+            box.can_focus = False
         self._layout()
         self.set_interval(0.25, self._pump)
         self.set_interval(1.0, self.redraw)
+        if self.replay is not None:
+            self._read_timeline(self.replay.rec.path)
         self.redraw()
+
+    def _read_timeline(self, path: str) -> None:
+        """The recording's whole-run timeline, read once in a worker thread (its own connection to the file)."""
+        def work() -> None:
+            try:
+                tl, err = read_timeline(path), None
+            except Exception as exc:  # a damaged recording must not end the dashboard: the panel says so
+                tl, err = None, exc
+            self.call_from_thread(self._timeline_read, tl, err)
+
+        self.run_worker(work, thread=True, group="timeline")
+
+    def _timeline_read(self, tl: Optional[Timeline], err: Optional[Exception]) -> None:
+        if err is not None:
+            self.notify(f"timeline unavailable: {type(err).__name__}: {err}", severity="warning")
+            tl = Timeline()
+        self.timeline = tl
+        if self._panels_mounted():
+            self.redraw()
 
     def on_resize(self, _event) -> None:
         if self._panels_mounted():
@@ -226,6 +257,7 @@ class TopApp(App):
         self._laid_out = self.size
         self._shown = {}
         self._findings_lines = 0
+        self._timeline_key = None
         w, h = self.size
         small = w < MIN_SIZE[0] or h < MIN_SIZE[1]
         self.query_one("#body").set_class(w < NARROW, "narrow")
@@ -260,6 +292,7 @@ class TopApp(App):
                     del self.held[:-MAX_HELD]
                 else:
                     self.state.feed(recs)
+                    self._feed_timeline(recs)
                     self._choose_pool()
         elif self.replay is not None and self.replay.playing:
             before = self.replay.cursor
@@ -268,6 +301,10 @@ class TopApp(App):
                 self.replay.playing = False
             self._settle_until = time.monotonic() + 0.4
             self.redraw()
+
+    def _feed_timeline(self, records: List[Record]) -> None:
+        if self.replay is None and self.timeline is not None:
+            self.timeline.feed(records)
 
     def _choose_pool(self) -> None:
         pools = self.state.pools()
@@ -336,6 +373,7 @@ class TopApp(App):
         side_w = self._width("#arc", max(20, (w - 2) // 3) if narrow else max(30, w * 2 // 5 - 2))
         st, o = self.state, self.opts
         self._put("tree", panels.tree(st, o, tree_w))
+        self._draw_timeline(tree_w)
         self._put("arc", panels.arc(st, o, side_w, narrow))
         self._put("zil", panels.zil(st, o, side_w, narrow))
         self._put("workload", panels.workload(st, o, side_w, narrow))
@@ -345,6 +383,18 @@ class TopApp(App):
         if self.replay is not None:
             keys = "q quit  p play  ←/→ step  [/] events  home/end  </> speed  +/- window  e export  ? help"
         self._put("keys", Text(keys, no_wrap=True, overflow="ellipsis"))
+
+    def _draw_timeline(self, width: int) -> None:
+        """Only when its buckets, its events, the width or the cursor's second changed: not every refresh."""
+        tl = self.timeline
+        cursor = self.replay.cursor if self.replay is not None else None
+        key = (id(tl), tl.version if tl is not None else -1, tl.every if tl is not None else 0.0, width,
+               None if cursor is None else int(cursor), self.opts.raw)
+        if key == self._timeline_key:
+            return
+        self._timeline_key = key
+        extent = (self.replay.start, self.replay.end) if self.replay is not None else None
+        self._put("timeline", panels.timeline(tl, cursor, self.opts, width, live=self.replay is None, extent=extent))
 
     def _width(self, selector: str, guess: int) -> int:
         got = self.query_one(selector).size.width
@@ -387,6 +437,7 @@ class TopApp(App):
         self.paused = not self.paused
         if not self.paused and self.held:
             self.state.feed(self.held)
+            self._feed_timeline(self.held)
             self.held = []
         self.redraws = 0 if not self.paused else self.redraws
         self.redraw()
@@ -401,6 +452,7 @@ class TopApp(App):
         ts = self.clock()
         self.marks.append(text)
         self.state.feed([Event(ts, EventKind.MARK, text, source="user")])
+        self._feed_timeline([Event(ts, EventKind.MARK, text, source="user")])
         if self.on_mark is None:
             self.notify("not recording: the mark is shown but not saved", severity="warning")
             return

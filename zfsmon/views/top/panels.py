@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from rich.text import Text
 
@@ -18,12 +18,13 @@ from zfsmon.analysis.findings import DRIVERS
 from zfsmon.model import EventKind
 from zfsmon.views import thresholds
 from zfsmon.views.top import fmt
+from zfsmon.views.top import timeline as tl_mod
 from zfsmon.views.top.state import FioRow, TopState, TreeRow, unhealthy
 
 HEADING = "bold reverse"
 DRIVER_WORDS = dict(DRIVERS)
 TITLES = {"vdevs": "Vdevs", "arc": "ARC / L2ARC", "zil": "ZIL / SLOG", "workload": "Workload",
-          "readpath": "Read path", "findings": "Findings"}
+          "readpath": "Read path", "findings": "Findings", "timeline": "Timeline"}
 
 
 @dataclass
@@ -313,9 +314,10 @@ def fio_rows(state: TopState, rows: List[FioRow], opts: ViewOptions, width: int,
         ended = now - r.last > 3 * max(opts.interval, 1.0)
         text = "".join(n.ljust(c) for n, c in zip(nums[r.key], cols))
         if compact:
-            line = Text(f"{r.job + ' ' + r.direction[:1]:<8.8} {fmt.num(r.iops, 'x', raw):>5} ",
+            line = Text(f"{r.job + ' ' + r.direction[:1]:<7.7} {fmt.num(r.iops, 'x', raw):>5} ",
                         style="dim" if ended else "")
-            line.append_text(fmt.band(r.pct_ms, max(3, width - 15 - len(text)), scale))
+            if width - 14 - len(text) >= 4:  # narrower than that, a band says nothing: the numbers only
+                line.append_text(fmt.band(r.pct_ms, width - 14 - len(text), scale))
             line.append(text)
             out.append(line)
             continue
@@ -329,6 +331,78 @@ def fio_rows(state: TopState, rows: List[FioRow], opts: ViewOptions, width: int,
     if len(rows) > len(shown):
         out.append(Text(f"+{len(rows) - len(shown)} older fio jobs in the window", style="dim", no_wrap=True))
     return out
+
+
+# ------------------------------------------------------------------------------------------------ timeline
+TIMELINE_LABEL = 11
+TIMELINE_RIGHT = 11
+
+
+def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewOptions, width: int,
+             live: bool, extent: Optional[Tuple[float, float]] = None) -> Text:
+    """The whole run: one row per series (blocks scaled from 0, or 0..100 %, to the row's max, shown at its right),
+    then an axis with run boundaries (``|``), marks (``M``) and the cursor (``▲``), and the time at both ends.
+    ``extent``: the time the row spans (replay: the recording's first to last reading), else the buckets'."""
+    parts: List[Text] = []
+    span = tl.span() if tl is not None else None
+    if tl is None or span is None:
+        parts.append(heading("timeline", width))
+        parts.append(Text("reading the recording..." if tl is None else "no data yet", style="dim"))
+        return _lines(parts, width)
+    start, end = span if extent is None else (min(extent[0], span[0]), max(extent[1], span[1]))
+    if live:  # the filling bucket is left out until it closes
+        end -= tl.every
+    w = max(4, width - TIMELINE_LABEL - TIMELINE_RIGHT - 1)
+    parts.append(heading("timeline", width, f"whole run {fmt.clock(end - start)}, {fmt.window(tl.every)} buckets"))
+    if end <= start:
+        parts.append(Text("collecting the first bucket...", style="dim"))
+        return _lines(parts, width)
+
+    def cell(ts: float) -> int:
+        return min(w - 1, max(0, int((ts - start) / (end - start) * w)))
+
+    marks = {cell(e.ts): e for e in tl.events if start <= e.ts <= end + tl.every}
+    at = cell(cursor) if cursor is not None else None
+    have_tps = False
+    for name, label, unit, fixed in tl_mod.ROWS:
+        if name == "iops" and have_tps:
+            continue
+        pts = tl.series(name, closed_only=live)
+        if not pts:
+            continue
+        have_tps |= name == "tps"
+        vals = tl_mod.cells(pts, tl.every, start, end, w)
+        present = [v for v in vals if v is not None]
+        if not present:
+            continue
+        lo, hi = fixed if fixed is not None else (0.0, max(present))
+        line = Text(f"{label:<{TIMELINE_LABEL}.{TIMELINE_LABEL}}")
+        for i, v in enumerate(vals):
+            ch = " " if v is None else fmt.BLOCKS[0] if hi <= lo else                 fmt.BLOCKS[max(0, min(7, int((v - lo) / (hi - lo) * 7.999)))]
+            style = "reverse" if i == at else "bold magenta" if i in marks else "cyan"
+            line.append(ch, style=style)
+        right = f" max {fmt.num(max(present), unit, opts.raw)}"
+        line.append(f"{right:>{TIMELINE_RIGHT + 1}.{TIMELINE_RIGHT + 1}}", style="dim")
+        parts.append(line)
+    if len(parts) == 1:
+        parts.append(Text("no TPS, L2ARC or data vdev reads recorded", style="dim"))
+    axis = Text(" " * TIMELINE_LABEL)
+    for i in range(w):
+        ev = marks.get(i)
+        if i == at:
+            axis.append("▲", style="bold yellow")
+        elif ev is not None:
+            axis.append("M" if ev.kind == EventKind.MARK else "|", style="bold magenta")
+        else:
+            axis.append("─", style="dim")
+    parts.append(axis)
+    left = time.strftime("%H:%M:%S", time.gmtime(start)) + "Z"
+    right = ("now " if live else "") + f"+{fmt.clock(end - start)}"
+    where = f"cursor +{fmt.clock(cursor - start)}" if cursor is not None and not live else ""
+    gap = max(1, w - len(left) - len(right))
+    foot = f"{left}{where:^{gap}}{right}" if len(where) + 2 <= gap else f"{left}{' ' * gap}{right}"
+    parts.append(Text(" " * TIMELINE_LABEL + foot, style="dim"))
+    return _lines(parts, width)
 
 
 # ------------------------------------------------------------------------------------------------ read path
