@@ -7,7 +7,9 @@ parser; the values must equal what the parsers read from genuine captures (tests
 from __future__ import annotations
 
 import re
+import shutil
 import socket
+import subprocess
 import threading
 import time
 import urllib.request
@@ -18,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import free_loopback_port
+from tests.conftest import TEST_DATA, free_loopback_port, need
 from tests.unit import report_data as rd
 from zfsmon import metrics
 from zfsmon.cli import main
@@ -41,6 +43,10 @@ def scrape(port: int) -> Scrape:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
         assert resp.status == 200
         text = resp.read().decode()
+    return families(text)
+
+
+def families(text: str) -> Scrape:
     return {f.name: (f.type, f.documentation, [(s.name, s.labels, s.value) for s in f.samples])
             for f in text_string_to_metric_families(text)}
 
@@ -301,3 +307,29 @@ def test_any_metric_name_becomes_a_valid_prometheus_name(kind, metric):
 
 def test_an_unlisted_name_cannot_shadow_a_counters_samples():
     assert prom_name(Kind.ARC, "hits_total").name == "zfsmon_arc_hits_total_raw"
+
+
+def test_a_real_openzfs_2_3_arcstats_scrape_passes_promtool(served):
+    """Issue 16 item 12: a kernel with the persistent L2ARC's ``l2_log_blk_count`` (a gauge) made the scrape fail
+    ``promtool check metrics`` (``_count`` is a histogram's or summary's series). The whole scrape of the OpenZFS
+    2.3 guest's real arcstats passes, and the statistic is there under its renamed family."""
+    promtool = shutil.which("promtool")
+    need(promtool is not None, "promtool not installed (Debian package prometheus)")
+    text = (TEST_DATA / "openzfs-2.3" / "kstat" / "arcstats").read_text()
+    raw = {p[0]: int(p[2]) for p in (line.split() for line in text.splitlines()) if len(p) == 3 and p[1] == "4"}
+    assert "l2_log_blk_count" in raw  # the capture has the statistic this test is about
+    samples = arcstats.parse_linux(text, 1_700_000_000.0)
+    latest = LatestValues()
+    latest.add(samples)
+    port = served(latest)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        body = resp.read()
+    res = subprocess.run([str(promtool), "check", "metrics"], input=body, capture_output=True, timeout=60)
+    assert res.returncode == 0 and not res.stdout and not res.stderr, (res.stdout + res.stderr).decode()
+    fams = families(body.decode())
+    assert fams["zfsmon_l2arc_log_blk_number"] == ("gauge", prom_name(Kind.L2ARC, "log_blk_count").help, [
+        ("zfsmon_l2arc_log_blk_number", {}, raw["l2_log_blk_count"])])
+    assert b"log_blk_count" not in body
+    # the rest of the arcstats came through too: a counter and a size, with the capture's values
+    assert fams["zfsmon_arc_hits"][2] == [("zfsmon_arc_hits_total", {}, raw["hits"])]
+    assert value(fams, "zfsmon_arc_size_bytes") == raw["size"]
