@@ -542,14 +542,22 @@ def _timeline_parts(app):
 
 
 def _data_reads_per_tick(path: str):
-    """Each zpool iostat report's reads/s summed over the data vdevs, straight from the recording."""
+    """Each zpool iostat report's reads/s of the pool's line, straight from the recording (a pool without special
+    or dedup vdevs: its data vdevs' reads, as their sum says, give or take zpool iostat's rounding)."""
     with Recording.open(path) as r:
-        data = {e.key for e in r.entities() if e.kind == Kind.VDEV and e.role == Role.DATA}
-        per: dict = {}
-        for s in r.samples(kinds=[Kind.VDEV]):
-            if s.entity.key in data and not s.since_boot and "read_ops" in s.metrics:
-                per[s.ts] = per.get(s.ts, 0.0) + s.metrics["read_ops"]
-        return per, r.time_range()
+        ents = r.entities()
+        assert not any(e.role in (Role.SPECIAL, Role.DEDUP) for e in ents)
+        data = {e.key for e in ents if e.kind == Kind.VDEV and e.role == Role.DATA}
+        pool: dict = {}
+        vdevs: dict = {}
+        for s in r.samples(kinds=[Kind.VDEV, Kind.POOL]):
+            if not s.since_boot and "read_ops" in s.metrics:
+                if s.entity.kind == Kind.POOL:
+                    pool[s.ts] = s.metrics["read_ops"]
+                elif s.entity.key in data:
+                    vdevs[s.ts] = vdevs.get(s.ts, 0.0) + s.metrics["read_ops"]
+        assert set(pool) == set(vdevs) and all(abs(pool[t] - vdevs[t]) <= max(2.0, 0.01 * pool[t]) for t in pool)
+        return pool, r.time_range()
 
 
 def test_timeline_replay_is_the_whole_run_and_follows_the_cursor(tmp_path):

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from tests.unit import top_data
-from zfsmon.model import Event, EventKind, Kind, Role, Sample
+from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample
 from zfsmon.sources import arcstats, zpool_health
 from zfsmon.sources.spec import ParseOptions
 from zfsmon.sources.zpool_iostat import read_capture
@@ -257,3 +257,16 @@ def test_timeline_coarsens_by_merging_neighbours():
     assert pts[63] == pytest.approx(sum(range(8, 24)) / 16)  # 1008..1023 s: values 8..23
     assert [i for i, _ in tl.series("tps", closed_only=True)] == list(range(62, 68))  # the newest still fills
     assert timeline.every_for(24 * 3600.0) == 512.0  # a day in at most 256 buckets (169)
+
+
+def test_timeline_reads_data_vdevs_where_the_pool_line_holds_special_reads():
+    pool = Entity(Kind.POOL, "tank", "tank")
+    data = Entity(Kind.VDEV, "mirror-0", "tank", Role.DATA, "tank")
+    special = Entity(Kind.VDEV, "mirror-1", "tank", Role.SPECIAL, "tank")
+    plain = Entity(Kind.POOL, "plain", "plain")
+    tl = timeline.Timeline()
+    for t in range(3):
+        tl.feed([Sample(100.0 + t, pool, {"read_ops": 50.0}), Sample(100.0 + t, data, {"read_ops": 20.0}),
+                 Sample(100.0 + t, special, {"read_ops": 30.0}), Sample(100.0 + t, plain, {"read_ops": 7.0})])
+    # tank: its data vdev's 20/s, not the pool line's 50 (30 of them metadata on the special vdev); plain: its line
+    assert [v for _, v in tl.series("reads")] == [27.0, 27.0, 27.0]

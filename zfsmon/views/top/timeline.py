@@ -1,30 +1,35 @@
 """The whole run at a glance: a few series in coarse buckets, for the dashboard's timeline panel.
 
 TPS (pgbench; fio's IOPS when there is no pgbench), L2ARC hit % and size, and
-the reads of the pools' data vdevs, each summed into buckets of ``every``
-seconds (aligned to multiples of ``every`` in epoch time, as
-:mod:`zfsmon.analysis.downsample` aligns its buckets); when a run outgrows
+the reads of the pools' data vdevs (the pool's own line where the pool has no
+special or dedup vdevs: the same reads, plus a log device's, which is read
+only on import, in one stream instead of one per vdev), each summed into
+buckets of ``every`` seconds (aligned to multiples of ``every`` in epoch time,
+as :mod:`zfsmon.analysis.downsample` aligns its buckets); when a run outgrows
 :data:`MAX_BUCKETS`, ``every`` doubles and neighbouring buckets merge, so
 memory and drawing stay the same for a minute as for a day. Run boundaries
 and marks are kept beside them.
 
-Two ways in, one shape: live, :meth:`Timeline.feed` takes the records as the
-dashboard receives them (a few additions per record, no file read, so it works
-with ``--no-record`` too); replay, :func:`read_timeline` reads the recording's
-few streams that matter through the store's reader and
-:func:`zfsmon.analysis.downsample.downsample` once, in a worker thread.
-:attr:`Timeline.version` changes only when a bucket closes, the buckets merge
-or an event arrives: the panel is redrawn only then (or when the cursor moves).
+Two ways in, one arithmetic (:meth:`Timeline.sample`): live,
+:meth:`Timeline.feed` takes the records as the dashboard receives them (a few
+additions per record, no file read, so it works with ``--no-record`` too);
+replay, :func:`read_timeline` reads the recording's few streams that matter,
+and of them only the metrics it draws, through the store's reader
+(:meth:`Recording.rows`) once, in a worker thread. (Reading samples through
+:func:`zfsmon.analysis.downsample.downsample` took over three times the CPU:
+it builds every sample whole and keeps every metric, and an L2ARC sample has
+18 counters.) :attr:`Timeline.version` changes only when a bucket closes, the
+buckets merge or an event arrives: the panel is redrawn only then (or when the
+cursor moves).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from zfsmon import names
-from zfsmon.analysis.downsample import Bucket, downsample
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
 from zfsmon.store import Recording
 
@@ -37,6 +42,11 @@ ROWS: Tuple[Tuple[str, str, str, Optional[Tuple[float, float]]], ...] = (
     ("tps", "TPS", "x", None), ("iops", "fio IOPS", "x", None), ("l2_hit", "L2 hit %", "%", (0.0, 100.0)),
     ("l2_size", "L2 size", "B", None), ("reads", "data reads", "ops", None))
 MAX_EVENTS = 2000
+#: the metrics the timeline reads, per kind (replay reads no others)
+WANTED: Dict[Kind, Tuple[str, ...]] = {Kind.WORKLOAD: ("tps", "ios"), Kind.L2ARC: ("asize", "size", "hits", "misses"),
+                                       Kind.VDEV: ("read_ops",), Kind.POOL: ("read_ops",)}
+#: vdev roles whose reads a pool's line holds besides its data vdevs' (then the data vdevs are read one by one)
+OTHER_READERS = (Role.SPECIAL, Role.DEDUP)
 
 
 def is_data_vdev(e: Entity) -> bool:
@@ -56,10 +66,12 @@ class Timeline:
         self.version = 0
         self._open: Optional[int] = None  # the newest bucket (live: still filling, not drawn)
         self._l2: Optional[Tuple[float, float]] = None  # the previous L2ARC (hits, misses) counters
+        #: pools with special or dedup vdevs: their data reads are their data vdevs', not the pool line's
+        self.split_pools: Set[str] = set()
 
     # ------------------------------------------------------------------------------------------ filling
     def add(self, ts: float, part: str, total: float, n: float = 1.0) -> None:
-        i = int(ts // self.every)
+        i = int(ts // self.every)  # the bucket [i * every, (i + 1) * every), as downsample.bucket_start aligns
         b = self.buckets.get(i)
         if b is None:
             b = self.buckets[i] = {}
@@ -102,59 +114,46 @@ class Timeline:
             del self.events[:-MAX_EVENTS]
             self.version += 1
 
+    def wants(self, e: Entity) -> bool:
+        """Whether the timeline draws anything from this entity's samples."""
+        if e.kind == Kind.WORKLOAD:
+            return e.name == names.PGBENCH or names.fio_job_direction(e.name) is not None
+        if e.kind == Kind.POOL:
+            return e.pool not in self.split_pools
+        return e.kind == Kind.L2ARC or (is_data_vdev(e) and e.pool in self.split_pools)
+
     def feed(self, records: Iterable[Record]) -> None:
         """Live: the records as the dashboard receives them (the same the recorder writes)."""
+        records = list(records)
+        for r in records:  # first: a batch's pool line comes before its vdevs, and which to read depends on them
+            if isinstance(r, Sample) and r.entity.kind == Kind.VDEV and r.entity.role in OTHER_READERS:
+                self.split_pools.add(r.entity.pool)
         for r in records:
             if isinstance(r, Event):
                 self.event(r)
-                continue
-            if r.since_boot:
-                continue
-            e, m = r.entity, r.metrics
-            if e.kind == Kind.WORKLOAD:
-                if e.name == names.PGBENCH and "tps" in m:
-                    self.add(r.ts, "tps", m["tps"])
-                elif names.fio_job_direction(e.name) is not None and "ios" in m:
-                    self.add(r.ts, "fio_ios", m["ios"])
-            elif e.kind == Kind.L2ARC:
-                self._l2_sample(r)
-            elif is_data_vdev(e) and "read_ops" in m:
-                self.add(r.ts, f"reads:{e.key}", m["read_ops"])
+            elif not r.since_boot and self.wants(r.entity):
+                self.sample(r.ts, r.entity, r.metrics)
 
-    def _l2_sample(self, s: Sample) -> None:
-        m = s.metrics
-        size = m.get("asize", m.get("size"))
-        if size is not None:
-            self.add(s.ts, "l2_size", size)
-        if "hits" in m and "misses" in m:
-            now = (m["hits"], m["misses"])
-            prev, self._l2 = self._l2, now
-            if prev is not None and now[0] >= prev[0] and now[1] >= prev[1]:  # a reset costs one interval
-                self.add(s.ts, "l2_hits", now[0] - prev[0], 0.0)
-                self.add(s.ts, "l2_misses", now[1] - prev[1], 0.0)
-
-    def add_bucket(self, b: Bucket) -> None:
-        """Replay: one entity's downsampled bucket (at this timeline's ``every``)."""
-        e, ts = b.entity, b.ts
+    def sample(self, ts: float, e: Entity, m: Dict[str, float]) -> None:
+        """One reading of an entity the timeline :meth:`wants` (live and replay alike)."""
         if e.kind == Kind.WORKLOAD:
-            g = b.gauges.get("tps") if e.name == names.PGBENCH else None
-            if g is not None:
-                self.add(ts, "tps", g.total, g.n)
-            g = b.gauges.get("ios") if names.fio_job_direction(e.name) is not None else None
-            if g is not None:
-                self.add(ts, "fio_ios", g.total, g.n)
+            if e.name == names.PGBENCH:
+                if "tps" in m:
+                    self.add(ts, "tps", m["tps"])
+            elif "ios" in m:
+                self.add(ts, "fio_ios", m["ios"])
         elif e.kind == Kind.L2ARC:
-            g = b.gauges.get("asize", b.gauges.get("size"))
-            if g is not None:
-                self.add(ts, "l2_size", g.total, g.n)
-            h, mi = b.counters.get("hits"), b.counters.get("misses")
-            if h is not None and mi is not None and h.has_delta and mi.has_delta:
-                self.add(ts, "l2_hits", h.delta, 0.0)
-                self.add(ts, "l2_misses", mi.delta, 0.0)
-        elif is_data_vdev(e):
-            g = b.gauges.get("read_ops")
-            if g is not None:
-                self.add(ts, f"reads:{e.key}", g.total, g.n)
+            size = m.get("asize", m.get("size"))
+            if size is not None:
+                self.add(ts, "l2_size", size)
+            if "hits" in m and "misses" in m:
+                now = (m["hits"], m["misses"])
+                prev, self._l2 = self._l2, now
+                if prev is not None and now[0] >= prev[0] and now[1] >= prev[1]:  # a reset costs one interval
+                    self.add(ts, "l2_hits", now[0] - prev[0], 0.0)
+                    self.add(ts, "l2_misses", now[1] - prev[1], 0.0)
+        elif "read_ops" in m:
+            self.add(ts, f"reads:{e.key}", m["read_ops"])
 
     # ------------------------------------------------------------------------------------------ reading
     def span(self) -> Optional[Tuple[float, float]]:
@@ -203,7 +202,7 @@ def every_for(span_s: float, max_buckets: int = MAX_BUCKETS) -> float:
 
 
 def read_timeline(path: str, max_buckets: int = MAX_BUCKETS) -> Timeline:
-    """Replay: the whole recording's timeline from a downsampled read of only the streams it draws.
+    """Replay: the whole recording's timeline, from the rows of only the streams (and metrics) it draws.
 
     Opens its own :class:`Recording` (the caller runs this in a worker thread: a connection is not shared)."""
     with Recording.open(path) as rec:
@@ -211,11 +210,19 @@ def read_timeline(path: str, max_buckets: int = MAX_BUCKETS) -> Timeline:
         tl = Timeline(every_for(rng[1] - rng[0] if rng else 1.0, max_buckets), max_buckets)
         if rng is None:
             return tl
-        keys = [e.key for e in rec.entities() if is_data_vdev(e) or e.kind == Kind.L2ARC or (
-            e.kind == Kind.WORKLOAD and (e.name == names.PGBENCH or names.fio_job_direction(e.name) is not None))]
-        if keys:
-            for b in downsample(rec.samples(entity_keys=keys), tl.every):
-                tl.add_bucket(b)
+        ents = {e.key: e for e in rec.entities()}
+        tl.split_pools = {e.pool for e in ents.values() if e.kind == Kind.VDEV and e.role in OTHER_READERS}
+        plan: Dict[int, Tuple[Entity, List[Tuple[str, int]]]] = {}
+        for sid in rec.select_streams([k for k, e in ents.items() if tl.wants(e)]):
+            st = rec.streams[sid]
+            have = [m.name for m in st.metrics]
+            want = [(n, have.index(n)) for n in WANTED.get(ents[st.entity_key].kind, ()) if n in have]
+            if want and not st.since_boot:
+                plan[sid] = (ents[st.entity_key], want)
+        if plan:
+            for ts, st, vals, _iv in rec.rows(list(plan)):
+                e, want = plan[st.id]
+                tl.sample(ts, e, {n: vals[i] for n, i in want})
         for ev in rec.events(kinds=EVENT_KINDS):
             tl.event(ev)
         tl._open = None  # a recording's buckets are all complete
