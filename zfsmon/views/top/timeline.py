@@ -68,6 +68,8 @@ class Timeline:
         self._l2: Optional[Tuple[float, float]] = None  # the previous L2ARC (hits, misses) counters
         #: pools with special or dedup vdevs: their data reads are their data vdevs', not the pool line's
         self.split_pools: Set[str] = set()
+        self._cache: Dict[tuple, List[Optional[float]]] = {}
+        self._cache_version: Tuple[int, float] = (-1, 0.0)
 
     # ------------------------------------------------------------------------------------------ filling
     def add(self, ts: float, part: str, total: float, n: float = 1.0) -> None:
@@ -162,6 +164,17 @@ class Timeline:
             return None
         hi = max(self.buckets) + 1
         return min(self.buckets) * self.every, hi * self.every
+
+    def cells(self, name: str, start: float, end: float, width: int, closed_only: bool = False
+              ) -> List[Optional[float]]:
+        """:func:`cells` of a series, kept until the buckets change (a cursor move redraws without recomputing)."""
+        if self._cache_version != (self.version, self.every):
+            self._cache, self._cache_version = {}, (self.version, self.every)
+        key = (name, start, end, width, closed_only)
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = cells(self.series(name, closed_only), self.every, start, end, width)
+        return got
 
     def series(self, name: str, closed_only: bool = False) -> List[Tuple[int, float]]:
         """(bucket index, value) of one of :data:`ROWS`' series."""
