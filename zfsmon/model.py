@@ -74,7 +74,8 @@ class Entity:
     """What a set of numbers belongs to.
 
     ``name`` is unique within (kind, pool). ``parent`` is the parent's name in
-    the same pool (a leaf's vdev, a vdev's pool), so views can draw the tree.
+    the same pool (a leaf's vdev, a vdev's pool), so views can draw the tree; a
+    block device's is the zpool leaf it is (``vdb`` -> ``virtio-data0``), when known.
     ``role`` is set for vdevs and leaves. Identity (``key``) deliberately
     excludes role and parent: a device that changes role is the same device,
     and the change is a topology event.

@@ -178,8 +178,11 @@ def test_vdevs_with_roles_leaves_and_devices(prom: Prom) -> None:
     for dev in lab.devices["data"]:
         assert by_dev[_basename(dev)][0] == "data" and by_dev[_basename(dev)][1] in ("mirror-0", "mirror-1")
     # the block-device layer sees the same loop devices, under the same device label (the goose-egg join)
-    devs = {r["metric"]["device"] for r in prom.query("zfsmon_device_reads_total")}
-    assert {_basename(d) for d in lab.devices["data"] + lab.devices["cache"]} <= devs
+    devs = {r["metric"]["device"]: r["metric"].get("leaf", "") for r in prom.query("zfsmon_device_reads_total")}
+    assert {_basename(d) for d in lab.devices["data"] + lab.devices["cache"]} <= set(devs)
+    # each pool device's series name the zpool leaf (or single-disk vdev) it is: here its own loop name
+    for d in lab.devices["data"] + lab.devices["log"] + lab.devices["cache"]:
+        assert devs[_basename(d)] == _basename(d), (d, devs)
     alloc = prom.query(f'zfsmon_pool_alloc_bytes{{pool="{pool}"}}')
     assert alloc and float(alloc[0]["value"][1]) > 100 * 2 ** 20  # the 160 MiB file is in it
 

@@ -10,6 +10,9 @@ layer may report far fewer operations than ZFS issued. Line layout
 Also here, because it is the Linux block-device I/O the goose-egg check needs:
 :func:`resolve_kernel_name` turns a ``zpool status`` leaf path into the kernel
 device name ``/proc/diskstats`` uses (``/dev/disk/by-id/wwn-...`` -> ``sdb``).
+The live collector uses it to say which zpool leaf each device is: the device
+entity's ``parent`` is that leaf's name (``vdb`` -> ``virtio-data0``), which the
+exporter serves as the ``leaf`` label so PromQL can join the two layers.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
-from zfsmon.names import candidate_paths
+from zfsmon.names import candidate_paths, is_grouping_vdev
 from zfsmon.sources.base import Clock, Collector, PolledCollector
 from zfsmon.sources.spec import Source, TextKind
+from zfsmon.sources.zpool_status import Topology, read_topology
 from zfsmon.units import MAX_DIGITS
 
 PATH = "/proc/diskstats"
@@ -48,14 +52,17 @@ def _uint(tok: str) -> bool:
     return tok.isascii() and tok.isdigit()
 
 
-def device_entity(name: str) -> Entity:
-    return Entity(Kind.DEVICE, name)
+def device_entity(name: str, leaf: str = "") -> Entity:
+    """A block device; ``leaf``: the zpool leaf (or single-disk vdev) it is, by ``zpool status``'s name."""
+    return Entity(Kind.DEVICE, name, parent=leaf)
 
 
 def parse_diskstats(text: str, ts: float, where: str = PATH, source: str = RECORD_SOURCE,
-                    keep: Optional[Callable[[str], bool]] = None) -> List[Sample]:
+                    keep: Optional[Callable[[str], bool]] = None,
+                    leaves: Optional[Mapping[str, str]] = None) -> List[Sample]:
     """Every line -> one device sample. ``keep(name)`` filters devices (None keeps all, idle ones too:
-    a device reporting zeros is exactly what the goose-egg check must see)."""
+    a device reporting zeros is exactly what the goose-egg check must see). ``leaves``: kernel name -> the
+    zpool leaf it is (:func:`leaf_of_device`), kept as the device entity's parent."""
     out: List[Sample] = []
     seen = set()
     for no, line in enumerate(text.splitlines(), 1):
@@ -79,29 +86,57 @@ def parse_diskstats(text: str, ts: float, where: str = PATH, source: str = RECOR
             if not _uint(raw) or len(raw) > MAX_DIGITS:
                 raise ParseError(where, no, f"{metric} is not a number", line)
             metrics[metric] = float(int(raw) * scale)
-        out.append(Sample(ts, device_entity(name), metrics, source=source))
+        out.append(Sample(ts, device_entity(name, leaves.get(name, "") if leaves else ""), metrics, source=source))
     if not out and keep is None:
         raise ParseError(where, None, "no devices")
     return out
 
 
+#: how often (s) the live collector asks ``zpool status`` again which device is which leaf (also when the set of
+#: block devices changes: a disk added or replaced)
+LEAF_REFRESH_S = 300.0
+
+
 class DiskstatsCollector(PolledCollector):
-    """Reads ``/proc/diskstats`` each poll; optionally only the named devices."""
+    """Reads ``/proc/diskstats`` each poll; optionally only the named devices.
+
+    With ``topology`` (a callable giving the pools' ``zpool status``, e.g. :func:`read_topology`), each device
+    that is a zpool leaf carries that leaf's name (:func:`leaf_of_device`), refreshed every
+    :data:`LEAF_REFRESH_S` and whenever the set of devices changes; a failing ``zpool status`` keeps the names
+    known before (none at start; the zpool source reports that failure).
+    """
 
     name = RECORD_SOURCE
 
-    def __init__(self, devices: Optional[Iterable[str]] = None, path: str = PATH, clock: Clock = time.time) -> None:
+    def __init__(self, devices: Optional[Iterable[str]] = None, path: str = PATH, clock: Clock = time.time,
+                 topology: Optional[Callable[[], Topology]] = None,
+                 resolve: Optional[Callable[[Sequence[str]], Dict[str, List[str]]]] = None) -> None:
         super().__init__(clock)
         self.path = path
         self.devices = set(devices) if devices else None
+        self.topology = topology
+        self.resolve = resolve or resolve_leaves
+        self.leaves: Dict[str, str] = {}
+        self._leaves_at: Optional[float] = None
+        self._names: frozenset = frozenset()
 
     def read_text(self) -> str:
         with open(self.path, encoding="ascii", errors="replace") as fh:
-            return fh.read()
+            text = fh.read()
+        if self.topology is not None:
+            names = frozenset(ln.split()[2] for ln in text.splitlines() if len(ln.split()) > 2)
+            now = self.clock()
+            if self._leaves_at is None or names != self._names or now - self._leaves_at >= LEAF_REFRESH_S:
+                self._names, self._leaves_at = names, now
+                try:
+                    self.leaves = leaf_of_device(self.topology(), self.resolve)
+                except (OSError, ParseError):
+                    pass  # keep the names it had (none at start): a passing failure must not rename devices
+        return text
 
     def parse(self, text: str, ts: float) -> List[Record]:
         keep = None if self.devices is None else self.devices.__contains__
-        samples = parse_diskstats(text, ts, self.path, self.name, keep)
+        samples = parse_diskstats(text, ts, self.path, self.name, keep, self.leaves)
         if self.devices is not None:
             missing = self.devices - {s.entity.name for s in samples}
             if missing:
@@ -159,6 +194,23 @@ def resolve_leaves(leaves: Sequence[str], sys_block: str = SYS_BLOCK) -> Dict[st
     return out
 
 
+def leaf_of_device(topology: Topology,
+                   resolve: Callable[[Sequence[str]], Dict[str, List[str]]] = resolve_leaves) -> Dict[str, str]:
+    """Kernel device name -> the zpool leaf it is, by ``zpool status``'s name (``vdb`` -> ``virtio-data0``).
+
+    Leaves and single-disk top-level vdevs (a log or cache device) are resolved by :func:`resolve_leaves`;
+    only the most specific name is kept (``virtio-data0-part1`` -> ``vdb1``, not also ``vdb``), so one device
+    stands for one leaf and a PromQL join on it has no duplicates.
+    """
+    leaves = sorted({e.name for e in topology.entities.values()
+                     if e.kind == Kind.LEAF or (e.kind == Kind.VDEV and not is_grouping_vdev(e.name))})
+    out: Dict[str, str] = {}
+    for leaf, names in resolve(leaves).items():
+        if names:
+            out.setdefault(names[0], leaf)
+    return out
+
+
 # --- the source ------------------------------------------------------------------------------------------------
 
 def check_host(host: Host) -> Check:
@@ -170,7 +222,7 @@ def check_host(host: Host) -> Check:
 
 
 def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
-    return DiskstatsCollector()
+    return DiskstatsCollector(topology=lambda: read_topology(pools))
 
 
 # --- saved logs (`zfsmon parse` / `zfsmon import`) -------------------------------------------------------------

@@ -70,6 +70,12 @@ def _zero_if_none(expr: str) -> str:
     return f"sum by (instance) ({expr}) or on (instance) 0 * {PREFIX}_build_info{{{HOST}}}"
 
 
+def as_leaf(expr: str) -> str:
+    """Block-device series renamed to the zpool leaf each one is (its ``leaf`` label, served by the exporter),
+    so ``on (instance, device)`` joins them with leaf series; a device without one keeps its own name."""
+    return f'label_replace({expr}, "device", "$1", "leaf", "(.+)")'
+
+
 def latency_quantile(q: float, op: str) -> str:
     """Per-vdev latency quantile: zpool iostat -w's disk_wait where the platform has it, else the trace's."""
     bucket = f"{PREFIX}_vdev_latency_seconds_bucket"
@@ -85,6 +91,7 @@ def panels() -> List[Panel]:
     arc_hits, arc_miss = m(A, "hits"), m(A, "misses")
     l2_hits, l2_miss = m(L2, "hits"), m(L2, "misses")
     l2_ratio = _ratio(l2_hits, l2_miss, HOST)
+    dev_ops = f"rate({m(D, 'reads')}{{{HOST}}}[{RI}]) + rate({m(D, 'writes')}{{{HOST}}}[{RI}])"
     return [
         Panel("Read ops/s by vdev role", (Target(
             f"sum by (instance, pool, role) ({m(V, 'read_ops')}{{{vsel}}})", "{{instance}} {{pool}} {{role}}"),),
@@ -123,11 +130,11 @@ def panels() -> List[Panel]:
         Panel("Goose egg: ZFS leaf ops vs block-device ops", (
             Target(f"sum by (instance, device) ({m(L, 'read_ops')}{{{vsel}}} + {m(L, 'write_ops')}{{{vsel}}})",
                    "ZFS {{device}}"),
-            Target(f"sum by (instance, device) (rate({m(D, 'reads')}{{{HOST}}}[{RI}]) + "
-                   f"rate({m(D, 'writes')}{{{HOST}}}[{RI}])) and on (instance, device) "
+            Target(f"sum by (instance, device) ({as_leaf(dev_ops)}) and on (instance, device) "
                    f"{m(L, 'read_ops')}{{{vsel}}}", "device {{device}}")),
             "ops", "Side by side: a leaf ZFS says is busy while its block device shows nothing is a goose egg "
-                   "(virtual or SAN disks, or the wrong device).", width=24),
+                   "(virtual or SAN disks, or the wrong device). A block device is drawn under the name of the "
+                   "zpool leaf it is (its leaf label: vdb as virtio-data0).", width=24),
         Panel("Workload TPS beside the L2ARC hit ratio", (
             Target(f"{m(W, 'tps')}{{{HOST}}}", "TPS {{instance}} {{workload}}"),
             Target(l2_ratio, "L2ARC hit ratio {{instance}}")),

@@ -61,7 +61,7 @@ LABELS: Dict[Kind, Tuple[str, ...]] = {
     Kind.POOL: ("pool",),
     Kind.VDEV: ("pool", "vdev", "role", "parent"),
     Kind.LEAF: ("pool", "device", "role", "parent"),
-    Kind.DEVICE: ("device",),
+    Kind.DEVICE: ("device", "leaf"),  # leaf: the zpool leaf the block device is (empty: none, or unknown)
     Kind.DATASET: ("pool", "dataset"),
     Kind.WORKLOAD: ("workload",),
     Kind.TRACE: ("name",),
@@ -128,7 +128,7 @@ def entity_labels(e: Entity) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     """(label names, values) for an entity; ARC, L2ARC and ZIL are host-wide and carry none."""
     names = LABELS.get(e.kind, ())
     role = e.role.value if e.role else ""
-    known = {"pool": e.pool, "vdev": e.name, "device": e.name, "role": role, "parent": e.parent,
+    known = {"pool": e.pool, "vdev": e.name, "device": e.name, "role": role, "parent": e.parent, "leaf": e.parent,
              "dataset": e.name, "workload": e.name, "name": e.name}
     return names, tuple(known[n] for n in names)
 
