@@ -637,3 +637,20 @@ def test_timeline_live_grows_from_the_records(tmp_path, fixtures):
             app.redraw()
             assert app._shown["timeline"] is shown and app.timeline.version == version
     run(go())
+
+
+def test_fio_rows_on_a_narrow_screen_are_one_line_each(tmp_path):
+    path = _lab_recording(tmp_path, "l2arc")  # the L2ARC-served sweep: sub-millisecond to a few ms
+
+    async def go():
+        app = replay_app(path)
+        cur = app.replay
+        async with app.run_test(size=(100, 30)) as pilot:  # below 120 columns: the side panels in a grid
+            await _settle(pilot)
+            lines = _panel(app, "workload").splitlines()
+            jobs = [line.split()[0] for line in lines[1:] if line.startswith("qd")]
+            assert jobs == ["qd8", "qd16", "qd32", "qd64"] and "+3 older fio jobs" in lines[-1]
+            line = next(line for line in lines if line.startswith("qd32 r "))
+            p50, p99, _ = _fio_expected(path, "qd32", cur.cursor - 300.0, cur.cursor)
+            assert line.rstrip().endswith(f"{panels.fmt.ms(p50)}/{panels.fmt.ms(p99)}"), line
+    run(go())
