@@ -535,7 +535,7 @@ def test_no_fio_no_fio_rows(recording):
 def _timeline_parts(app):
     """(rows by label, the axis' cells, the footer) of the timeline panel as drawn."""
     lines = _panel(app, "timeline").splitlines()
-    axis = next(line for line in lines if line.startswith(" " * 11) and "─" in line)
+    axis = next(line for line in lines if line.startswith(" " * 11) and set(line[11:].strip()) <= set("─━▲M|"))
     w = len(axis.rstrip()) - 11
     rows = {line[:11].strip(): line[11:11 + w] for line in lines[1:] if line[:11].strip()}
     return rows, axis[11:11 + w], lines[lines.index(axis) + 1]
@@ -598,6 +598,8 @@ def test_timeline_replay_is_the_whole_run_and_follows_the_cursor(tmp_path):
             await _settle(pilot)
             rows2, axis, foot = _timeline_parts(app)
             assert axis.count("▲") == 1 and axis.index("▲") == cell(start + 20, w) and "cursor +00:00:20" in foot
+            # the window the other panels show (5 minutes: all of the run before the cursor) is the axis' bold part
+            assert set(axis[:cell(start + 20, w)]) == {"━"} and set(axis[cell(start + 20, w) + 1:]) == {"─"}
     run(go())
 
 

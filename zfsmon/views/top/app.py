@@ -389,12 +389,13 @@ class TopApp(App):
         tl = self.timeline
         cursor = self.replay.cursor if self.replay is not None else None
         key = (id(tl), tl.version if tl is not None else -1, tl.every if tl is not None else 0.0, width,
-               None if cursor is None else int(cursor), self.opts.raw)
+               None if cursor is None else int(cursor), self.opts.raw, self.state.window_s)
         if key == self._timeline_key:
             return
         self._timeline_key = key
         extent = (self.replay.start, self.replay.end) if self.replay is not None else None
-        self._put("timeline", panels.timeline(tl, cursor, self.opts, width, live=self.replay is None, extent=extent))
+        self._put("timeline", panels.timeline(tl, cursor, self.opts, width, live=self.replay is None, extent=extent,
+                                              window_s=self.state.window_s))
 
     def _width(self, selector: str, guess: int) -> int:
         got = self.query_one(selector).size.width

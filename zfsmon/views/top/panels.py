@@ -339,9 +339,10 @@ TIMELINE_RIGHT = 11
 
 
 def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewOptions, width: int,
-             live: bool, extent: Optional[Tuple[float, float]] = None) -> Text:
+             live: bool, extent: Optional[Tuple[float, float]] = None, window_s: float = 0.0) -> Text:
     """The whole run: one row per series (blocks scaled from 0, or 0..100 %, to the row's max, shown at its right),
-    then an axis with run boundaries (``|``), marks (``M``) and the cursor (``▲``), and the time at both ends.
+    then an axis with run boundaries (``|``), marks (``M``), the cursor (``▲``) and the window the other panels
+    show (``━``, the ``window_s`` before the cursor, or before the end live), and the time at both ends.
     ``extent``: the time the row spans (replay: the recording's first to last reading), else the buckets'."""
     parts: List[Text] = []
     span = tl.span() if tl is not None else None
@@ -387,6 +388,10 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
     if len(parts) == 1:
         parts.append(Text("no TPS, L2ARC or data vdev reads recorded", style="dim"))
     ticks = ["─"] * w
+    if window_s > 0:
+        upto = cursor if cursor is not None else end
+        for i in range(cell(upto - window_s), cell(upto) + 1):
+            ticks[i] = "━"
     for i, ev in marks.items():
         ticks[i] = "M" if ev.kind == EventKind.MARK else "|"
     if at is not None:
