@@ -31,7 +31,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Entity, Kind, Sample
-from zfsmon.names import guess_devices, is_grouping_vdev
+from zfsmon.names import guess_devices, is_grouping_vdev, whole_disk
 
 GOOSE_EGG = "goose egg"
 NOT_GOOSE_EGG = "not goose egg"
@@ -97,6 +97,34 @@ class Verdict:
         if self.device_ops is None or self.zfs_ops <= 0:
             return None
         return self.device_ops / self.zfs_ops
+
+
+def leaf_devices(leaves: Iterable[str], devices: Mapping[str, str]) -> Dict[str, List[str]]:
+    """Leaf -> the block devices whose numbers stand for it, most specific first (``leaf_devices`` of :func:`judge`).
+
+    ``devices``: each known block device -> the zpool leaf it says it is (its entity's ``parent``, set by the
+    live diskstats collector: ``vdb`` -> ``virtio-data0``; "" when it does not say). A leaf a device names
+    gets that device (the collector labels the most specific one: the partition ZFS opened, or the whole disk
+    when the leaf is the disk, whose counters include its partitions), then, for a partition, its whole disk
+    (some kernels count only there). A leaf no device names (recordings from before the label, imported
+    captures, illumos/FreeBSD) is matched by name alone (:func:`zfsmon.names.guess_devices`), never to a device
+    that says it is another leaf.
+    """
+    named: Dict[str, List[str]] = {}
+    for dev, leaf in devices.items():
+        if leaf:
+            named.setdefault(leaf, []).append(dev)
+    out: Dict[str, List[str]] = {}
+    for leaf in leaves:
+        mine = named.get(leaf)
+        if mine:
+            cands = sorted(mine, key=lambda d: (whole_disk(d) is None, d))  # partitions first
+            cands += [d for d in dict.fromkeys(whole_disk(d) for d in cands)
+                      if d and d in devices and d not in cands and devices[d] in ("", leaf)]
+        else:
+            cands = [d for d in guess_devices(leaf, devices) if devices[d] in ("", leaf)]
+        out[leaf] = cands
+    return out
 
 
 def judge(zfs_ops: Mapping[str, float], device_ops: Mapping[str, float],
@@ -268,8 +296,8 @@ def summarize_window(samples: Iterable[Sample], min_ops: float = 1.0,
     """Every ZFS reporting interval of every device row in ``samples`` judged against its device.
 
     None when the window has no ZFS device rows or no device-level numbers at
-    all (nothing to compare). Leaves map to devices by name alone
-    (:func:`zfsmon.names.guess_devices`), as a capture from another host needs.
+    all (nothing to compare). Leaves map to devices by :func:`leaf_devices`: the leaf a device's samples name
+    (their latest in the window), else by name alone, as a capture from another host needs.
     """
     samples = list(samples)
     reports = leaf_intervals(samples)
@@ -277,12 +305,13 @@ def summarize_window(samples: Iterable[Sample], min_ops: float = 1.0,
     if not reports or not spans:
         return None
     ends = {dev: [sp.end for sp in sps] for dev, sps in spans.items()}
-    cands: Dict[str, List[str]] = {}
+    said: Dict[str, str] = {dev: "" for dev in spans}
+    for s in sorted((s for s in samples if s.entity.kind == Kind.DEVICE and s.entity.parent), key=lambda s: s.ts):
+        if s.entity.name in said:
+            said[s.entity.name] = s.entity.parent  # the latest word wins (a disk replaced under a name)
+    cands = leaf_devices({leaf for zfs in reports.values() for leaf in zfs}, said)
     out = WindowVerdicts()
     for (start, end), zfs in sorted(reports.items()):
-        for leaf in zfs:
-            if leaf not in cands:
-                cands[leaf] = guess_devices(leaf, spans.keys())
         devs: Dict[str, float] = {}
         for dev in {d for leaf in zfs for d in cands[leaf]}:
             ops = ops_over(spans[dev], ends[dev], start, end)

@@ -21,7 +21,6 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from zfsmon import names
 from zfsmon.analysis import goose
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.commands._timearg import seconds
@@ -98,6 +97,7 @@ class DeviceView:
         self.collector = collector
         self.rates = RateDeriver()
         self.ops: Dict[str, float] = {}
+        self.leaf: Dict[str, str] = {}  # device -> the zpool leaf it says it is ("" when it does not)
 
     @classmethod
     def for_host(cls, interval: float) -> Optional[DeviceView]:
@@ -121,9 +121,10 @@ class DeviceView:
                 ops = goose.device_ops_per_s(d.rates) if d is not None else None
             if ops is not None:
                 self.ops[r.entity.name] = ops
+                self.leaf[r.entity.name] = r.entity.parent
 
     def __call__(self, leaf: str) -> Optional[float]:
-        devices = names.guess_devices(leaf, self.ops.keys())
+        devices = goose.leaf_devices([leaf], self.leaf)[leaf]
         return self.ops[devices[0]] if devices else None
 
 

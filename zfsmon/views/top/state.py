@@ -302,13 +302,14 @@ class TopState:
         if not devices:
             return
         dev_ops = {n: self.derived[k].get("ops_per_s", 0.0) for n, k in devices.items()}
+        said = {n: self.entities[k].parent for n, k in devices.items()}  # the zpool leaf each says it is
         by_pool: Dict[str, List[Sample]] = {}
         for s in self.latest.values():
             if goose.is_device_row(s.entity):
                 by_pool.setdefault(s.entity.pool, []).append(s)
         for pool, leaves in by_pool.items():
             zfs_ops = goose.leaf_ops(leaves)
-            cands = {leaf: names.guess_devices(leaf, dev_ops) for leaf in zfs_ops}
+            cands = goose.leaf_devices(zfs_ops, said)
             for v in goose.judge(zfs_ops, dev_ops, cands):
                 self.verdicts[(pool, v.leaf)] = v
 
