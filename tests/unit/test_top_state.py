@@ -270,3 +270,23 @@ def test_timeline_reads_data_vdevs_where_the_pool_line_holds_special_reads():
                  Sample(100.0 + t, special, {"read_ops": 30.0}), Sample(100.0 + t, plain, {"read_ops": 7.0})])
     # tank: its data vdev's 20/s, not the pool line's 50 (30 of them metadata on the special vdev); plain: its line
     assert [v for _, v in tl.series("reads")] == [27.0, 27.0, 27.0]
+
+
+def test_an_error_over_old_figures_says_how_old_they_are(state):
+    """The ZFS daemon gone (issue 16's daemon row): the zpool iostat child ends and the tree keeps its last
+    figures under the error; once they are older than the stale threshold, the line says their age first (an
+    error line is cut at the panel's width: the age must not be what is cut)."""
+    err = Event(top_data.T_END + 0.5, EventKind.ERROR,
+                "zpool_iostat: `zpool iostat -T u -v ziocap 1` ended: status 1: connect: Connection refused",
+                source="zpool_iostat")
+    state.feed([err])
+    fresh = panels.tree(state, panels.ViewOptions(pool="ziocap", now=top_data.T_END + 1.0), 130).plain.splitlines()
+    assert fresh[1] == f"error: {err.text}"[:130]
+    # the vdevs' longest interval is testpool's 30 s: stale after 3.5 of them
+    old = panels.tree(state, panels.ViewOptions(pool="ziocap", now=top_data.T_END + 120.0), 130).plain.splitlines()
+    assert old[1].startswith("stale: last data 2m ago; error: zpool_iostat: `zpool iostat")
+    assert any(line.split()[:1] == ["ziocap"] for line in old)  # the figures are still there, now with their age
+    later = Sample(top_data.T_END + 121.0, Entity(Kind.POOL, "ziocap", "ziocap"), {"write_ops": 1.0}, 1.0)
+    state.feed([later])  # the source reports again: no status line
+    back = panels.tree(state, panels.ViewOptions(pool="ziocap", now=top_data.T_END + 121.5), 130).plain.splitlines()
+    assert back[1].split()[:2] == ["vdev", "r/s"]
