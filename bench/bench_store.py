@@ -11,19 +11,30 @@ disk and re-parsed with zfsmon's own parsers to compare with exporting the recor
     python3 bench/bench_store.py --hours 24 --dir /var/tmp/zfsmon-bench
 
 Prints a markdown section for docs/performance.md.
+
+With --compare FILE...: only bytes per value of those recordings, and of the same data as gzip -9'd
+per-kind CSV (what `zfsmon export --csv` writes) and as Prometheus TSDB blocks (an OpenMetrics file
+turned into blocks by `promtool tsdb create-blocks-from openmetrics`, when promtool is installed);
+--compare-hours limits that to each file's first hours, --loop-minutes first plays each (short, real)
+recording's samples again and again, counters continued, for that long:
+
+    python3 bench/bench_store.py --compare run.zfsmon --compare-hours 2
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import os
 import random
 import shutil
 import sqlite3
+import subprocess
 import sys
 import time
-from typing import Dict, List, Tuple
+from array import array
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -68,8 +79,9 @@ class Synthetic:
             v = self.kstat[(kind, name)]
             self.kstat[(kind, name)] = max(0, v + self.rnd.randrange(-v // 100 - 2, v // 100 + 3))
 
-    def tick(self, i: int) -> Tuple[List[Sample], str, str]:
-        """Samples of second i, plus the `zpool iostat -v` text and the kstat text of the same numbers."""
+    def tick(self, i: int, text: bool = True) -> Tuple[List[Sample], str, str]:
+        """Samples of second i, plus the `zpool iostat -v` text and the kstat text of the same numbers
+        (empty strings when ``text`` is false: the same samples, made faster)."""
         ts = T0 + i
         rnd = self.rnd
         out: List[Sample] = []
@@ -91,35 +103,39 @@ class Synthetic:
             else:
                 a = f = "-"
             out.append(Sample(ts, ent, m, interval=1.0, source="zpool iostat"))
+            if not text:
+                continue
             name = "  " * depth + ent.name
             lines.append(f"{name:<14}  {a:>5}  {f:>5}  {shown['read_ops']:>5}  {shown['write_ops']:>5}  "
                          f"{shown['read_bw']:>5}  {shown['write_bw']:>5}")
         lines.append(lines[2])
-        iostat = "\n".join(lines) + "\n"
+        iostat = "\n".join(lines) + "\n" if text else ""
         kst = []
         for kind, names, ent in ((Kind.ARC, self.arc_names, Entity(Kind.ARC, "arc")),
                                  (Kind.L2ARC, self.l2_names, Entity(Kind.L2ARC, "l2arc"))):
             for n in names:
                 self._counter_step(kind, n)
             out.append(Sample(ts, ent, {n: self.kstat[(kind, n)] for n in names}, source="arcstats"))
-        arc_rows = [(n, self.kstat[(Kind.ARC, n)]) for n in self.arc_names]
-        arc_rows += [("l2_" + n, self.kstat[(Kind.L2ARC, n)]) for n in self.l2_names]
-        kst.append(f"22 1 0x01 {len(arc_rows)} 39984 2746799574 {int(i * 1e9) + 1351143854159630}")
-        kst.append("name                            type data")
-        kst += [f"{n:<31} 4    {v}" for n, v in arc_rows]
         for n in self.zil_names:
             self._counter_step(Kind.ZIL, n)
         out.append(Sample(ts, Entity(Kind.ZIL, "zil"), {n: self.kstat[(Kind.ZIL, n)] for n in self.zil_names},
                           source="zil"))
-        zil_text = [f"26 1 0x01 {len(self.zil_names)} 5440 2747653314 {int(i * 1e9) + 1351144218241567}",
-                    "name                            type data"]
-        zil_text += [f"{'zil_' + n:<31} 4    {self.kstat[(Kind.ZIL, n)]}" for n in self.zil_names]
         tps = round(rnd.uniform(800, 1200), 1)
         lat = round(8000 / tps, 3)
         out.append(Sample(ts, Entity(Kind.WORKLOAD, "pgbench"), {"tps": tps, "latency_avg_ms": lat,
                                                                   "latency_stddev_ms": round(lat / 3, 3),
                                                                   "failed": 0, "clients": 8}, interval=1.0,
                           source="pgbench"))
+        if not text:
+            return out, "", ""
+        arc_rows = [(n, self.kstat[(Kind.ARC, n)]) for n in self.arc_names]
+        arc_rows += [("l2_" + n, self.kstat[(Kind.L2ARC, n)]) for n in self.l2_names]
+        kst.append(f"22 1 0x01 {len(arc_rows)} 39984 2746799574 {int(i * 1e9) + 1351143854159630}")
+        kst.append("name                            type data")
+        kst += [f"{n:<31} 4    {v}" for n, v in arc_rows]
+        zil_text = [f"26 1 0x01 {len(self.zil_names)} 5440 2747653314 {int(i * 1e9) + 1351144218241567}",
+                    "name                            type data"]
+        zil_text += [f"{'zil_' + n:<31} 4    {self.kstat[(Kind.ZIL, n)]}" for n in self.zil_names]
         kst_text = "\n".join(kst) + "\n"
         return out, iostat, kst_text + "\n".join(zil_text) + "\n"
 
@@ -160,8 +176,23 @@ def main() -> int:
     ap.add_argument("--text-hours", type=float, default=1.0, help="hours of text logs written and re-parsed")
     ap.add_argument("--dir", default="/var/tmp/zfsmon-bench")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--compare", nargs="+", metavar="FILE",
+                    help="only compare these recordings with gzip'd CSV and a Prometheus TSDB of the same data")
+    ap.add_argument("--compare-hours", type=float, help="with --compare: only each file's first hours")
+    ap.add_argument("--loop-minutes", type=float,
+                    help="with --compare: first play each file's samples again and again for this long")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
+    if args.compare and args.loop_minutes:
+        for f in args.compare:
+            dst = os.path.join(args.dir, "loop-" + os.path.basename(f))
+            how = loop_real(f, args.loop_minutes, dst)
+            print(f"- looped ({how}): " + compare(dst, args.compare_hours, os.path.join(args.dir, "compare")))
+        return 0
+    if args.compare:
+        for f in args.compare:
+            print("- " + compare(f, args.compare_hours, os.path.join(args.dir, "compare")))
+        return 0
     path = os.path.join(args.dir, "bench.zfsmon")
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
@@ -257,9 +288,13 @@ def main() -> int:
     packed_values = sum(len(s.metrics) for b in first_ticks for s in b)
     narrow_bytes, narrow_values = narrow_layout_bytes(first_ticks, os.path.join(args.dir, "narrow10m.db"))
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    blob_bytes, delta_rows, all_rows = db.execute(
-        "SELECT sum(length(vals)), sum(substr(vals, 1, 1) = ?), count(*) FROM sample", (bytes([codec.DELTA]),)
-    ).fetchone()
+    head_bytes, delta_rows, all_rows = db.execute(
+        "SELECT coalesce(sum(length(vals)), 0), sum(substr(vals, 1, 1) = ?), count(*) FROM sample",
+        (bytes([codec.DELTA]),)).fetchone()
+    chunk_bytes, chunk_rows = db.execute("SELECT coalesce(sum(length(data)), 0), count(*) FROM chunk").fetchone()
+    blob_bytes = head_bytes + chunk_bytes
+    table_bytes = dict(db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"))
+    chunk_unused = db.execute("SELECT coalesce(sum(unused), 0) FROM dbstat WHERE name = 'chunk'").fetchone()[0]
     db.close()
 
     text_total = sum(text_bytes.values())
@@ -275,7 +310,8 @@ L2ARC ({len(gen.l2_names)}) and ZIL ({len(gen.zil_names)}) kstats, a 5-value wor
 |---|---|
 | recording size | {size / 2**20:.1f} MiB for {values:,} values in {nsamples:,} samples |
 | bytes per stored value (whole file) | {size / values:.2f} |
-| packed value blobs alone (incl. the row flag byte) | {blob_bytes / values:.2f} bytes/value; {100 * delta_rows / all_rows:.1f} % of the rows are delta rows (the rows with counters, between keyframes) |
+| value blobs alone (chunks + head rows) | {blob_bytes / values:.2f} bytes/value: {chunk_rows:,} chunks, {chunk_bytes / 2**20:.1f} MiB; {all_rows:,} head rows, {head_bytes / 2**10:.0f} KiB ({100 * (delta_rows or 0) / max(all_rows, 1):.1f} % delta rows) |
+| pages of the chunk table / of the head table / everything else | {table_bytes.get('chunk', 0) / 2**20:.1f} MiB ({chunk_unused / 2**20:.1f} MiB of it unused space in pages) / {table_bytes.get('sample', 0) / 2**20:.1f} MiB / {(size - table_bytes.get('chunk', 0) - table_bytes.get('sample', 0)) / 2**20:.1f} MiB |
 | same data as text logs (`zpool iostat -v 1` + arcstats/zil dumps) | {text_total / 2**20:.1f} MiB ({text_total / size:.1f}x the recording) |
 | layout choice, first 600 ticks: packed rows vs one row per value | {packed_bytes / packed_values:.2f} vs {narrow_bytes / narrow_values:.2f} bytes/value |
 | recorder CPU (Recorder.write only, synchronous=FULL) | {write_cpu:.1f} s total, {write_cpu / hours:.1f} s per recorded hour ({100 * write_cpu / (hours * 3600):.2f} % of one core) |
@@ -295,9 +331,122 @@ L2ARC ({len(gen.l2_names)}) and ZIL ({len(gen.zil_names)}) kstats, a 5-value wor
     return 0
 
 
+def _dir_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def _om_name(kind: str, metric: str) -> str:
+    return "zfsmon_" + "".join(c if c.isalnum() else "_" for c in f"{kind}_{metric}")
+
+
+def write_openmetrics(r: Recording, start: Optional[float], end: Optional[float], path: str) -> int:
+    """The recording's samples in [start, end] as an OpenMetrics file (one gauge family per kind and metric,
+    the entity as a label, times in seconds), grouped by family as OpenMetrics wants. Returns the sample count."""
+    series: Dict[Tuple[str, str], Dict[str, Tuple[array, array]]] = {}
+    for s in r.samples(start=start, end=end):
+        for k, v in s.metrics.items():
+            fam = series.setdefault((s.entity.kind.value, k), {})
+            got = fam.get(s.entity.key)
+            if got is None:
+                got = fam[s.entity.key] = (array("d"), array("d"))
+            got[0].append(s.ts)
+            got[1].append(float(v))
+    n = 0
+    with open(path, "w") as out:
+        for (kind, metric), fam in sorted(series.items()):
+            name = _om_name(kind, metric)
+            out.write(f"# TYPE {name} gauge\n")
+            for key, (ts, vals) in sorted(fam.items()):
+                label = key.replace("\\", "\\\\").replace('"', '\\"')
+                out.writelines(f'{name}{{entity="{label}"}} {v!r} {t!r}\n' for t, v in zip(ts, vals))
+                n += len(ts)
+        out.write("# EOF\n")
+    return n
+
+
+def compare(path: str, hours: Optional[float], work: str) -> str:
+    """Bytes per value of a recording (whole file), and of the same data (its first ``hours``, or all of it) as
+    gzip -9'd per-kind CSV (what `zfsmon export --csv` writes) and as Prometheus TSDB blocks made by promtool."""
+    os.makedirs(work, exist_ok=True)
+    with Recording.open(path) as r:
+        lo, hi = r.time_range()
+        values = r.value_count()
+        nsamples = r.counts()["samples"]
+        end = hi if hours is None else min(hi, lo + hours * 3600 - 1e-6)
+        csv_dir = os.path.join(work, "csv")
+        t0 = time.process_time()
+        export_csv(r.samples(start=lo, end=end), stream_pairs(r), csv_dir)
+        csv_s = time.process_time() - t0
+        om = os.path.join(work, "data.om")
+        n_om = write_openmetrics(r, lo, end, om)
+    size = os.path.getsize(path)
+    csv_raw = _dir_bytes(csv_dir)
+    gz = 0
+    for f in sorted(os.listdir(csv_dir)):
+        with open(os.path.join(csv_dir, f), "rb") as fh:
+            gz += len(gzip.compress(fh.read(), 9))
+    tsdb = os.path.join(work, "tsdb")
+    shutil.rmtree(tsdb, ignore_errors=True)
+    prom = "promtool not installed"
+    if shutil.which("promtool"):
+        t0 = time.time()
+        p = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", om, tsdb],
+                           capture_output=True, text=True)
+        if p.returncode:
+            prom = f"promtool failed: {p.stderr.strip().splitlines()[-1:]}"
+        else:
+            blocks = [d for d in os.listdir(tsdb) if os.path.isdir(os.path.join(tsdb, d))]
+            tb = _dir_bytes(tsdb)
+            chunks = sum(_dir_bytes(os.path.join(tsdb, d, "chunks")) for d in blocks)
+            prom = (f"{tb / n_om:.2f} bytes/sample ({tb / 2**20:.2f} MiB in {len(blocks)} blocks of at most 2 h; "
+                    f"chunks alone {chunks / n_om:.2f}; made in {time.time() - t0:.0f} s)")
+    span = (end - lo) / 3600
+    frac = "all of it" if hours is None or end >= hi else f"its first {span:g} h"
+    os.remove(om)
+    return (f"{os.path.basename(path)}: {(hi - lo) / 3600:.2f} h ({hi - lo:.0f} s), {nsamples:,} samples, "
+            f"{values:,} values, {size:,} bytes = **{size / values:.2f} bytes/value**. Same data ({frac}, "
+            f"{n_om:,} values): per-kind CSV {csv_raw / n_om:.2f} bytes/value ({csv_s:.1f} s CPU to export), "
+            f"gzip -9 {gz / n_om:.2f}; Prometheus TSDB (promtool create-blocks-from openmetrics): {prom}")
+
+
+def loop_real(src: str, minutes: float, dst: str) -> str:
+    """A longer recording made of a real one's samples played again and again (each pass shifted by the
+    recording's length, counters continued from where the last pass ended so their increases stay the real
+    ones), written by the Recorder one reading at a time as `zfsmon record` would. Events are not copied."""
+    with Recording.open(src) as r:
+        lo, hi = r.time_range()
+        period = hi - lo + (r.nominal_interval() or 1.0)
+        by_ts: Dict[float, List[Sample]] = {}
+        for s in r.samples():
+            by_ts.setdefault(s.ts, []).append(s)
+    first: Dict[Tuple[str, str], float] = {}
+    last: Dict[Tuple[str, str], float] = {}
+    for ts in sorted(by_ts):
+        for s in by_ts[ts]:
+            for k, v in s.metrics.items():
+                if metrics.is_counter(s.entity.kind, k):
+                    first.setdefault((s.entity.key, k), v)
+                    last[(s.entity.key, k)] = v
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(dst + suffix):
+            os.remove(dst + suffix)
+    passes = max(1, int(minutes * 60 // period))
+    with Recorder(dst, {"interval": "1", "argv": f"loop of {os.path.basename(src)}"}, clock=lambda: lo) as rec:
+        for k in range(passes):
+            for ts in sorted(by_ts):
+                batch = []
+                for s in by_ts[ts]:
+                    m = {n: (v + k * (last[(s.entity.key, n)] - first[(s.entity.key, n)])
+                             if (s.entity.key, n) in first else v) for n, v in s.metrics.items()}
+                    batch.append(Sample(ts + k * period, s.entity, m, s.interval, s.since_boot, s.source))
+                rec.write(batch)
+    return f"{passes} passes of {period:.0f} s"
+
+
 def export_csv(samples, pairs, out_dir: str) -> None:
     """What `zfsmon export --csv` does, for samples from anywhere."""
     shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
     wide = view.WideCSV(out_dir, view.wide_columns(pairs, False), False)
     for row in view.rows(samples):
         wide.write(row)
