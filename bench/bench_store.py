@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from zfsmon import metrics  # noqa: E402
 from zfsmon.model import Entity, Kind, Role, Sample  # noqa: E402
 from zfsmon.sources import detect  # noqa: E402
-from zfsmon.store import Recorder, Recording, codec  # noqa: E402
+from zfsmon.store import Recorder, Recording, codec, schema  # noqa: E402
 from zfsmon.units import human_size, parse_size  # noqa: E402
 from zfsmon.views import csv_export as view  # noqa: E402
 
@@ -379,6 +379,7 @@ def compare(path: str, hours: Optional[float], work: str) -> str:
         csv_s = time.process_time() - t0
         om = os.path.join(work, "data.om")
         n_om = write_openmetrics(r, lo, end, om)
+        codec_bytes = chunk_codec_bytes(r, lo, end)
     size = os.path.getsize(path)
     csv_raw = _dir_bytes(csv_dir)
     gz = 0
@@ -406,7 +407,23 @@ def compare(path: str, hours: Optional[float], work: str) -> str:
     return (f"{os.path.basename(path)}: {(hi - lo) / 3600:.2f} h ({hi - lo:.0f} s), {nsamples:,} samples, "
             f"{values:,} values, {size:,} bytes = **{size / values:.2f} bytes/value**. Same data ({frac}, "
             f"{n_om:,} values): per-kind CSV {csv_raw / n_om:.2f} bytes/value ({csv_s:.1f} s CPU to export), "
-            f"gzip -9 {gz / n_om:.2f}; Prometheus TSDB (promtool create-blocks-from openmetrics): {prom}")
+            f"gzip -9 {gz / n_om:.2f}; schema-3 chunk codec alone (each stream's values as chunks of up to "
+            f"{schema.CHUNK_TICKS} rows, no SQLite pages) {codec_bytes / n_om:.2f}; Prometheus TSDB "
+            f"(promtool create-blocks-from openmetrics): {prom}")
+
+
+def chunk_codec_bytes(r: Recording, start: float, end: float) -> int:
+    """Bytes of the window's values encoded as schema-3 chunks (consecutive rows of each stream, at most
+    CHUNK_TICKS per chunk), without the file around them."""
+    per: Dict[int, Tuple[int, List[list]]] = {}
+    for _ts, st, vals, _iv in r.rows(start=start, end=end):
+        per.setdefault(id(st), (len(st.metrics), []))[1].append(codec.normalise(vals))
+    total = 0
+    for width, rows in per.values():
+        for i in range(0, len(rows), schema.CHUNK_TICKS):
+            part = rows[i:i + schema.CHUNK_TICKS]
+            total += len(codec.encode_chunk(list(range(len(part))), [None] * len(part), part, width))
+    return total
 
 
 def loop_real(src: str, minutes: float, dst: str) -> str:
