@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from tests.lab.test_top_tmux import _cells, _nonzero, _row, _screen, _state, _tm
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Event, EventKind, Kind, Sample
 from zfsmon.store import Recording, RecordingError
+from zfsmon.views.top.panels import TITLES
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -512,6 +514,34 @@ def _events(path: str) -> List[Event]:
         return []
 
 
+def _under(screen: str, title: str) -> str:
+    """What top prints on the line under a panel's heading, within the panel's columns: its status while the
+    source is away ("error: ...", "stale: last data 5s ago", "no data from this source"), else its first row."""
+    lines = screen.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        found = re.search(rf" {re.escape(TITLES[title])}( |$)", line)
+        if found is None:
+            continue
+        at = found.start()
+        ends = [m.start() for t in TITLES.values() for m in re.finditer(rf" {re.escape(t)}( |$)", line) if m.start() > at]
+        return lines[i + 1][at:min(ends, default=len(lines[i + 1]))].strip()
+    return ""
+
+
+def _sources_away(screen: str) -> bool:
+    """The vdev tree and the ARC panel both say how old their figures are ("stale: last data 5s ago", then the
+    source's error if it has one)."""
+    return all(_under(screen, area).startswith("stale: last data ") for area in ("vdevs", "arc"))
+
+
+def _sources_back(screen: str, pool: str) -> bool:
+    """No status line under either heading (their sources report again), and the pool's row has an interval's
+    figures (a since-import report would be ``pool*``) with writes counted."""
+    row = _row(screen, pool)
+    return (_under(screen, "vdevs").split()[:2] == ["vdev", "r/s"] and _under(screen, "arc").startswith("hit")
+            and row is not None and _nonzero(row))
+
+
 def test_fault_zfs_fuse_daemon_killed_and_restarted(lab, tmp_path):
     """The last row on purpose: every pool of the machine goes away with the daemon. Run only while the lab's pool
     is the machine's only one (waits for other lab tests to finish), under the lab's machine lock, kept short."""
@@ -522,7 +552,7 @@ def test_fault_zfs_fuse_daemon_killed_and_restarted(lab, tmp_path):
         cp = _zpool("list", "-H", "-o", "name", check=False)
         return cp.returncode == 0 and cp.stdout.split() == [lab.pool]
     wait_until(alone, 900, "the lab's pool to be the only pool on the machine (other lab tests running)", step=5)
-    run = FaultRun(lab, tmp_path, "daemon")
+    run = FaultRun(lab, tmp_path, "daemon", top=True)
     run.grace = 35  # the restart back-off: up to 30 s between attempts
     run.start()
     try:
@@ -538,6 +568,9 @@ def test_fault_zfs_fuse_daemon_killed_and_restarted(lab, tmp_path):
                 os.kill(pid, signal.SIGKILL)
                 wait_until(lambda: zfs_fuse_pid() is None, 60, "zfs-fuse gone", step=0.2)
             run.fault(kill)
+            # top's own zpool iostat and kstat reads went with the daemon: its panels say so, with the data's age
+            down = run.screen(_sources_away, "top's vdev and ARC panels saying how old their figures are")
+            assert _cells(down, lab.pool) is not None, down  # the last figures stay, under their age
 
             def restarted() -> bool:
                 try:  # the killed daemon may be this process's child (the lab fixture started it): reap it
@@ -559,6 +592,7 @@ def test_fault_zfs_fuse_daemon_killed_and_restarted(lab, tmp_path):
         run.stop_io.clear()
         threading.Thread(target=run._writes, daemon=True).start()
         recovery = run.recovery()
+        run.screen(lambda s: _sources_back(s, lab.pool), "top live again after the restart, the pool's figures back")
     finally:
         rec = run.stop()
     run.check(rec)
