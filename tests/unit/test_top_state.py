@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 import shutil
@@ -9,8 +10,9 @@ import shutil
 import pytest
 
 from tests.unit import top_data
+from zfsmon.analysis import goose
 from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample
-from zfsmon.sources import arcstats, zpool_health
+from zfsmon.sources import arcstats, diskstats, zpool_health
 from zfsmon.sources.spec import ParseOptions
 from zfsmon.sources.zpool_iostat import read_capture
 from zfsmon.store import Recording
@@ -290,3 +292,58 @@ def test_an_error_over_old_figures_says_how_old_they_are(state):
     state.feed([later])  # the source reports again: no status line
     back = panels.tree(state, panels.ViewOptions(pool="ziocap", now=top_data.T_END + 121.5), 130).plain.splitlines()
     assert back[1].split()[:2] == ["vdev", "r/s"]
+
+
+def test_a_leaf_whose_figures_are_stale_is_not_judged_a_goose_egg_until_fresh_ones_come(fixtures):
+    """The ZFS daemon gone (issue 16's daemon row): the leaves keep their last interval while the block devices
+    go on reporting 0 ops; comparing the two made every busy leaf a goose egg. A leaf is judged only while its
+    figures are fresh, by the rule the status line uses to call them stale, and again once fresh ones come."""
+    # the lab host's /proc/diskstats (its loop devices), the first of its three readings (each after a stamp line)
+    disk_text = (top_data.TEST_DATA / "linux-host" / "diskstats-loop.txt").read_text().split("\n1795461850\n")[0]
+    disk_text = disk_text.split("\n", 1)[1]
+
+    def still_disks(ts: float):  # the same counters each time: the devices count nothing (zfs-fuse's page cache)
+        return diskstats.parse_diskstats(disk_text, ts)
+
+    busy = top_data.T_END - 2.0  # ziocap's busy interval: 322-384 writes/s on loop1..loop4, loop5/loop6 idle
+    st = TopState(window_s=300)
+    st.feed([r for r in top_data.records() if r.ts <= busy] + still_disks(busy - 1.0) + still_disks(busy))
+    judged = {leaf: (v.verdict, v.device, v.zfs_ops, v.device_ops) for (pool, leaf), v in st.verdicts.items()
+              if pool == "ziocap"}
+    assert judged == {"loop1": (goose.GOOSE_EGG, "loop1", 384.0, 0.0), "loop2": (goose.GOOSE_EGG, "loop2", 374.0, 0.0),
+                      "loop3": (goose.GOOSE_EGG, "loop3", 322.0, 0.0), "loop4": (goose.GOOSE_EGG, "loop4", 321.0, 0.0),
+                      "loop5": (goose.IDLE, "loop5", 0.0, 0.0), "loop6": (goose.IDLE, "loop6", 0.0, 0.0)}
+
+    def marks(state: TopState):
+        rows = {r.name: r.verdict for r in state.tree("ziocap") if r.kind in ("vdev", "leaf")}
+        lines = panels.tree(state, panels.ViewOptions(pool="ziocap"), 130).plain.splitlines()
+        return sorted(n for n, v in rows.items() if v == goose.GOOSE_EGG), [ln.split()[0] for ln in lines if "GOOSE" in ln]
+
+    assert marks(st) == (["loop1", "loop2", "loop3", "loop4"], ["loop1", "loop2", "loop3", "loop4", "GOOSE:"])
+    # the daemon killed: no zpool iostat figures, the devices sampled every 5 s as before; the vdevs' longest
+    # interval is testpool's 30 s, so the figures are stale 3.5 of them (105 s) after their last report
+    seen = []
+    for t in range(5, 151, 5):
+        st.feed(still_disks(busy + t))
+        status = panels.status_line(st, "vdevs", panels.ViewOptions())
+        stale = status is not None and status.plain.startswith("stale: last data")
+        seen.append((t, stale, marks(st)[0], st.verdicts[("ziocap", "loop1")].verdict))
+        assert [v.leaf for v in st.goose_eggs() if v.leaf.startswith("loop")] == (
+            [] if stale else ["loop1", "loop2", "loop3", "loop4"])
+    # judged while the figures are fresh, not once the status line calls them stale: the same moment
+    assert [s[:2] for s in seen if s[0] in (100, 105)] == [(100, False), (105, True)]
+    assert all(s[2:] == (["loop1", "loop2", "loop3", "loop4"], goose.GOOSE_EGG) for s in seen if s[0] < 105)
+    assert all(s[2:] == ([], goose.UNKNOWN) for s in seen if s[0] >= 105)
+    assert marks(st) == ([], [])
+    v1 = st.verdicts[("ziocap", "loop1")]
+    assert (v1.device, v1.zfs_ops, v1.why) == (
+        None, 384.0, "ZFS's figures for loop1 are 150 s old (its source stopped reporting): not judged")
+    assert st.verdicts[("ziocap", "loop5")].verdict == goose.UNKNOWN  # stale idle leaves are not judged either
+    # the daemon back: ziocap's busy interval again (its figures, a new time), the devices still counting nothing
+    back = busy + 151.0
+    st.feed([dataclasses.replace(r, ts=back) for r in top_data.records()
+             if r.ts == busy and isinstance(r, Sample) and r.entity.pool == "ziocap"] + still_disks(back))
+    assert panels.status_line(st, "vdevs", panels.ViewOptions()) is None
+    assert {leaf: v.verdict for (pool, leaf), v in st.verdicts.items() if pool == "ziocap"} == {
+        leaf: verdict for leaf, (verdict, *_rest) in judged.items()}
+    assert marks(st) == (["loop1", "loop2", "loop3", "loop4"], ["loop1", "loop2", "loop3", "loop4", "GOOSE:"])

@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         info = panels.HeaderInfo(host=host.hostname, platform=f"{host.system} {host.release}",
                                  zfs=f"{host.flavour} {host.zfs_version}".strip(),
                                  recording=os.path.abspath(path) if path else "", mode="live", started=time.time())
-        state = TopState(args.window)
+        state = TopState(args.window, interval=args.interval)
         if skipped:
             state.feed([Event(time.time(), EventKind.INFO, f"skipped {s}", source="top") for s in skipped])
         app = TopApp(state, info, args.interval, feed=feed, on_mark=session.mark if path is not None else None,

@@ -50,17 +50,15 @@ def status_line(state: TopState, area: str, opts: ViewOptions) -> Optional[Text]
     """A source's error, or how stale its data is: the panel says so instead of freezing."""
     st = state.staleness(area)
     now = opts.now if opts.now is not None else state.now
-    every = max(opts.interval, st.cadence)
-    lag = now - st.last if now is not None and st.last is not None and every > 0 else None
-    stale = lag is not None and thresholds.level("stale", lag / every) != "ok"
+    lag = st.stale_lag(now, opts.interval)
     if st.error is not None:
         # the rows under it still hold the last figures: say how old they are (before the error, which may be cut)
-        age = f"stale: last data {fmt.age(lag)} ago; " if stale and lag is not None else ""
+        age = f"stale: last data {fmt.age(lag)} ago; " if lag is not None else ""
         return Text(f"{age}error: {st.error.text}", style="bold red")
     if st.last is None:
         return Text("no data from this source", style="dim")
-    if stale and lag is not None:
-        return Text(f"stale: last data {fmt.age(lag)} ago", style=thresholds.style("stale", lag / every))
+    if lag is not None:
+        return Text(f"stale: last data {fmt.age(lag)} ago", style=thresholds.style("stale", lag / st.every(opts.interval)))
     return None
 
 

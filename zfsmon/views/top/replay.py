@@ -58,7 +58,7 @@ class ReplayCursor:
         state.feed([*self._samples(lo, hi), *self.rec.events(lo, hi)])
 
     def _build(self) -> TopState:
-        state = TopState(self.window_s, keep_s=self.window_s)
+        state = TopState(self.window_s, keep_s=self.window_s, interval=self.interval)
         # one interval before the window, so counters have a previous reading to make a rate from
         self._feed_range(state, self.cursor - self.window_s - self.interval * 1.5, self.cursor)
         state.now = self.cursor

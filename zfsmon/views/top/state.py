@@ -26,6 +26,7 @@ from zfsmon.analysis import arc, findings, goose, readpath
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.metrics.health import HEALTHY_STATES, STATE_NAMES
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
+from zfsmon.views import thresholds
 
 #: order of role groups in the vdev tree, and their headings (as ``zpool status`` names its sections)
 ROLE_ORDER: Tuple[Role, ...] = (Role.DATA, Role.SPECIAL, Role.DEDUP, Role.LOG, Role.CACHE, Role.SPARE)
@@ -107,12 +108,30 @@ class Staleness:
     error: Optional[Event]  # an error newer than the newest sample
     cadence: float = 0.0  # how often the area's source reports, if its samples say
 
+    def every(self, interval: float) -> float:
+        """The source's interval: the sampling interval asked for, or longer if its samples say so."""
+        return max(interval, self.cadence)
+
+    def stale_lag(self, now: Optional[float], interval: float) -> Optional[float]:
+        """How old the figures last reported at ``last`` are at ``now``, once that is past the "stale" threshold
+        (:mod:`zfsmon.views.thresholds`, in intervals of :meth:`every`); None while fresh, or when unknown.
+
+        The one rule for stale figures: a panel's status line says their age, the goose-egg judgement skips them.
+        """
+        every = self.every(interval)
+        if now is None or self.last is None or every <= 0:
+            return None
+        lag = now - self.last
+        return lag if thresholds.level("stale", lag / every) != "ok" else None
+
 
 class TopState:
     """Feed record batches in time order; ask for panels' values. ``window_s`` bounds memory and the views."""
 
-    def __init__(self, window_s: float = 300.0, keep_s: Optional[float] = None) -> None:
+    def __init__(self, window_s: float = 300.0, keep_s: Optional[float] = None, interval: float = 1.0) -> None:
         self.window_s = float(window_s)
+        #: the sampling interval (the view's): with the sources' own cadence, when figures are stale
+        self.interval = float(interval)
         #: how long sparkline series are held (the largest window +/- can show in live mode); whole samples
         #: (for totals, export and findings) are held for the current window only, at most MAX_SAMPLES
         self.keep_s = float(keep_s) if keep_s is not None else max(self.window_s, 3600.0)
@@ -307,11 +326,21 @@ class TopState:
         for s in self.latest.values():
             if goose.is_device_row(s.entity):
                 by_pool.setdefault(s.entity.pool, []).append(s)
+        cadence = self.cadence.get("vdevs", 0.0)
         for pool, leaves in by_pool.items():
             zfs_ops = goose.leaf_ops(leaves)
             cands = goose.leaf_devices(zfs_ops, said)
-            for v in goose.judge(zfs_ops, dev_ops, cands):
+            # a leaf whose figures are stale (its source failing: the ZFS daemon gone) keeps its last interval
+            # while the devices go on counting: comparing the two would call every busy leaf a goose egg
+            lags = {s.entity.name: Staleness(s.ts, None, cadence).stale_lag(self.now, self.interval) for s in leaves}
+            stale = {leaf for leaf in zfs_ops if lags.get(leaf) is not None}
+            fresh = {leaf: ops for leaf, ops in zfs_ops.items() if leaf not in stale}
+            for v in goose.judge(fresh, dev_ops, cands):
                 self.verdicts[(pool, v.leaf)] = v
+            for leaf in stale:
+                self.verdicts[(pool, leaf)] = goose.Verdict(
+                    leaf, goose.UNKNOWN, None, zfs_ops[leaf], None,
+                    f"ZFS's figures for {leaf} are {lags[leaf]:.0f} s old (its source stopped reporting): not judged")
 
     # ----------------------------------------------------------------------------------------------- questions
     def window(self) -> Tuple[float, float]:
