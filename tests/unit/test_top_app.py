@@ -108,7 +108,8 @@ def test_help_lists_every_key_and_keys_do_it(recording):
     async def go():
         app = replay_app(recording)
         async with app.run_test(size=(160, 45)) as pilot:
-            await _settle(pilot)
+            # the timeline (below the tree, in its scroll box) is read in a worker: the box's height is final after
+            await _until(pilot, lambda: "TPS" in app.query_one("#timeline").render().plain, "the timeline read")
             await pilot.press("question_mark")
             await _settle(pilot)
             assert "zfsmon top: keys" in screen_text(app)
