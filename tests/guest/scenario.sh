@@ -77,9 +77,10 @@ ls /sys/kernel/tracing/events/zfs > "$OUT/zfs-tracepoints.txt" 2>&1
 ARC_OK=1  # without tracepoints arc_kprobe.bt needs these functions traceable (Debian's 2.1.11 inlines arc_access)
 if [ ! -d /sys/kernel/tracing/events/zfs ]; then
     # a function's name is the line's first field, exactly (as zfsmon.host.untraceable reads it): a partly
-    # inlined copy such as `arc_access.part.0` is not `arc_access` (grep -w took it for it on 2.1.11)
+    # inlined copy such as `arc_access.isra.0` (2.1.11) is not `arc_access` (grep -w took it for it on 2.1.11)
     for fn in arc_read arc_buf_access arc_access; do
-        awk '{print $1}' /sys/kernel/tracing/available_filter_functions | grep -qx "$fn" || ARC_OK=0
+        awk -v fn="$fn" '$1 == fn {found = 1; exit} END {exit !found}' /sys/kernel/tracing/available_filter_functions \
+            || ARC_OK=0
     done
 fi
 echo "$ARC_OK" > "$OUT/arc-traceable.txt"
