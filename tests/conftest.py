@@ -7,11 +7,12 @@ Elsewhere such tests skip with a one-line reason.
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import time
 from pathlib import Path
-from typing import Awaitable, Callable, List, TypeVar, Union
+from typing import Awaitable, Callable, Dict, List, TypeVar, Union
 
 import pytest
 
@@ -51,6 +52,19 @@ _MISSING_FIXTURES: List[Path] = []
 #: the reason pytest gives a test parametrized over an empty list (pytest 7 to 9 all start with this)
 _EMPTY_PARAMETER_SET = "got empty parameter set"
 _VANISHED = pytest.StashKey[str]()
+
+
+@pytest.fixture(scope="session")
+def fio_lab_recordings(tmp_path_factory) -> Dict[str, str]:
+    """The issue-14 acceptance recordings (tests/data/fio/lab-acceptance: ceiling, l2arc, slog), gunzipped once."""
+    d = Path(tmp_path_factory.mktemp("fio-lab"))
+    paths: Dict[str, str] = {}
+    for name in ("ceiling", "l2arc", "slog"):
+        path = d / f"{name}.zfsmon"
+        with gzip.open(TEST_DATA / "fio" / "lab-acceptance" / f"{name}.zfsmon.gz") as src, open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        paths[name] = str(path)
+    return paths
 
 
 def fixture_files(sub: str) -> List[Path]:

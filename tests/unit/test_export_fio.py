@@ -8,34 +8,21 @@ The recordings are the zfs-fuse lab runs of ``python3 -m bench.fio_acceptance`` 
 from __future__ import annotations
 
 import csv
-import gzip
-import shutil
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
-from tests.conftest import TEST_DATA
 from zfsmon.analysis import qdsweep, vdevperf
 from zfsmon.cli import main
 from zfsmon.model import Kind
 from zfsmon.store import Recording
 from zfsmon.views import csv_export
 
-LAB = TEST_DATA / "fio" / "lab-acceptance"
-_PATHS: Dict[str, str] = {}
-
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory):
-    if not _PATHS:
-        d = Path(tmp_path_factory.mktemp("fio-export"))
-        for name in ("ceiling", "l2arc", "slog"):
-            path = d / f"{name}.zfsmon"
-            with gzip.open(LAB / f"{name}.zfsmon.gz") as src, open(path, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            _PATHS[name] = str(path)
-    return _PATHS
+def paths(fio_lab_recordings):
+    return fio_lab_recordings
 
 
 def _samples(path: str):

@@ -7,36 +7,20 @@ a random-read sweep on throttled mirrors, the same sweep served by the L2ARC, an
 
 from __future__ import annotations
 
-import gzip
 import re
-import shutil
-from pathlib import Path
-from typing import Dict
 
 import pytest
 
-from tests.conftest import TEST_DATA
 from zfsmon.analysis import findings, qdsweep, vdevperf
 from zfsmon.cli import main
 from zfsmon.store import Recording
 from zfsmon.views import report_pdf as report
 
-LAB = TEST_DATA / "fio" / "lab-acceptance"
 SWEEP = "fio: IOPS vs queue depth"
 ROLES = "Latency per vdev role, beside fio's"
-_PATHS: Dict[str, str] = {}
-
-
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory):
-    if not _PATHS:
-        d = Path(tmp_path_factory.mktemp("fio-report"))
-        for name in ("ceiling", "l2arc", "slog"):
-            path = d / f"{name}.zfsmon"
-            with gzip.open(LAB / f"{name}.zfsmon.gz") as src, open(path, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            _PATHS[name] = str(path)
-    return _PATHS
+def paths(fio_lab_recordings):
+    return fio_lab_recordings
 
 
 def _load(path: str):

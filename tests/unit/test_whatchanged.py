@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import gzip
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import TEST_DATA
 from zfsmon.analysis import whatchanged
 from zfsmon.cli import main
 from zfsmon.model import Entity, Kind, Role, Sample
 from zfsmon.store import Recording
 
-LAB = TEST_DATA / "fio" / "lab-acceptance"
-
 
 @pytest.fixture(scope="module")
-def ceiling(tmp_path_factory) -> Path:
-    path = Path(tmp_path_factory.mktemp("rec")) / "ceiling.zfsmon"
-    with gzip.open(LAB / "ceiling.zfsmon.gz") as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
+def ceiling(fio_lab_recordings) -> Path:
+    return Path(fio_lab_recordings["ceiling"])
 
 
 def test_the_sweep_starting_moves_the_data_disks_reads_most(ceiling):
