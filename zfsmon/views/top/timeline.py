@@ -84,12 +84,7 @@ class Timeline:
                 self._coarsen()
                 i = int(ts // self.every)
                 b = self.buckets.setdefault(i, {})
-        acc = b.get(part)
-        if acc is None:
-            b[part] = [total, n]
-        else:
-            acc[0] += total
-            acc[1] += n
+        _accumulate(b, part, total, n)
         self.first = ts if self.first is None else min(self.first, ts)
         self.last = ts if self.last is None else max(self.last, ts)
 
@@ -100,12 +95,7 @@ class Timeline:
             for i, b in self.buckets.items():
                 m = merged.setdefault(i // 2, {})
                 for part, (t, n) in b.items():
-                    acc = m.get(part)
-                    if acc is None:
-                        m[part] = [t, n]
-                    else:
-                        acc[0] += t
-                        acc[1] += n
+                    _accumulate(m, part, t, n)
             self.buckets = merged
             self._open = max(merged) if merged else None
         self.version += 1
@@ -267,3 +257,13 @@ def cells(points: Sequence[Tuple[int, float]], every: float, start: float, end: 
                 out[last + 1:c] = [out[last]] * (c - last - 1)
             last = c
     return out
+
+
+def _accumulate(bucket: Dict[str, List[float]], part: str, total: float, n: float) -> None:
+    """Add a (sum, count) pair to a bucket's part: one rule for new samples and for merging buckets."""
+    acc = bucket.get(part)
+    if acc is None:
+        bucket[part] = [total, n]
+    else:
+        acc[0] += total
+        acc[1] += n
