@@ -85,7 +85,7 @@ def test_lab_capture_leaves_against_diskstats_numbers():
     rd = RateDeriver()
     dev_ops = {}
     for name in ("loop1", "loop2", "loop3", "loop4", "loop6"):
-        zero = Sample(0.0, caps[name].entity, {k: 0.0 for k in caps[name].metrics})
+        zero = Sample(0.0, caps[name].entity, {k: 0.0 for k in caps[name].metrics}, source=caps[name].source)
         rd.update(zero)
         d, _ = rd.update(caps[name])
         dev_ops[name] = goose.device_ops_per_s(d.rates)

@@ -11,7 +11,7 @@ from tests.unit.mangle import variants
 from zfsmon import metrics
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Event, EventKind, Kind, ParseError, Sample
-from zfsmon.sources import pool_iostats
+from zfsmon.sources import pool_iostats, txgs
 from zfsmon.sources.detect import detect
 
 G23 = TEST_DATA / "openzfs-2.3" / "kstat" / "zguest.iostats"
@@ -51,6 +51,27 @@ def test_counters_become_rates():
     got, events = d.update(b)
     assert events == [] and got is not None
     assert got.rates["arc_read_count"] == pytest.approx(200.0) and got.rates["arc_write_bytes"] == 0.0
+
+
+def test_two_sources_on_one_pool_each_get_their_own_rates():
+    """A Linux OpenZFS pool carries the iostats and the txgs kstats' counters, read in turn every interval; each
+    source's rate follows its own previous reading (keyed by entity only, neither ever got a delta)."""
+    text = G23.read_text()
+    txg_rows = [s for s in txgs.parse_text((G23.parent / "zguest.txgs").read_text(), "zguest.txgs")
+                if isinstance(s, Sample)]
+    a = pool_iostats.parse_iostats(text, txg_rows[0].ts, "zguest")
+    b = pool_iostats.parse_iostats(text.replace("arc_read_count                  4    8649",
+                                                "arc_read_count                  4    9649"), txg_rows[1].ts, "zguest")
+    assert a.entity.key == txg_rows[0].entity.key  # one entity, two sources
+    d = RateDeriver()
+    got = [d.update(s)[0] for s in (a, txg_rows[0], b, txg_rows[1])]
+    assert got[0] is None and got[1] is None
+    elapsed = txg_rows[1].ts - txg_rows[0].ts
+    assert got[2] is not None and got[2].elapsed == pytest.approx(elapsed)
+    assert got[2].deltas["arc_read_count"] == 1000.0 and set(got[2].deltas) == set(a.metrics)
+    assert got[3] is not None and got[3].deltas["txgs_synced"] == 1.0
+    assert got[3].deltas["txg_sync_time_ns"] == 1269500.0
+    assert "arc_read_count" not in got[3].deltas
 
 
 def test_not_an_iostats_kstat_and_truncated():

@@ -27,13 +27,17 @@ class Deltas:
 
 
 class RateDeriver:
-    """Keeps the previous reading per entity; turns counter samples into deltas and rates."""
+    """Keeps the previous reading per entity and source; turns counter samples into deltas and rates.
+
+    Per source, not per entity: one entity can have counters from several sources (a Linux OpenZFS pool has
+    the ``iostats``, ``txgs`` and ``status`` sources' counters), and each source's readings follow only its own.
+    """
 
     def __init__(self) -> None:
-        self._prev: Dict[str, Tuple[float, Dict[str, float]]] = {}
+        self._prev: Dict[Tuple[str, str], Tuple[float, Dict[str, float]]] = {}
 
     def update(self, sample: Sample) -> Tuple[Optional[Deltas], List[Event]]:
-        key = sample.entity.key
+        key = (sample.entity.key, sample.source)
         kind = sample.entity.kind
         counters = {k: float(v) for k, v in sample.metrics.items() if metrics.is_counter(kind, k)}
         prev = self._prev.get(key)
@@ -61,10 +65,7 @@ class RateDeriver:
                                 f"{sample.entity.key}: counter went backwards ("
                                 + ", ".join(f"{n} {pvals[n]:.0f} -> {counters[n]:.0f}" for n in sorted(reset)[:4])
                                 + f"{'...' if len(reset) > 4 else ''}); new baseline", source=sample.source,
-                                entity=key))
+                                entity=sample.entity.key))
             return None, events
         rates = {name: d / elapsed for name, d in deltas.items()}
         return Deltas(sample, elapsed, deltas, rates), events
-
-    def forget(self, key: str) -> None:
-        self._prev.pop(key, None)
