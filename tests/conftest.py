@@ -58,13 +58,16 @@ _VANISHED = pytest.StashKey[str]()
 def fio_lab_recordings(tmp_path_factory) -> Dict[str, str]:
     """The issue-14 acceptance recordings (tests/data/fio/lab-acceptance: ceiling, l2arc, slog), gunzipped once."""
     d = Path(tmp_path_factory.mktemp("fio-lab"))
-    paths: Dict[str, str] = {}
-    for name in ("ceiling", "l2arc", "slog"):
-        path = d / f"{name}.zfsmon"
-        with gzip.open(TEST_DATA / "fio" / "lab-acceptance" / f"{name}.zfsmon.gz") as src, open(path, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        paths[name] = str(path)
-    return paths
+    return {name: gunzip(TEST_DATA / "fio" / "lab-acceptance" / f"{name}.zfsmon.gz", d)
+            for name in ("ceiling", "l2arc", "slog")}
+
+
+def gunzip(src: Path, directory: Path) -> str:
+    """A committed ``NAME.gz`` recording, unpacked as ``directory/NAME`` (recordings are opened, never changed)."""
+    path = directory / src.name[:-3]
+    with gzip.open(src) as f, open(path, "wb") as dst:
+        shutil.copyfileobj(f, dst)
+    return str(path)
 
 
 def fixture_files(sub: str) -> List[Path]:

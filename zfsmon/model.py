@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Dict, Mapping, Optional, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 #: the times a recording can hold: those a calendar date can be printed for (UTC years 1 to 9999). A time
 #: outside (1e300, nan, a duration of 300000000000 s added to a start) is an impossible time: refused on input,
@@ -115,6 +115,46 @@ class Sample:
     interval: Optional[float] = None
     since_boot: bool = False
     source: str = ""
+
+
+@dataclass
+class SampleBlock:
+    """Consecutive samples of one entity from one source with the same metrics, column-wise.
+
+    What a recording's compacted chunks hold (one column of values per metric), handed on without building a
+    :class:`Sample` per reading: downsampling a long recording sums, counts and compares the columns' slices.
+    ``entities`` is the entity at ``ts[0]``, then each change of its role or parent up to ``ts[-1]``.
+    """
+
+    ts: List[float]
+    entities: List[Tuple[float, Entity]]
+    names: Tuple[str, ...]
+    cols: List[Sequence[float]]
+    source: str = ""
+    since_boot: bool = False
+
+    @classmethod
+    def of(cls, s: Sample) -> SampleBlock:
+        return cls([s.ts], [(s.ts, s.entity)], tuple(s.metrics), [[v] for v in s.metrics.values()], s.source,
+                   s.since_boot)
+
+    @property
+    def entity(self) -> Entity:
+        return self.entities[0][1]
+
+    def entity_at(self, ts: float) -> Entity:
+        """The entity as it was at ``ts`` (a time of this block)."""
+        ent = self.entities[0][1]
+        for t, e in self.entities[1:]:
+            if t > ts:
+                break
+            ent = e
+        return ent
+
+    def sample(self, i: int) -> Sample:
+        """Row ``i`` as a Sample (for the few readings that need one)."""
+        return Sample(self.ts[i], self.entity_at(self.ts[i]), {n: c[i] for n, c in zip(self.names, self.cols)},
+                      source=self.source, since_boot=self.since_boot)
 
 
 class EventKind(str, Enum):

@@ -8,17 +8,22 @@ already computed) are averaged, with min and max kept. ``since_boot`` readings
 (the first ``zpool iostat`` report) average a different span and are left out.
 
 Buckets are aligned to multiples of ``every`` in epoch time, so two exports of
-the same recording line up. Memory holds one open bucket per entity.
+the same recording line up. Memory holds one open bucket per entity. A recording
+is read column-wise, a block of readings at a time (:func:`downsample_blocks`):
+a week of one-second readings must not become a Python object per value.
 """
 
 from __future__ import annotations
 
+import heapq
+import operator
+from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from zfsmon import metrics
 from zfsmon.analysis.rates import RateDeriver
-from zfsmon.model import Entity, Sample
+from zfsmon.model import Entity, Sample, SampleBlock
 
 
 @dataclass
@@ -90,36 +95,156 @@ def bucket_start(ts: float, every: float) -> float:
 
 def downsample(samples: Iterable[Sample], every: float) -> Iterator[Bucket]:
     """Buckets in time order (as far as the input is), one per entity and source per ``every`` seconds."""
+    return downsample_blocks(([SampleBlock.of(s)] for s in samples), every)
+
+
+#: how far (seconds) a reading may come after later readings of other sources: ``zpool iostat -T u`` stamps
+#: whole seconds and its report is read after the kstats of the same moment (seen: 1-3 s); a bucket is handed on
+#: once the newest reading is this far past its end, so a late reading still lands in its bucket
+LATE = 30.0
+
+
+def _order(b: Bucket) -> tuple:
+    return b.ts, b.entity.kind.value, b.entity.key, b.source
+
+
+def downsample_blocks(blocks: Iterable[Sequence[SampleBlock]], every: float) -> Iterator[Bucket]:
+    """:func:`downsample` of a recording read block by block (:meth:`zfsmon.store.Recording.blocks`).
+
+    A run of readings of one stream whose counters never go backwards and whose times only grow is taken
+    column-wise: a bucket's counter delta is its last value minus the one before it (the readings' deltas
+    telescope), a gauge's total, minimum and maximum are those of the column's slice, and no Sample is built.
+    Any other run (a counter reset, a clock step, several layouts of one entity and source interleaved) is
+    taken reading by reading. Buckets come out in (time, kind, key, source) order once the newest reading is
+    :data:`LATE` seconds past them; a reading later than that starts a bucket of its own (nothing is dropped).
+    """
     if every <= 0:
         raise ValueError("every must be positive")
     rates = RateDeriver()
     open_: Dict[Tuple[str, str], Bucket] = {}
-    horizon = float("-inf")  # every bucket starting before this is complete
-    plans: Dict[tuple, FrozenSet[str]] = {}  # the counters among a kind's metric names, looked up once
-    for s in samples:
-        if s.since_boot:
+    plans: Dict[tuple, Tuple[bool, ...]] = {}  # the counters among a kind's metric names, looked up once
+    ready: List[tuple] = []  # a heap of finished buckets: (order, sequence, bucket)
+    seq = 0
+    newest = float("-inf")
+    for group in blocks:
+        finished: List[Bucket] = []
+        runs: Dict[Tuple[str, str], List[SampleBlock]] = {}
+        for sb in group:
+            if sb.since_boot or not sb.ts:
+                continue
+            runs.setdefault((sb.entity.key, sb.source), []).append(sb)
+            newest = max(newest, sb.ts[-1])
+        for key, sbs in runs.items():
+            flags = [_plan(plans, sb) for sb in sbs]
+            if len(sbs) == 1 and _steady(sbs[0], flags[0]):
+                _add_columns(sbs[0], flags[0], every, key, open_, finished, rates)
+            else:
+                _add_readings(sbs, flags, every, key, open_, finished, rates)
+        if newest == float("-inf"):
             continue
-        pk = (s.entity.kind, tuple(s.metrics))
-        counters = plans.get(pk)
-        if counters is None:
-            counters = plans[pk] = frozenset(n for n in s.metrics if metrics.is_counter(s.entity.kind, n))
+        safe = bucket_start(newest - LATE, every)
+        for b in [b for b in open_.values() if b.ts < safe]:
+            del open_[(b.entity.key, b.source)]
+            finished.append(b)
+        for b in finished:
+            heapq.heappush(ready, (_order(b), seq, b))
+            seq += 1
+        while ready and ready[0][0][0] < safe:
+            yield heapq.heappop(ready)[2]
+    rest = [b for _o, _s, b in ready] + list(open_.values())
+    yield from sorted(rest, key=_order)
+
+
+def _plan(plans: Dict[tuple, Tuple[bool, ...]], sb: SampleBlock) -> Tuple[bool, ...]:
+    kind = sb.entity.kind
+    pk = (kind, sb.names)
+    flags = plans.get(pk)
+    if flags is None:
+        flags = plans[pk] = tuple(metrics.is_counter(kind, n) for n in sb.names)
+    return flags
+
+
+def _steady(sb: SampleBlock, flags: Tuple[bool, ...]) -> bool:
+    """Times only grow and no counter goes backwards: the readings' deltas telescope."""
+    ts = sb.ts
+    if not all(map(operator.lt, ts, ts[1:])):
+        return False
+    return all(all(map(operator.le, col, col[1:])) for col, c in zip(sb.cols, flags) if c)
+
+
+def _bucket(key: Tuple[str, str], b0: float, every: float, sb: SampleBlock, open_: Dict[Tuple[str, str], Bucket],
+            finished: List[Bucket]) -> Bucket:
+    b = open_.get(key)
+    if b is not None and b.ts != b0:  # a late reading for an already-closed bucket, or a jump
+        finished.append(b)
+        b = None
+    if b is None:
+        b = open_[key] = Bucket(b0, every, sb.entity, sb.source)
+    return b
+
+
+def _add_readings(sbs: Sequence[SampleBlock], flags: Sequence[Tuple[bool, ...]], every: float,
+                  key: Tuple[str, str], open_: Dict[Tuple[str, str], Bucket], finished: List[Bucket],
+                  rates: RateDeriver) -> None:
+    """One reading at a time, in time order (stable: the block's stream order breaks ties)."""
+    order = sorted(((t, j, i) for j, sb in enumerate(sbs) for i, t in enumerate(sb.ts)), key=lambda x: (x[0], x[1]))
+    for t, j, i in order:
+        sb = sbs[j]
+        s = sb.sample(i)
+        counters = frozenset(n for n, c in zip(sb.names, flags[j]) if c)
         d = rates.update(s)[0] if counters else None
-        b0 = bucket_start(s.ts, every)
-        if b0 > horizon:
-            done = [b for b in open_.values() if b.ts < b0]
-            if done:
-                done.sort(key=lambda b: (b.ts, b.entity.kind.value, b.entity.key))
-                for b in done:
-                    del open_[(b.entity.key, b.source)]
-                yield from done
-            horizon = b0
-        key = (s.entity.key, s.source)
-        b = open_.get(key)
-        if b is not None and b.ts != b0:  # a late reading for an already-closed bucket, or a jump
-            yield b
-            b = None
-        if b is None:
-            b = open_[key] = Bucket(b0, every, s.entity, s.source)
+        b = _bucket(key, bucket_start(t, every), every, sb, open_, finished)
         b.add(s, d.deltas if d is not None else None, d.elapsed if d is not None else 0.0, counters)
-    rest: List[Bucket] = sorted(open_.values(), key=lambda b: (b.ts, b.entity.kind.value, b.entity.key))
-    yield from rest
+
+
+def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tuple[str, str],
+                 open_: Dict[Tuple[str, str], Bucket], finished: List[Bucket], rates: RateDeriver) -> None:
+    """A steady run (:func:`_steady`), bucket by bucket over slices of its columns."""
+    ts = sb.ts
+    n = len(ts)
+    has_counters = any(flags)
+    first = rates.update(sb.sample(0))[0] if has_counters else None  # the step from the previous block's reading
+    i = 0
+    while i < n:
+        b0 = bucket_start(ts[i], every)
+        j = bisect_left(ts, b0 + every, i)
+        while j > i + 1 and bucket_start(ts[j - 1], every) != b0:  # float rounding at the bucket's edge
+            j -= 1
+        while j < n and bucket_start(ts[j], every) == b0:
+            j += 1
+        b = _bucket(key, b0, every, sb, open_, finished)
+        b.n += j - i
+        b.entity = sb.entity_at(ts[j - 1])
+        for name, col, is_counter in zip(sb.names, sb.cols, flags):
+            if is_counter:
+                c = b.counters.get(name)
+                if c is None:
+                    c = b.counters[name] = Counter(col[i])
+                c.last = col[j - 1]
+                if i == 0:
+                    if first is not None and name in first.deltas:
+                        c.delta += first.deltas[name]
+                        c.elapsed += first.elapsed
+                        c.has_delta = True
+                    if j > 1:
+                        c.delta += float(col[j - 1]) - float(col[0])
+                        c.elapsed += ts[j - 1] - ts[0]
+                        c.has_delta = True
+                else:
+                    c.delta += float(col[j - 1]) - float(col[i - 1])
+                    c.elapsed += ts[j - 1] - ts[i - 1]
+                    c.has_delta = True
+            else:
+                part = col[i:j]
+                g = b.gauges.get(name)
+                if g is None:
+                    b.gauges[name] = Gauge(sum(part), j - i, min(part), max(part))
+                else:
+                    g.total += sum(part)
+                    g.n += j - i
+                    g.min = min(g.min, min(part))
+                    g.max = max(g.max, max(part))
+        i = j
+    if has_counters and n > 1:
+        rates.follow(key[0], key[1], ts[-1], {name: float(col[-1]) for name, col, c in zip(sb.names, sb.cols, flags)
+                                              if c})

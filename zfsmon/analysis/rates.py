@@ -69,3 +69,9 @@ class RateDeriver:
             return None, events
         rates = {name: d / elapsed for name, d in deltas.items()}
         return Deltas(sample, elapsed, deltas, rates), events
+
+    def follow(self, key: str, source: str, ts: float, counters: Dict[str, float]) -> None:
+        """Take ``counters`` at ``ts`` as the previous reading without deriving from it: for a caller that
+        derived the readings in between itself (column-wise downsampling of a run of readings checked free of
+        resets)."""
+        self._prev[(key, source)] = (ts, counters)

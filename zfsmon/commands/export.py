@@ -22,6 +22,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from zfsmon import outfile
+from zfsmon.analysis.downsample import downsample_blocks
 from zfsmon.commands._timearg import When, seconds
 from zfsmon.errors import UserError
 from zfsmon.model import Kind
@@ -108,8 +109,11 @@ def run(args: argparse.Namespace) -> int:
         if start is not None and end is not None and end < start:
             raise UserError("--to is before --from")
         keys = select_entities(rec, args.entities)
-        samples = rec.samples(entity_keys=keys, start=start, end=end)
-        rows = view.rows(samples, args.every)
+        if args.every:  # column-wise, a block of readings at a time: no Sample per reading of a long run
+            streams = rec.select_streams(keys) if keys is not None else None
+            rows = view.bucket_rows(downsample_blocks(rec.blocks(streams, start, end), args.every))
+        else:
+            rows = view.rows(rec.samples(entity_keys=keys, start=start, end=end))
         events = rec.events(start, args.end.resolve(span) if args.end else None)
         if args.json:
             _check_out(args.json, args.file)

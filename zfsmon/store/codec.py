@@ -258,6 +258,14 @@ def encode_chunk(offsets: Sequence[int], ivs: Sequence[Optional[float]], rows: S
 
 def decode_chunk(blob: bytes) -> Tuple[List[int], List[Optional[float]], List[tuple]]:
     """Inverse of :func:`encode_chunk`: (offsets, intervals, rows as tuples). ValueError if damaged."""
+    offsets, ivs, cols = decode_chunk_columns(blob)
+    rows = list(zip(*cols)) if cols else [()] * len(offsets)
+    return offsets, ivs, rows
+
+
+def decode_chunk_columns(blob: bytes) -> Tuple[List[int], List[Optional[float]], List[List[float]]]:
+    """Like :func:`decode_chunk`, but the values as they are stored: one list per metric (what a column-wise
+    reader such as downsampling wants, without building a tuple per sample)."""
     if not blob or blob[0] != CHUNK_ZLIB:
         raise ValueError("unknown chunk format")
     try:
@@ -288,5 +296,4 @@ def decode_chunk(blob: bytes) -> Tuple[List[int], List[Optional[float]], List[tu
         for j, v in zip(where, what):
             ivs[j] = float(v)  # an index out of range raises IndexError: damage
     cols = [_decode_column(s, n) for s in sections[want - width:]] if n else []
-    rows = list(zip(*cols)) if cols else [()] * n
-    return offsets, ivs, rows
+    return offsets, ivs, cols

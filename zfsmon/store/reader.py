@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
-from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample, valid_ts
+from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample, SampleBlock, valid_ts
 from zfsmon.store import codec, schema
 from zfsmon.store.errors import RecordingError
 from zfsmon.store.writer import NO_INTERVAL
@@ -351,11 +351,12 @@ class Recording:
         except _DAMAGE as exc:
             raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
 
-    def _rows(self, streams, start, end):
+    def _query(self, streams, start, end) -> Optional[Tuple[str, List[object], Optional[set]]]:
+        """The statement that reads the head rows (and, schema 3+, the chunks) of ``streams`` between ``start``
+        and ``end`` in (tick, stream) order, widened to whole keyframe blocks; None when no stream is wanted."""
         lo, hi = self._tick_bounds(start, end)
         if self.version >= 2:  # start at a keyframe block: counters may be deltas from earlier rows
             lo = (lo // schema.KEYFRAME_TICKS) * schema.KEYFRAME_TICKS
-        chunked = self.version >= 3
         size = schema.CHUNK_TICKS
         args: List[object] = [lo, hi]
         wanted = None
@@ -367,7 +368,7 @@ class Recording:
         else:
             wanted = set(streams)
             if not wanted:
-                return
+                return None
             marks = ",".join("?" * len(wanted))
             chunks = f"SELECT tick0, stream, NULL, data, n FROM chunk WHERE tick0 BETWEEN ? AND ? AND stream IN ({marks})"
             cargs = [lo // size * size, hi] + sorted(wanted)
@@ -384,12 +385,19 @@ class Recording:
                         "WHERE s.tick BETWEEN ? AND ?")
                 chunks = "SELECT tick0, stream, NULL, data, n FROM chunk WHERE tick0 BETWEEN ? AND ?"
                 cargs = [lo // size * size, hi]
-        if chunked:  # one statement, so one snapshot: a block a live recorder compacts meanwhile is seen once
-            sql = f"{chunks} UNION ALL {head} ORDER BY 1, 2"
-            args = cargs + args
-            rows = self._merge_blocks(self._db.execute(sql, args), size)
+        if self.version >= 3:  # one statement, so one snapshot: a block a live recorder compacts meanwhile is seen once
+            return f"{chunks} UNION ALL {head} ORDER BY 1, 2", cargs + args, wanted
+        return head + " ORDER BY 1, 2", args, wanted
+
+    def _rows(self, streams, start, end):
+        q = self._query(streams, start, end)
+        if q is None:
+            return
+        sql, args, wanted = q
+        if self.version >= 3:
+            rows = self._merge_blocks(self._db.execute(sql, args), schema.CHUNK_TICKS)
         else:
-            rows = self._db.execute(head + " ORDER BY 1, 2", args)
+            rows = self._db.execute(sql, args)
         st_map = self.streams
         unpack = codec.unpack
         decode = codec.decode_row
@@ -422,6 +430,92 @@ class Recording:
                 raise ValueError(f"sample of {st.entity_key} holds {len(vals)} values for {len(st.metrics)} metrics")
             interval = st.interval if iv is None else (None if iv == NO_INTERVAL else iv)
             yield ts, st, vals, interval
+
+    def blocks(self, streams: Optional[Sequence[int]] = None, start: Optional[float] = None,
+               end: Optional[float] = None) -> Iterator[List[SampleBlock]]:
+        """The samples of :meth:`samples`, a block of :data:`~zfsmon.store.schema.CHUNK_TICKS` tick ids at a time,
+        each stream's as columns (a compacted chunk's columns as they are decoded, never a Sample per reading):
+        what downsampling a long recording reads. Blocks come in time order; a block's list in stream order."""
+        try:
+            yield from self._blocks(streams, start, end)
+        except sqlite3.DatabaseError as exc:
+            raise RecordingError(f"{self.path}: damaged or unreadable recording: {exc}") from None
+        except _DAMAGE as exc:
+            raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
+
+    def _blocks(self, streams, start, end):
+        q = self._query(streams, start, end)
+        if q is None:
+            return
+        sql, args, wanted = q
+        size = schema.CHUNK_TICKS
+        decode = codec.decode_row
+        flagged = self.version >= 2
+        topo = _TopologyCursor(self._topo)
+        last: Dict[int, List[float]] = {}  # head rows: a stream's previous values (counters may be deltas)
+        counters: Dict[int, Tuple[bool, ...]] = {}
+        current = None
+        pending: Dict[int, Tuple[List[float], list, bool]] = {}  # stream: (times, columns or rows, columnar)
+        for tick, sid, ts, blob, n in self._db.execute(sql, args):
+            if tick // size != current:
+                if pending:
+                    yield self._finish_block(pending, topo, start, end)
+                pending, current = {}, tick // size
+            if wanted is not None and sid not in wanted:
+                continue
+            st = self.streams.get(sid)
+            if st is None:  # written after we loaded: a live recorder
+                self._reload_streams()
+                st = self.streams[sid]
+            if ts is None:  # a chunk: tick0, stream, NULL, data, n
+                offsets, _ivs, cols = codec.decode_chunk_columns(blob)
+                if len(offsets) != n:
+                    raise ValueError(f"a chunk of stream {sid} holds {len(offsets)} samples, not {n}")
+                ts_of = self._tick_ts(tick, size)
+                pending[sid] = ([ts_of[tick + o] for o in offsets], cols, True)
+            else:
+                if flagged:
+                    flags = counters.get(sid)
+                    if flags is None:
+                        flags = counters[sid] = tuple(m.counter for m in st.metrics)
+                    vals = last[sid] = decode(blob, last.get(sid), flags)
+                else:
+                    vals = codec.unpack(blob)
+                got = pending.get(sid)
+                if got is None:
+                    got = pending[sid] = ([], [], False)
+                got[0].append(ts)
+                got[1].append(vals)
+        if pending:
+            yield self._finish_block(pending, topo, start, end)
+
+    def _finish_block(self, pending: Dict[int, Tuple[List[float], list, bool]], topo: _TopologyCursor,
+                      start: Optional[float], end: Optional[float]) -> List[SampleBlock]:
+        """One block's streams as SampleBlocks: rows turned into columns, checked, cut to [start, end]."""
+        out = []
+        lo = min(times[0] for times, _c, _f in pending.values() if times)
+        for sid in sorted(pending):
+            times, data, columnar = pending[sid]
+            st = self.streams[sid]
+            width = len(st.metrics)
+            if not columnar:
+                if any(len(r) != width for r in data):
+                    raise ValueError(f"sample of {st.entity_key} holds values for other metrics than its own")
+                data = [list(c) for c in zip(*data)] if width else []
+            elif len(data) != (width if times else 0):
+                raise ValueError(f"a chunk of {st.entity_key} holds {len(data)} columns for {width} metrics")
+            if not all(map(valid_ts, times)):
+                raise ValueError(f"a reading of {st.entity_key} has an impossible time")
+            if times and ((start is not None and min(times) < start) or (end is not None and max(times) > end)):
+                keep = [i for i, t in enumerate(times) if (start is None or t >= start) and (end is None or t <= end)]
+                times = [times[i] for i in keep]
+                data = [[c[i] for i in keep] for c in data]
+            if not times:
+                continue
+            out.append(SampleBlock(times, topo.span(st.entity_key, lo, times[-1]) if lo <= times[0] else
+                                   [(times[0], topo.entity(st.entity_key, times[0]))],
+                                   tuple(m.name for m in st.metrics), data, st.source, st.since_boot))
+        return out
 
     def _merge_blocks(self, cursor, size: int) -> Iterator[tuple]:
         """Rows of chunks and of the head, block by block, in (tick, stream) order. A chunk row becomes one row
@@ -540,15 +634,31 @@ class _TopologyCursor:
         self._ts = ts
         topo = self._topo
         while self._i < len(topo) and topo[self._i][0] <= ts:
-            _t, ek, role, parent, _p = topo[self._i]
-            self._now[ek[0]] = Entity(ek[1], ek[2], ek[3], Role(role) if role else None, parent)
+            row = topo[self._i]
+            self._now[row[1][0]] = _topo_entity(row)
             self._i += 1
         ent = self._now.get(key)
         if ent is None:  # only ever seen later than ts (should not happen): use its first description
-            for _t, ek, role, parent, _p in topo:
-                if ek[0] == key:
-                    return Entity(ek[1], ek[2], ek[3], Role(role) if role else None, parent)
+            for row in topo:
+                if row[1][0] == key:
+                    return _topo_entity(row)
             kind, rest = key.split(":", 1)
             pool, _, name = rest.rpartition("/")
             return Entity(Kind(kind), name, pool)
         return ent
+
+    def span(self, key: str, t0: float, t1: float) -> List[Tuple[float, Entity]]:
+        """The entity at ``t0``, then each change of its description up to ``t1`` (the cursor moves to t0)."""
+        out = [(t0, self.entity(key, t0))]
+        topo = self._topo
+        j = self._i
+        while j < len(topo) and topo[j][0] <= t1:
+            if topo[j][1][0] == key:
+                out.append((topo[j][0], _topo_entity(topo[j])))
+            j += 1
+        return out
+
+
+def _topo_entity(row: tuple) -> Entity:
+    _t, ek, role, parent, _p = row
+    return Entity(ek[1], ek[2], ek[3], Role(role) if role else None, parent)

@@ -25,7 +25,7 @@ from typing import IO, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Opti
 
 from zfsmon import metrics
 from zfsmon.analysis import qdsweep, vdevperf
-from zfsmon.analysis.downsample import downsample
+from zfsmon.analysis.downsample import Bucket, downsample
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.errors import printable
 from zfsmon.model import Entity, Event, Kind, Sample
@@ -97,12 +97,7 @@ class Row:
 def rows(samples: Iterable[Sample], every: Optional[float] = None) -> Iterator[Row]:
     """Raw readings with deltas and rates, or ``every``-second buckets (see zfsmon.analysis.downsample)."""
     if every:
-        for b in downsample(samples, every):
-            cells = [Cell(n, True, c.last, c.delta if c.has_delta else None, c.per_s)
-                     for n, c in b.counters.items()]
-            cells += [Cell(n, False, g.mean, min=g.min, max=g.max) for n, g in b.gauges.items()]
-            cells.sort(key=lambda c: c.metric)
-            yield Row(b.ts, Sample(b.ts, b.entity, {}, b.every, False, b.source), cells, b.n, b.every)
+        yield from bucket_rows(downsample(samples, every))
         return
     deriver = RateDeriver()
     # which metrics are counters, per (kind, metric names): looked up once, not per value
@@ -122,6 +117,16 @@ def rows(samples: Iterable[Sample], every: Optional[float] = None) -> Iterator[R
             dd, rr = d.deltas, d.rates
             cells = [Cell(n, True, m[n], dd.get(n), rr.get(n)) if c else Cell(n, False, m[n]) for n, c in cols]
         yield Row(s.ts, s, cells, None, s.interval)
+
+
+def bucket_rows(buckets: Iterable[Bucket]) -> Iterator[Row]:
+    """Downsampled rows: a counter's last value, delta and rate, a gauge's mean with min and max."""
+    for b in buckets:
+        cells = [Cell(n, True, c.last, c.delta if c.has_delta else None, c.per_s)
+                 for n, c in b.counters.items()]
+        cells += [Cell(n, False, g.mean, min=g.min, max=g.max) for n, g in b.gauges.items()]
+        cells.sort(key=lambda c: c.metric)
+        yield Row(b.ts, Sample(b.ts, b.entity, {}, b.every, False, b.source), cells, b.n, b.every)
 
 
 class _IdCells:
