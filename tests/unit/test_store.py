@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, gunzip
 from tests.unit.store_data import POOL, T0, records, samples_of, tick
 from zfsmon.analysis.downsample import downsample
 from zfsmon.model import EventKind, Kind, Role
@@ -461,3 +461,39 @@ def test_delta_rows_round_trip(triples):
     back = codec.decode_row(codec.encode_row(vals, base, flags), base, flags)
     for a, b in zip(vals, back):
         assert (math.isnan(a) and math.isnan(b)) if isinstance(a, float) and math.isnan(a) else a == b
+
+
+def test_a_report_split_over_two_writes_is_no_topology_change(tmp_path):
+    """``zpool iostat``'s reader hands a report on as its lines arrive, so one report can be written in two
+    intervals. The guest's recording (zfsmon before this fix) says ``removed`` and ``is back`` 74 times in
+    3.5 minutes with no device touched; the same reports written that way again must say nothing."""
+    src = gunzip(TEST_DATA / "openzfs-2.3" / "recording" / "rec.zfsmon.gz", tmp_path)
+    with Recording.open(src) as r:
+        assert len(r.events(kinds=[EventKind.TOPOLOGY])) == 74
+        reports: dict = {}
+        for s in r.samples(kinds=[Kind.VDEV, Kind.LEAF]):
+            if s.source == "zpool iostat" and not s.since_boot:
+                reports.setdefault(s.ts, []).append(s)
+    times = sorted(reports)[:12]
+    assert all(len(reports[t]) == 8 for t in times)  # 2 mirrors, 4 leaves, log, cache
+    path = str(tmp_path / "split.zfsmon")
+    with Recorder(path, {"host": "h", "interval": 5}) as rec:
+        carry: list = []
+        for i, t in enumerate(times):
+            cut = 1 + i % 7  # the report's first lines now, the rest with the next one
+            rec.write(carry + reports[t][:cut])
+            carry = reports[t][cut:]
+        rec.write(carry)
+    with Recording.open(path) as r:
+        assert r.events(kinds=[EventKind.TOPOLOGY]) == []
+        assert {e.name for e in r.topology(at=times[-1])} == {s.entity.name for s in reports[times[0]]}
+    # a device that really leaves (the cache vdev from the 6th report on) is still seen, at its time
+    gone = str(tmp_path / "gone.zfsmon")
+    with Recorder(gone, {"host": "h", "interval": 5}) as rec:
+        for i, t in enumerate(times):
+            rec.write([s for s in reports[t] if i < 5 or s.entity.name != "virtio-cache0"])
+    with Recording.open(gone) as r:
+        ev = r.events(kinds=[EventKind.TOPOLOGY])
+        assert [(e.ts, e.text) for e in ev] == [(times[5], "vdev:zguest/virtio-cache0: removed")]
+        assert "virtio-cache0" not in {e.name for e in r.topology(at=times[6])}
+        assert "virtio-cache0" in {e.name for e in r.topology(at=times[4])}

@@ -235,7 +235,7 @@ class Recording:
             i: Stream(i, ents[e][0], self._sources[s], layouts[ly], iv, bool(b))
             for i, e, s, ly, iv, b in db.execute("SELECT id, entity, source, layout, interval, since_boot FROM stream")}
         self._topo = [(_check_ts(ts, "a topology row"), ents[e], role, str(parent), bool(p)) for ts, e, role, parent, p
-                      in db.execute("SELECT ts, entity, role, parent, present FROM topology ORDER BY id")]
+                      in db.execute("SELECT ts, entity, role, parent, present FROM topology ORDER BY ts, id")]
         for row in self._topo:
             if row[2] and row[2] not in _ROLES:
                 raise ValueError(f"{row[1][0]} has an unknown role {row[2]!r}")

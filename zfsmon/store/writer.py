@@ -129,8 +129,10 @@ class Recorder:
             return
         self._fresh: Set[int] = set()
         # a source that reports topology changes itself (zpool iostat does, per pool): don't say it twice
-        self._announced = {(r.data.get("pool"), r.ts) for r in recs if isinstance(r, Event)
-                           and r.kind == EventKind.TOPOLOGY and r.data.get("pool")}
+        if len(self._announced) > 4096:
+            self._announced.clear()
+        self._announced |= {(r.data.get("pool"), r.ts) for r in recs if isinstance(r, Event)
+                            and r.kind == EventKind.TOPOLOGY and r.data.get("pool")}
         with self._txn():
             ticks: Dict[float, int] = {}
             used: Set[Tuple[int, int]] = set()
@@ -148,7 +150,7 @@ class Recorder:
                     self._event(rec)
             self._db.executemany("INSERT INTO sample(tick, stream, vals, iv) VALUES (?, ?, ?, ?)", rows)
             for (src, pool, ts), members in sorted(groups.items(), key=lambda kv: kv[0][2]):
-                self._note_members(src, pool, ts, members)
+                self._collect_members(src, pool, ts, members)
             if rows:
                 self._max_tick = max(self._max_tick, max(r[0] for r in rows))
                 if self._head_min is None:
@@ -241,6 +243,9 @@ class Recorder:
             self._topo[eid] = (role, parent, present)
         # which vdevs/leaves the last complete report of (source, pool) listed; rebuilt from data as it arrives
         self._members: Dict[Tuple[int, str], Set[int]] = {}
+        # the newest report of (source, pool) so far: (time, its vdevs/leaves, those first seen with it); complete
+        # only once a newer report starts (a report can be split over two writes: a stream read mid-report)
+        self._pending: Dict[Tuple[int, str], Tuple[float, Set[int], Set[int]]] = {}
         self._fresh: Set[int] = set()  # entities first seen in the batch being written
         self._announced: Set[Tuple[object, float]] = set()  # (pool, ts) whose topology change a source reported
 
@@ -282,15 +287,31 @@ class Recorder:
                          (ts, eid, role, parent, present))
         self._topo[eid] = (role, parent, present)
 
-    def _note_members(self, src: int, pool: str, ts: float, members: Set[int]) -> None:
+    def _collect_members(self, src: int, pool: str, ts: float, members: Set[int]) -> None:
+        """Gather one report's vdevs and leaves; judge the previous report once a newer one starts."""
+        pend = self._pending.get((src, pool))
+        if pend is not None and ts == pend[0]:  # the rest of a report split over two writes
+            pend[1].update(members)
+            pend[2].update(members & self._fresh)
+            return
+        if pend is not None and ts < pend[0]:  # a late piece of an older report: already judged
+            return
+        self._pending[(src, pool)] = (ts, set(members), members & self._fresh)
+        if pend is not None:
+            self._note_members(src, pool, pend[0], pend[1], pend[2], members)
+
+    def _note_members(self, src: int, pool: str, ts: float, members: Set[int], fresh: Set[int],
+                      newer: Set[int]) -> None:
+        """A complete report's members against the previous report's: added and removed devices. One missing
+        from this report but listed again in the newer one is not called removed."""
         prev = self._members.get((src, pool))
         self._members[(src, pool)] = members
         if prev is None:
             return
         keys = {i: k for k, i in self._entities.items() if i in (prev ^ members)}
-        for eid in sorted((members - prev) & self._fresh):
+        for eid in sorted((members - prev) & fresh):
             self._topology_event(ts, pool, f"{keys[eid]}: added", keys[eid], {"added": True})
-        for eid in sorted(prev - members):
+        for eid in sorted(prev - members - newer):
             role, parent, present = self._topo[eid]
             if present:
                 self._topology_row(eid, ts, role, parent, 0)
