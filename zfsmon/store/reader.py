@@ -504,7 +504,7 @@ class Recording:
                 data = [list(c) for c in zip(*data)] if width else []
             elif len(data) != (width if times else 0):
                 raise ValueError(f"a chunk of {st.entity_key} holds {len(data)} columns for {width} metrics")
-            if not all(map(valid_ts, times)):
+            if not columnar and not all(map(valid_ts, times)):  # a chunk's times were checked with its ticks
                 raise ValueError(f"a reading of {st.entity_key} has an impossible time")
             if times and ((start is not None and min(times) < start) or (end is not None and max(times) > end)):
                 keep = [i for i, t in enumerate(times) if (start is None or t >= start) and (end is None or t <= end)]
@@ -552,6 +552,8 @@ class Recording:
         got = self._tick_cache.get(tick0)
         if got is None:
             got = dict(self._db.execute("SELECT id, ts FROM tick WHERE id >= ? AND id < ?", (tick0, tick0 + size)))
+            if not all(map(valid_ts, got.values())):
+                raise ValueError("a reading has an impossible time")
             if len(self._tick_cache) > 64:
                 self._tick_cache.clear()
             self._tick_cache[tick0] = got
