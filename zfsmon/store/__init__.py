@@ -22,6 +22,7 @@ Reading (replay, export, info; safe while a recorder is still writing)::
         r.entities()                # every Entity ever seen, latest role/parent
         r.topology(at=ts)           # Entities present at ts, with roles then
         r.samples(entity_keys=None, kinds=None, start=None, end=None)  # iterator of Sample
+        r.blocks(streams, start, end)  # the same samples a block at a time, column-wise (model.SampleBlock)
         r.events(start, end)        # list of Event (marks, run boundaries, topology, resets, errors)
         r.series("leaf:tank/sda", "read_bytes", start, end)            # [(ts, value), ...]
         r.refresh()                 # pick up entities a live recorder added since open
@@ -29,7 +30,8 @@ Reading (replay, export, info; safe while a recorder is still writing)::
 Timestamps are float epoch seconds (UTC). Opening anything that is not a
 readable recording raises :class:`RecordingError`, a UserError.
 Downsampling (``every`` seconds; counters summed as deltas, gauges averaged
-with min/max) is :func:`zfsmon.analysis.downsample.downsample`.
+with min/max) is :func:`zfsmon.analysis.downsample.downsample` (of samples) or
+:func:`~zfsmon.analysis.downsample.downsample_blocks` (of ``blocks()``, much cheaper per value).
 """
 
 from zfsmon.store.errors import RecordingError, RecordingFull
