@@ -57,13 +57,13 @@ def test_interval_rates_from_two_readings(fixtures):
     l2later = dict(l2.metrics, hits=30, misses=10, read_bytes=4 << 20, write_bytes=8 << 20)
     an = ArcAnalyzer()
     assert an.update(arc) == (None, []) and an.update(l2) == (None, [])
-    d, ev = an.update(Sample(1002.0, arc.entity, later))
+    d, ev = an.update(Sample(1002.0, arc.entity, later, source=arc.source))
     assert ev == [] and d.interval == 2.0
     assert d.metrics["hit_pct"] == 90.0 and d.metrics["iohit_pct"] == 5.0 and d.metrics["reads_per_s"] == 500.0
     assert d.metrics["memory_throttle_per_s"] == 1.5
     assert "demand_data_hit_pct" not in d.metrics  # no demand data access in the interval: no ratio, not 0
     assert d.metrics["demand_data_reads_per_s"] == 0.0
-    d2, _ = an.update(Sample(1002.0, l2.entity, l2later))
+    d2, _ = an.update(Sample(1002.0, l2.entity, l2later, source=l2.source))
     assert d2.metrics["hit_pct"] == 75.0 and d2.metrics["reads_per_s"] == 20.0
     assert d2.metrics["read_bytes_per_s"] == 2 << 20 and d2.metrics["write_bytes_per_s"] == 4 << 20
 
@@ -81,7 +81,7 @@ def test_every_derived_metric_and_column_is_in_the_table(fixtures):
             an.update(s)
         for s in k.values():
             bumped = {n: v + 1 for n, v in s.metrics.items()}
-            d, _ = an.update(Sample(s.ts + 1, s.entity, bumped))
+            d, _ = an.update(Sample(s.ts + 1, s.entity, bumped, source=s.source))
             for name in d.metrics:
                 spec = metrics.lookup(s.entity.kind, name)
                 assert spec is not None and spec.kind == metrics.GAUGE, (s.entity.kind, name)

@@ -71,7 +71,7 @@ def test_filter_and_rates():
     later = dict(a[0].metrics, reads=a[0].metrics["reads"] + 50, busy_ns=a[0].metrics["busy_ns"] + 1e9)
     rd = RateDeriver()
     rd.update(a[0])
-    d, _ = rd.update(Sample(12.0, a[0].entity, later))
+    d, _ = rd.update(Sample(12.0, a[0].entity, later, source=a[0].source))
     assert d.rates["reads"] == 25.0 and d.rates["busy_ns"] == 0.5e9 and "in_flight" not in d.rates
 
 

@@ -68,7 +68,7 @@ def test_objset_rates(fixtures):
     later = dict(s.metrics, reads=s.metrics["reads"] + 1000, read_bytes=s.metrics["read_bytes"] + 8192000)
     rd = RateDeriver()
     rd.update(s)
-    d, ev = rd.update(Sample(110.0, s.entity, later))
+    d, ev = rd.update(Sample(110.0, s.entity, later, source=s.source))
     assert ev == [] and d is not None
     assert d.rates["reads"] == 100.0 and d.rates["read_bytes"] == 819200.0 and d.rates["writes"] == 0.0
 

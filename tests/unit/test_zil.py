@@ -57,7 +57,7 @@ def test_rates_from_two_readings(fixtures):
                  itx_indirect_bytes=a.metrics["itx_indirect_bytes"] + (1 << 20))
     an = ArcAnalyzer()
     assert an.update(a) == (None, [])
-    d, ev = an.update(Sample(a.ts + 5.0, a.entity, later))
+    d, ev = an.update(Sample(a.ts + 5.0, a.entity, later, source=a.source))
     assert ev == [] and d is not None and d.interval == 5.0
     assert d.metrics["commits_per_s"] == 100.0
     assert d.metrics["itx_per_s"] == 400.0
@@ -74,7 +74,7 @@ def test_counter_reset_gives_event_not_negative_rate(fixtures):
     b = _read("zol-0.7")  # much smaller counters: as after a module reload
     an = ArcAnalyzer()
     an.update(a)
-    d, ev = an.update(Sample(a.ts + 1, a.entity, b.metrics))
+    d, ev = an.update(Sample(a.ts + 1, a.entity, b.metrics, source=a.source))
     assert d is None and len(ev) == 1 and ev[0].kind == EventKind.RESET
 
 
