@@ -62,12 +62,9 @@ class Bucket:
     counters: Dict[str, Counter] = field(default_factory=dict)
     gauges: Dict[str, Gauge] = field(default_factory=dict)
 
-    def add(self, s: Sample, deltas: Optional[Dict[str, float]], elapsed: float,
-            counters: Optional[FrozenSet[str]] = None) -> None:
+    def add(self, s: Sample, deltas: Optional[Dict[str, float]], elapsed: float, counters: FrozenSet[str]) -> None:
         self.n += 1
         self.entity = s.entity  # the latest role/parent
-        if counters is None:
-            counters = frozenset(n for n in s.metrics if metrics.is_counter(s.entity.kind, n))
         for name, v in s.metrics.items():
             if name in counters:
                 c = self.counters.get(name)
@@ -188,10 +185,11 @@ def _add_readings(sbs: Sequence[SampleBlock], flags: Sequence[Tuple[bool, ...]],
                   rates: RateDeriver) -> None:
     """One reading at a time, in time order (stable: the block's stream order breaks ties)."""
     order = sorted(((t, j, i) for j, sb in enumerate(sbs) for i, t in enumerate(sb.ts)), key=lambda x: (x[0], x[1]))
+    named = [frozenset(n for n, c in zip(sb.names, f) if c) for sb, f in zip(sbs, flags)]
     for t, j, i in order:
         sb = sbs[j]
         s = sb.sample(i)
-        counters = frozenset(n for n, c in zip(sb.names, flags[j]) if c)
+        counters = named[j]
         d = rates.update(s)[0] if counters else None
         b = _bucket(key, bucket_start(t, every), every, sb, open_, finished)
         b.add(s, d.deltas if d is not None else None, d.elapsed if d is not None else 0.0, counters)

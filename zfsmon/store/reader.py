@@ -59,6 +59,14 @@ class TopologyChange:
     present: bool
 
 
+def _read_error(rec: Recording, exc: BaseException) -> RecordingError:
+    """SQLite's error, or the damage a read ran into, as one line naming the file."""
+    if isinstance(exc, sqlite3.DatabaseError):
+        return RecordingError(f"{rec.path}: damaged or unreadable recording: {exc}")
+    # a damaged value blob, a row pointing at nothing, text where a number goes
+    return RecordingError(f"{rec.path}: damaged recording: {_damage_text(exc)}")
+
+
 def _guard(fn: Callable[..., T]) -> Callable[..., T]:
     """Turn SQLite's errors into one-line RecordingErrors naming the file."""
 
@@ -66,10 +74,21 @@ def _guard(fn: Callable[..., T]) -> Callable[..., T]:
     def wrapper(self: Recording, *a, **kw):
         try:
             return fn(self, *a, **kw)
-        except sqlite3.DatabaseError as exc:
-            raise RecordingError(f"{self.path}: damaged or unreadable recording: {exc}") from None
-        except _DAMAGE as exc:  # a damaged value blob, a row pointing at nothing, text where a number goes
-            raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
+        except (sqlite3.DatabaseError, *_DAMAGE) as exc:
+            raise _read_error(self, exc) from None
+
+    return wrapper
+
+
+def _guard_iter(fn: Callable[..., Iterator[T]]) -> Callable[..., Iterator[T]]:
+    """:func:`_guard` for a generator: its errors come while it is iterated, not when it is called."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Recording, *a, **kw):
+        try:
+            yield from fn(self, *a, **kw)
+        except (sqlite3.DatabaseError, *_DAMAGE) as exc:
+            raise _read_error(self, exc) from None
 
     return wrapper
 
@@ -341,16 +360,6 @@ class Recording:
                                       float("inf") if end is None else end)).fetchone()
         return (lo, hi) if lo is not None else (1, 0)
 
-    def rows(self, streams: Optional[Sequence[int]] = None, start: Optional[float] = None,
-             end: Optional[float] = None) -> Iterator[Tuple[float, Stream, List[float], Optional[float]]]:
-        """The raw material of :meth:`samples`: (ts, stream, values, interval), in recording order."""
-        try:
-            yield from self._rows(streams, start, end)
-        except sqlite3.DatabaseError as exc:
-            raise RecordingError(f"{self.path}: damaged or unreadable recording: {exc}") from None
-        except _DAMAGE as exc:
-            raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
-
     def _query(self, streams, start, end) -> Optional[Tuple[str, List[object], Optional[set]]]:
         """The statement that reads the head rows (and, schema 3+, the chunks) of ``streams`` between ``start``
         and ``end`` in (tick, stream) order, widened to whole keyframe blocks; None when no stream is wanted."""
@@ -389,7 +398,10 @@ class Recording:
             return f"{chunks} UNION ALL {head} ORDER BY 1, 2", cargs + args, wanted
         return head + " ORDER BY 1, 2", args, wanted
 
-    def _rows(self, streams, start, end):
+    @_guard_iter
+    def rows(self, streams: Optional[Sequence[int]] = None, start: Optional[float] = None,
+             end: Optional[float] = None) -> Iterator[Tuple[float, Stream, List[float], Optional[float]]]:
+        """The raw material of :meth:`samples`: (ts, stream, values, interval), in recording order."""
         q = self._query(streams, start, end)
         if q is None:
             return
@@ -431,19 +443,12 @@ class Recording:
             interval = st.interval if iv is None else (None if iv == NO_INTERVAL else iv)
             yield ts, st, vals, interval
 
+    @_guard_iter
     def blocks(self, streams: Optional[Sequence[int]] = None, start: Optional[float] = None,
                end: Optional[float] = None) -> Iterator[List[SampleBlock]]:
         """The samples of :meth:`samples`, a block of :data:`~zfsmon.store.schema.CHUNK_TICKS` tick ids at a time,
         each stream's as columns (a compacted chunk's columns as they are decoded, never a Sample per reading):
         what downsampling a long recording reads. Blocks come in time order; a block's list in stream order."""
-        try:
-            yield from self._blocks(streams, start, end)
-        except sqlite3.DatabaseError as exc:
-            raise RecordingError(f"{self.path}: damaged or unreadable recording: {exc}") from None
-        except _DAMAGE as exc:
-            raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
-
-    def _blocks(self, streams, start, end):
         q = self._query(streams, start, end)
         if q is None:
             return
@@ -512,9 +517,8 @@ class Recording:
                 data = [[c[i] for i in keep] for c in data]
             if not times:
                 continue
-            out.append(SampleBlock(times, topo.span(st.entity_key, lo, times[-1]) if lo <= times[0] else
-                                   [(times[0], topo.entity(st.entity_key, times[0]))],
-                                   tuple(m.name for m in st.metrics), data, st.source, st.since_boot))
+            out.append(SampleBlock(times, topo.span(st.entity_key, lo, times[-1]), tuple(m.name for m in st.metrics),
+                                   data, st.source, st.since_boot))
         return out
 
     def _merge_blocks(self, cursor, size: int) -> Iterator[tuple]:
