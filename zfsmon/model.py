@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 #: the times a recording can hold: those a calendar date can be printed for (UTC years 1 to 9999). A time
@@ -87,8 +88,10 @@ class Entity:
     role: Optional[Role] = None
     parent: str = ""
 
-    @property
+    @cached_property
     def key(self) -> str:
+        """Cached (every record is grouped by it, many times): a frozen dataclass's ``__dict__`` takes it, and
+        it is no field, so equality, hashing and ``replace`` do not see it."""
         return f"{self.kind.value}:{self.pool}/{self.name}" if self.pool else f"{self.kind.value}:{self.name}"
 
     def label(self) -> str:

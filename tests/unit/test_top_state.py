@@ -347,3 +347,46 @@ def test_a_leaf_whose_figures_are_stale_is_not_judged_a_goose_egg_until_fresh_on
     assert {leaf: v.verdict for (pool, leaf), v in st.verdicts.items() if pool == "ziocap"} == {
         leaf: verdict for leaf, (verdict, *_rest) in judged.items()}
     assert marks(st) == (["loop1", "loop2", "loop3", "loop4"], ["loop1", "loop2", "loop3", "loop4", "GOOSE:"])
+
+
+def test_latency_histograms_come_beside_the_io_and_never_replace_it(tmp_path):
+    """OpenZFS: ``zpool iostat -w`` (the latency source) reports the same pool, vdevs and leaves as ``zpool
+    iostat``, in its own samples, and either can come last in an interval. Before, the newer sample became the
+    row's values, so the vdev tree's ops and bandwidth went blank whenever the histograms came last (the 2.3
+    guest's recording ends so) and the goose-egg check judged no leaf. Now a row has both sources' newest."""
+    path = top_data.TEST_DATA / "openzfs-2.3" / "recording" / "rec.zfsmon.gz"
+    with gzip.open(path) as f, open(tmp_path / "rec.zfsmon", "wb") as out:
+        shutil.copyfileobj(f, out)
+    with Recording.open(str(tmp_path / "rec.zfsmon")) as rec:
+        records = [*rec.samples(), *rec.events()]
+    st = TopState(window_s=60)
+    st.feed(records)
+    newest = {}
+    for s in sorted((r for r in records if isinstance(r, Sample) and r.entity.kind == Kind.LEAF), key=lambda s: s.ts):
+        newest[s.entity.name] = s.source
+    assert newest["virtio-data0"] == "zpool iostat -w"  # the case: the histograms came last
+    rows = {r.name: r for r in st.tree("zguest")}
+    assert {n for n, r in rows.items() if r.kind == "leaf"} == {f"virtio-data{i}" for i in range(4)}
+    for name in ("virtio-data0", "virtio-data1", "virtio-data2", "virtio-data3"):
+        m = rows[name].metrics
+        assert {"read_ops", "write_ops", "read_bw", "write_bw"} <= set(m), name  # zpool iostat's
+        assert any(k.startswith("lat_disk_wait_read_") for k in m), name  # zpool iostat -w's
+        assert rows[name].verdict in (goose.IDLE, goose.NOT_GOOSE_EGG, goose.GOOSE_EGG), name
+        assert rows[name].device == {"virtio-data0": "vdb", "virtio-data1": "vdc", "virtio-data2": "vdd",
+                                     "virtio-data3": "vde"}[name]
+    for name in ("zguest", "mirror-0", "mirror-1", "virtio-log0", "virtio-cache0"):
+        assert "read_ops" in rows[name].metrics, name
+
+
+def test_a_source_that_stopped_before_the_window_adds_nothing_to_a_row():
+    """A trace script that ended long ago must not lend its last figures to the entity's row as if current; an
+    entity whose only source stopped still shows its last figures (said to be stale elsewhere)."""
+    e = Entity(Kind.POOL, "p", "p")
+    st = TopState(window_s=60)
+    st.feed([Sample(1000.0, e, {"slow_ios": 3.0}, interval=1.0, source="trace:zfsslower"),
+             Sample(1000.0, Entity(Kind.ARC, "arc"), {"size": 5.0}, source="arcstats")])
+    assert st.values(e.key) == ({"slow_ios": 3.0}, False)  # its only source: last figures
+    st.feed([Sample(1100.0, e, {"txgs": 7.0}, interval=1.0, source="trace:txg")])
+    assert st.values(e.key) == ({"txgs": 7.0}, False)
+    st.feed([Sample(1101.0, e, {"slow_ios": 1.0}, interval=1.0, source="trace:zfsslower")])
+    assert st.values(e.key) == ({"txgs": 7.0, "slow_ios": 1.0}, False)

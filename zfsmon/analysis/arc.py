@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from zfsmon.analysis.rates import RateDeriver
-from zfsmon.metrics import is_counter
+from zfsmon.metrics import counter_names
 from zfsmon.model import Event, Kind, Sample
 
 #: derived metric prefix -> the arcstats classes summed into it
@@ -160,6 +160,11 @@ class ArcAnalyzer:
     def __init__(self) -> None:
         self._rates = RateDeriver()
 
+    def copy(self) -> ArcAnalyzer:
+        new = ArcAnalyzer()
+        new._rates = self._rates.copy()
+        return new
+
     def update(self, sample: Sample) -> Tuple[Optional[Sample], List[Event]]:
         derive = DERIVERS.get(sample.entity.kind)
         if derive is None or not has_counters(sample):
@@ -174,7 +179,7 @@ class ArcAnalyzer:
 def has_counters(sample: Sample) -> bool:
     """Whether a reading holds cumulative counters (kstats), not only levels or a tool's percentages."""
     kind = sample.entity.kind
-    return not sample.since_boot and any(is_counter(kind, m) for m in sample.metrics)
+    return not sample.since_boot and bool(counter_names(kind, tuple(sample.metrics)))
 
 
 def derive_samples(samples: Iterable[Sample]) -> Dict[Kind, List[Sample]]:

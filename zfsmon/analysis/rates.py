@@ -39,7 +39,8 @@ class RateDeriver:
     def update(self, sample: Sample) -> Tuple[Optional[Deltas], List[Event]]:
         key = (sample.entity.key, sample.source)
         kind = sample.entity.kind
-        counters = {k: float(v) for k, v in sample.metrics.items() if metrics.is_counter(kind, k)}
+        m = sample.metrics
+        counters = {k: float(m[k]) for k in metrics.counter_names(kind, tuple(m))}
         prev = self._prev.get(key)
         self._prev[key] = (sample.ts, counters)
         if prev is None:
@@ -69,6 +70,13 @@ class RateDeriver:
             return None, events
         rates = {name: d / elapsed for name, d in deltas.items()}
         return Deltas(sample, elapsed, deltas, rates), events
+
+    def copy(self) -> RateDeriver:
+        """An independent deriver at the same point (the previous readings are replaced, never changed in place,
+        so copying the mapping is enough): replay keeps states around its cursor."""
+        new = RateDeriver()
+        new._prev = dict(self._prev)
+        return new
 
     def follow(self, key: str, source: str, ts: float, counters: Dict[str, float]) -> None:
         """Take ``counters`` at ``ts`` as the previous reading without deriving from it: for a caller that

@@ -4,13 +4,17 @@ Only the window ending at the cursor is read (``Recording.samples(start=...,
 end=...)``, with one window of margin each side kept in memory so that steps
 do not read again), so a 24-hour recording opens as fast as a one-minute one. Moving
 forward by less than a window feeds just the new slice into the same
-:class:`~zfsmon.views.top.state.TopState`; any other move rebuilds it.
+:class:`~zfsmon.views.top.state.TopState`. Stepping back cannot undo a feed, and
+rebuilding a window costs 0.1-0.2 s for 64 leaves, so the states around the cursor
+are kept: a step back that finds none builds the state :data:`BACK_STRIDE`
+intervals earlier and steps forward to the cursor, keeping a copy at each step,
+and the steps back after it take those. Other moves rebuild.
 """
 
 from __future__ import annotations
 
 import bisect
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Sample
@@ -22,6 +26,15 @@ JUMP_KINDS = (EventKind.MARK, EventKind.RUN_START, EventKind.RUN_END, EventKind.
               EventKind.RESET)
 #: replay speeds: seconds of recording per second of wall clock
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
+#: a step back with no kept state builds the one this many intervals earlier, keeping every state on the way
+BACK_STRIDE = 30
+#: states kept around the cursor at most (each holds its window's containers: ~0.5 MB for 64 leaves)
+KEEP_STATES = 2 * BACK_STRIDE + 2
+
+
+def _at(ts: float) -> int:
+    """A cursor time as a key: cursors reached by different sums of intervals differ in the last bits."""
+    return round(ts * 1e6)
 
 
 class ReplayCursor:
@@ -39,7 +52,9 @@ class ReplayCursor:
         self.jumps: List[Event] = [e for e in recording.events(kinds=JUMP_KINDS)]
         self._jump_ts = [e.ts for e in self.jumps]
         self._block: Tuple[float, float, List[Sample], List[float]] = (0.0, -1.0, [], [])
-        self.state = self._build()
+        #: states at other cursor times, not to be fed again (see the module's docstring)
+        self._kept: Dict[int, TopState] = {}
+        self.state = self._build(self.cursor)
 
     # ---------------------------------------------------------------------------------------------- reading
     def _samples(self, lo: float, hi: float) -> List[Sample]:
@@ -57,27 +72,56 @@ class ReplayCursor:
     def _feed_range(self, state: TopState, lo: float, hi: float) -> None:
         state.feed([*self._samples(lo, hi), *self.rec.events(lo, hi)])
 
-    def _build(self) -> TopState:
+    def _build(self, at: float) -> TopState:
         state = TopState(self.window_s, keep_s=self.window_s, interval=self.interval)
         # one interval before the window, so counters have a previous reading to make a rate from
-        self._feed_range(state, self.cursor - self.window_s - self.interval * 1.5, self.cursor)
-        state.now = self.cursor
+        self._feed_range(state, at - self.window_s - self.interval * 1.5, at)
+        state.now = at
+        return state
+
+    def _forward(self, state: TopState, frm: float, to: float) -> None:
+        self._feed_range(state, frm + 1e-6, to)
+        state.now = to
+
+    def _keep(self, ts: float, state: TopState) -> None:
+        self._kept[_at(ts)] = state
+        while len(self._kept) > KEEP_STATES:  # the farthest from the cursor goes first
+            del self._kept[max(self._kept, key=lambda k: abs(k - _at(self.cursor)))]
+
+    def _build_back(self, ts: float) -> TopState:
+        """The state at ``ts`` (a step back), built from up to :data:`BACK_STRIDE` intervals earlier, keeping the
+        states on the way: the next steps back take them instead of building again."""
+        n = max(0, min(BACK_STRIDE, int((ts - self.start) / self.interval)))
+        points = [ts - j * self.interval for j in range(n, 0, -1)]
+        state = self._build(points[0] if points else ts)
+        for here, nxt in zip(points, [*points[1:], ts]):
+            self._keep(here, state.copy())
+            self._forward(state, here, nxt)
         return state
 
     def move_to(self, ts: float) -> TopState:
         ts = min(max(ts, self.start), self.end)
         prev = self.cursor
+        if ts == prev:
+            return self.state
         self.cursor = ts
-        if prev < ts <= prev + self.window_s:
-            self._feed_range(self.state, prev + 1e-6, ts)
-            self.state.now = ts
-        elif ts != prev:
-            self.state = self._build()
+        kept = self._kept.pop(_at(ts), None)
+        if kept is not None:
+            self._keep(prev, self.state)  # left as it was: still the state at prev
+            self.state = kept
+        elif prev < ts <= prev + self.window_s:
+            self._forward(self.state, prev, ts)
+        elif ts < prev <= ts + self.window_s:
+            self._keep(prev, self.state)
+            self.state = self._build_back(ts)
+        else:
+            self.state = self._build(ts)
         return self.state
 
     def set_window(self, window_s: float) -> TopState:
         self.window_s = window_s
-        self.state = self._build()
+        self._kept.clear()
+        self.state = self._build(self.cursor)
         return self.state
 
     # ---------------------------------------------------------------------------------------------- moves
