@@ -29,7 +29,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from zfsmon.analysis import qdsweep
 from zfsmon.metrics.latency import LAT_BUCKETS, lower_ns, split_metric, upper_ns
-from zfsmon.model import Kind, Sample
+from zfsmon.model import Kind, Role, Sample
 
 #: the roles reported, in this order
 ROLES = ("data", "log", "cache", "special", "dedup")
@@ -202,9 +202,22 @@ def _gb(b: Optional[float]) -> str:
     return f"{b / 2 ** 30:.2f} GiB" if b >= 2 ** 30 else f"{b / 2 ** 20:.0f} MiB"
 
 
+#: the roles this analysis reports, by model role (a lookup: asking an enum member its value costs a call)
+_ROLE_NAMES: Dict[Role, str] = {r: r.value for r in Role if r.value in ROLES}
+
+
 def _role(s: Sample) -> Optional[str]:
     r = s.entity.role
-    return r.value if r is not None and r.value in ROLES else None
+    return _ROLE_NAMES.get(r) if r is not None else None
+
+
+def _by_role(samples: Iterable[Sample]) -> Dict[str, List[Sample]]:
+    out: Dict[str, List[Sample]] = {}
+    for s in samples:
+        role = _role(s)
+        if role is not None:
+            out.setdefault(role, []).append(s)
+    return out
 
 
 def _parents(samples: Iterable[Sample], kinds: Tuple[Kind, ...]) -> Set[Tuple[str, str]]:
@@ -277,14 +290,15 @@ def _trace_buckets(s: Sample, op: str) -> List[Bucket]:
     return out
 
 
-def _wait_buckets(s: Sample, op: str) -> List[Bucket]:
-    out: List[Bucket] = []
+def _wait_buckets(s: Sample) -> Dict[str, List[Bucket]]:
+    """A sample's ``zpool iostat -w`` total_wait buckets by op, in one pass over its metrics."""
+    out: Dict[str, List[Bucket]] = {}
     for name, n in s.metrics.items():
         hit = split_metric(name) if n else None
-        if hit is not None and hit[0] == "total_wait" and hit[1] == op:
+        if hit is not None and hit[0] == "total_wait":
             j = hit[2]
             hi = float(upper_ns(j) + 1) if j < len(LAT_BUCKETS) - 1 else float(2 * lower_ns(j))
-            out.append((float(lower_ns(j)), hi, float(n)))
+            out.setdefault(hit[1], []).append((float(lower_ns(j)), hi, float(n)))
     return out
 
 
@@ -316,15 +330,21 @@ def role_latency(samples: Sequence[Sample]) -> List[LatDist]:
     iostat = [s for s in every if not s.since_boot]
     # -w histograms: the intervals' deltas; the since-import table only when that is all there is (one report)
     hist_rows = iostat if any(n.startswith("lat_total_wait_") for s in iostat for n in s.metrics) else every
+    # each sample's role asked once, not once per (role, op): 15 passes over a long window's every sample were
+    # most of analyze's time on a 64-leaf recording
+    traced_by, iostat_by = _by_role(traced), _by_role(iostat)
+    waits: Dict[Tuple[str, str], List[Bucket]] = {}
+    for role, rows in _by_role(hist_rows).items():
+        for s in rows:
+            for op, bs in _wait_buckets(s).items():
+                waits.setdefault((role, op), []).extend(bs)
     out: List[LatDist] = []
     for role in ROLES:
         for op in LAT_OPS:
             tb: List[Bucket] = []
             tsum = 0.0
             exact = True
-            for s in traced:
-                if _role(s) != role:
-                    continue
+            for s in traced_by.get(role, ()):
                 b = _trace_buckets(s, op)
                 tb += b
                 n, mean = s.metrics.get(f"{op}_ops"), s.metrics.get(f"{op}_lat_mean_ns")
@@ -333,17 +353,17 @@ def role_latency(samples: Sequence[Sample]) -> List[LatDist]:
                 elif n and mean is not None:
                     tsum += n * mean
             if tb:
-                src = sorted({s.source for s in traced if _role(s) == role and s.source}) or ["trace"]
+                src = sorted({s.source for s in traced_by.get(role, ()) if s.source}) or ["trace"]
                 out.append(_dist(role, op, ", ".join(src), tb, tsum if exact else None))
                 continue
-            wb = [b for s in hist_rows if _role(s) == role for b in _wait_buckets(s, op)]
+            wb = waits.get((role, op))
             if wb:
                 out.append(_dist(role, op, "zpool iostat -w", wb, None))
                 continue
             tot = n_ops = 0.0
-            for s in iostat:
+            for s in iostat_by.get(role, ()):
                 w, r = s.metrics.get(f"total_wait_{op}"), s.metrics.get(f"{op}_ops")
-                if _role(s) == role and w is not None and r and s.interval:
+                if w is not None and r and s.interval:
                     tot += w * r * s.interval
                     n_ops += r * s.interval
             if n_ops:
