@@ -27,6 +27,7 @@ from zfsmon.model import Event, EventKind, Record
 from zfsmon.queues import drain
 from zfsmon.views import csv_export as export
 from zfsmon.views.top import panels
+from zfsmon.views.top.lines import Lines
 from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top.state import SORTS, WINDOWS, TopState
 from zfsmon.views.top.timeline import Timeline, read_timeline
@@ -210,7 +211,7 @@ class TopApp(App):
         yield Static(id="toosmall")
         with Horizontal(id="body"):
             with VerticalScroll(id="treebox"):
-                yield Static(id="tree")
+                yield Lines(id="tree")
                 yield Static(id="timeline")
             with VerticalScroll(id="side"):
                 for name in ("arc", "zil", "workload", "readpath", "findings"):
@@ -372,7 +373,7 @@ class TopApp(App):
         tree_w = self._width("#treebox", w if narrow else max(40, w * 3 // 5 - 2))
         side_w = self._width("#arc", max(20, (w - 2) // 3) if narrow else max(30, w * 2 // 5 - 2))
         st, o = self.state, self.opts
-        self._put("tree", panels.tree(st, o, tree_w))
+        self.query_one("#tree", Lines).set_lines(panels.tree_lines(st, o, tree_w))
         self._draw_timeline(tree_w)
         self._put("arc", panels.arc(st, o, side_w, narrow))
         self._put("zil", panels.zil(st, o, side_w, narrow))

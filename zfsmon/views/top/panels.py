@@ -62,13 +62,18 @@ def status_line(state: TopState, area: str, opts: ViewOptions) -> Optional[Text]
     return None
 
 
-def _lines(parts: List[Text], width: int) -> Text:
-    """One Text per panel, lines cut at the panel's width (cheap for Textual to measure and draw)."""
+def _fit(parts: List[Text], width: int) -> List[Text]:
+    """Lines cut at the panel's width, never wrapped."""
     for p in parts:
         p.no_wrap, p.overflow = True, "ellipsis"
         if p.cell_len > width:
             p.truncate(width, overflow="ellipsis")
-    out = Text("\n").join(parts)
+    return parts
+
+
+def _lines(parts: List[Text], width: int) -> Text:
+    """One Text per panel, lines cut at the panel's width (cheap for Textual to measure and draw)."""
+    out = Text("\n").join(_fit(parts, width))
     out.no_wrap, out.overflow = True, "ellipsis"
     return out
 
@@ -91,6 +96,11 @@ def _columns(cells: List[Text], first: int, widths: List[int], style: str = "") 
 
 # ------------------------------------------------------------------------------------------------ vdev tree
 def tree(state: TopState, opts: ViewOptions, width: int) -> Text:
+    return _lines(tree_lines(state, opts, width), width)
+
+
+def tree_lines(state: TopState, opts: ViewOptions, width: int) -> List[Text]:
+    """The vdev tree's lines (the dashboard draws them one by one: :mod:`zfsmon.views.top.lines`)."""
     pool = opts.pool
     mode = "totals" if opts.totals else "rates"
     extra = f"{pool}  sort:{opts.sort}  {mode}" + (f"  filter:{opts.filter}" if opts.filter else "") + \
@@ -103,7 +113,7 @@ def tree(state: TopState, opts: ViewOptions, width: int) -> Text:
     if not rows:
         if status is None:
             parts.append(Text("no pool seen yet", style="dim"))
-        return _lines(parts, width)
+        return _fit(parts, width)
     wide = width >= 110
     heads = ["ops" if opts.totals else "r/s", "w" if opts.totals else "w/s", "rB" if opts.totals else "rB/s",
              "wB" if opts.totals else "wB/s"]
@@ -116,7 +126,7 @@ def tree(state: TopState, opts: ViewOptions, width: int) -> Text:
     eggs = [r for r in rows if r.verdict == goose.GOOSE_EGG]
     if eggs and wide:
         parts.append(Text(f"GOOSE: {eggs[0].why}", style="yellow", overflow="ellipsis", no_wrap=True))
-    return _lines(parts, width)
+    return _fit(parts, width)
 
 
 def _tree_cells(r: TreeRow, opts: ViewOptions, wide: bool) -> List[Text]:
