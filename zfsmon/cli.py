@@ -3,42 +3,37 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from types import ModuleType
 from typing import Optional, Sequence, Tuple
 
 from zfsmon import __version__
-from zfsmon.commands import (
-    analyze,
-    arcstat,
-    attach,
-    completion,
-    doctor,
-    export,
-    exporter,
-    guest,
-    import_,
-    info,
-    iostat,
-    lab,
-    metrics,
-    parse,
-    record,
-    replay,
-    report,
-    soak,
-    top,
-    trace,
-)
 from zfsmon.errors import UserError, printable
 from zfsmon.outfile import os_message
 
-#: the subcommands, in the order ``zfsmon --help`` lists them
-COMMANDS: Tuple[ModuleType, ...] = (
-    top, iostat, arcstat, record, replay, export, info, import_, parse, soak, attach, analyze, trace, report,
-    exporter, lab, guest, doctor, metrics, completion,
+#: the subcommands' modules (under ``zfsmon.commands``), in the order ``zfsmon --help`` lists them. Imported on
+#: demand: a command imports only its own module. Importing all of them (the dashboard's Textual, the sources'
+#: registry, the report's analyses) cost every command about a second of start-up.
+COMMAND_MODULES: Tuple[str, ...] = (
+    "top", "iostat", "arcstat", "record", "replay", "export", "info", "import_", "parse", "soak", "attach",
+    "analyze", "trace", "report", "exporter", "lab", "guest", "doctor", "metrics", "completion",
 )
+#: the commands whose name is not their module's (``import`` is a Python keyword)
+_MODULE_OF = {"import": "import_"}
+
+
+def command_module(module: str) -> ModuleType:
+    return importlib.import_module(f"zfsmon.commands.{module}")
+
+
+def __getattr__(name: str) -> object:
+    """``COMMANDS``: every subcommand's module, imported (for the manual page, completion and tests)."""
+    if name == "COMMANDS":
+        return tuple(command_module(m) for m in COMMAND_MODULES)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DESCRIPTION = """\
 zfsmon watches ZFS the way a storage engineer needs to: per-vdev I/O with each vdev's role
@@ -69,12 +64,13 @@ class _Parser(argparse.ArgumentParser):
                      f"{': ' if ' ' in self.prog else ''}{message} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The whole command tree, or with ``only`` (a module of :data:`COMMAND_MODULES`) that subcommand alone."""
     parser = _Parser(prog="zfsmon", description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"zfsmon {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
-    for mod in COMMANDS:
+    for mod in (command_module(m) for m in ((only,) if only else COMMAND_MODULES)):
         doc = (mod.__doc__ or mod.HELP).strip()
         p = subs.add_parser(mod.NAME, help=mod.HELP, description=doc,
                             epilog=getattr(mod, "EPILOG", None),
@@ -85,16 +81,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _only(args: Sequence[str]) -> Optional[str]:
+    """The module of the subcommand ``args`` name, when the rest of the tree is not needed to run it
+    (``completion`` completes the whole tree; an unknown name is refused with the list of them)."""
+    if not args or args[0] == "completion":
+        return None
+    module = _MODULE_OF.get(args[0], args[0])
+    return module if module in COMMAND_MODULES else None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list:
         # The dashboard is the default on a terminal; elsewhere, say how to use the tool.
         if sys.stdout.isatty() and sys.stdin.isatty():
             args_list = ["top"]
         else:
-            parser.print_help()
+            build_parser().print_help()
             return 0
+    parser = build_parser(_only(args_list))
     args = parser.parse_args(args_list)
     run = getattr(args, "_run", None)
     if run is None:

@@ -21,6 +21,25 @@ def test_the_subcommands_are_exactly_these():
     assert list(choices) == SUBCOMMANDS
 
 
+def test_a_subcommand_imports_its_own_module_only():
+    """Start-up: `zfsmon export ...` must not pay for the dashboard's Textual or every other command's imports
+    (importing them all cost each command about a second); each name still reaches its own module."""
+    probe = ("import sys; from zfsmon import cli; p = cli.build_parser(cli._only(sys.argv[1:])); "
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('zfsmon.commands.') or m == 'textual')))")
+    for sub in SUBCOMMANDS:
+        out = set(subprocess.run([sys.executable, "-c", probe, sub, "--help"], capture_output=True, text=True,
+                                 timeout=120, check=True).stdout.split())
+        assert "zfsmon.commands." + ("import_" if sub == "import" else sub) in out, sub
+        if sub == "completion":  # completes the whole tree
+            assert len(out) > len(SUBCOMMANDS)
+            continue
+        assert len([m for m in out if m.startswith("zfsmon.commands.") and "._" not in m]) <= 3, (sub, out)
+        assert ("textual" in out) == (sub in ("top", "replay")), sub  # only the dashboard's commands draw
+    usage = subprocess.run([sys.executable, "-c", "from zfsmon import cli; cli.main(['import', '--help'])"],
+                           capture_output=True, text=True, timeout=120)
+    assert usage.stdout.startswith("usage: zfsmon import")
+
+
 def zfsmon(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "zfsmon", *args], capture_output=True, text=True, timeout=120)
 
