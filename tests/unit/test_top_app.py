@@ -21,6 +21,7 @@ from zfsmon.model import EventKind, Kind, Role
 from zfsmon.store import Recorder, Recording
 from zfsmon.views.top import panels
 from zfsmon.views.top.app import KEYS, LiveFeed, TopApp, help_text
+from zfsmon.views.top.lines import Lines
 from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top.state import TopState
 
@@ -422,7 +423,7 @@ def test_findings_panel_shows_the_analysis(recording):
             await _until(pilot, lambda: app.report is not None, "the findings (computed in a worker thread)")
             shown = [f for f in app.report.findings if f.topic not in ("data", "correlation")]
             assert shown, app.report.findings
-            await _until(pilot, lambda: shown[0].text[:30] in str(app.query_one("#findings").render()),
+            await _until(pilot, lambda: shown[0].text[:30] in _panel(app, "findings"),
                          "the findings panel to show the first finding")
     run(go())
 
@@ -435,17 +436,22 @@ def test_findings_line_coming_and_going_does_not_relayout(recording):
         async with app.run_test(size=(160, 45)) as pilot:
             await _settle(pilot)
             seen = []
-            widget = app.query_one("#findings")
-            orig = widget.update
-            widget.update = lambda content="", *, layout=True: (seen.append((content.plain, layout)),
-                                                                 orig(content, layout=layout))[1]
+            widget = app.query_one("#findings", Lines)
+            orig = widget.refresh
+
+            def refresh(*regions, layout=False, **kw):
+                seen.append(layout)
+                return orig(*regions, layout=layout, **kw)
+
+            widget.refresh = refresh
             app._findings_lines = 0  # as after a resize
             app._put("findings", Text("head\ngoose eggs: sdb\nnothing to say yet"))
+            first = len(seen)
             app._put("findings", Text("head\nnothing to say yet"))
+            assert widget.plain == "head\nnothing to say yet\n"  # kept at three lines
             app._put("findings", Text("head\ngoose eggs: sdc\nnothing to say yet"))
-            assert [p for p, _ in seen] == ["head\ngoose eggs: sdb\nnothing to say yet", "head\nnothing to say yet\n",
-                                            "head\ngoose eggs: sdc\nnothing to say yet"]
-            assert [lay for _, lay in seen][1:] == [False, False]
+            assert widget.plain == "head\ngoose eggs: sdc\nnothing to say yet"
+            assert len(seen) > first and not any(seen[first:])  # lines repainted, the screen not laid out again
             await pilot.resize_terminal(150, 45)
             await _until(pilot, lambda: "head" not in app._shown.get("findings", Text("head")).plain,
                          "the resize's new layout and findings")
@@ -483,7 +489,9 @@ def _fio_expected(path: str, job: str, lo: float, hi: float):
 
 
 def _panel(app, name: str) -> str:
-    return app.query_one(f"#{name}").render().plain
+    """A panel's text: the side panels and the tree are line-by-line widgets (views/top/lines.py)."""
+    w = app.query_one(f"#{name}")
+    return w.plain if isinstance(w, Lines) else w.render().plain
 
 
 def test_fio_jobs_show_iops_and_latency_band_at_the_cursor(tmp_path):

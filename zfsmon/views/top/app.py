@@ -215,7 +215,7 @@ class TopApp(App):
                 yield Static(id="timeline")
             with VerticalScroll(id="side"):
                 for name in ("arc", "zil", "workload", "readpath", "findings"):
-                    yield Static(id=name, classes="panel")
+                    yield Lines(id=name, classes="panel")
         yield Static(id="keys")
 
     def on_mount(self) -> None:
@@ -416,7 +416,11 @@ class TopApp(App):
         old = self._shown.get(name)
         if old is not None and old == text:
             return
-        self.query_one(f"#{name}", Static).update(text, layout=old is None or old.plain.count("\n") != lines)
+        w = self.query_one(f"#{name}")
+        if isinstance(w, Lines):  # lays itself out again when its line count changes
+            w.set_lines(text.split("\n", allow_blank=True))
+        else:
+            self.query_one(f"#{name}", Static).update(text, layout=old is None or old.plain.count("\n") != lines)
         self._shown[name] = text
 
     def _draw_header(self) -> None:

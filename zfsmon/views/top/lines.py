@@ -1,4 +1,4 @@
-"""A panel drawn line by line (Textual's line API): what the vdev tree is shown with.
+"""A panel drawn line by line (Textual's line API): what the vdev tree and the side panels are shown with.
 
 A ``Static`` turns its whole text into screen lines whenever it changes, although a 64-leaf pool's tree is
 80 lines and a 160x50 screen shows 47 of them. Here only the lines on screen are rendered, a line that did
@@ -21,8 +21,8 @@ class Lines(Widget):
 
     DEFAULT_CSS = "Lines { height: auto; }"
 
-    def __init__(self, *, id: str) -> None:  # noqa: A002 (Textual's own keyword)
-        super().__init__(id=id)
+    def __init__(self, *, id: str, classes: str = "") -> None:  # noqa: A002 (Textual's own keyword)
+        super().__init__(id=id, classes=classes)
         self.texts: List[Text] = []
         self._strips: Dict[int, Strip] = {}
         self._width = -1
