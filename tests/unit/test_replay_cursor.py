@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import TEST_DATA, gunzip
 from zfsmon.store import Recording
-from zfsmon.views.top.replay import BACK_STRIDE, KEEP_STATES, ReplayCursor
+from zfsmon.views.top.replay import BACK_STRIDE, KEEP_STATES, KEEP_WINDOW_S, ReplayCursor
 from zfsmon.views.top.state import AREAS, TopState
 
 GUEST = TEST_DATA / "openzfs-2.3" / "recording" / "rec.zfsmon.gz"
@@ -93,3 +93,13 @@ def test_a_kept_state_is_not_changed_by_feeding_its_copy(recordings):
         copy.now = cur.cursor + WINDOW / 2
         assert _plain(view(copy)) != before
         assert _plain(view(cur.state)) == before
+
+
+def test_no_state_is_kept_for_a_long_window(recordings):
+    """A state's copy grows with its window: for windows past KEEP_WINDOW_S a step back rebuilds, as before."""
+    with Recording.open(recordings["guest"]) as rec:
+        cur = ReplayCursor(rec, KEEP_WINDOW_S * 2)
+        for _ in range(3):
+            state = cur.step(-1)
+        assert not cur._kept
+        assert state.now == cur.cursor and state.window_samples()

@@ -6,9 +6,10 @@ do not read again), so a 24-hour recording opens as fast as a one-minute one. Mo
 forward by less than a window feeds just the new slice into the same
 :class:`~zfsmon.views.top.state.TopState`. Stepping back cannot undo a feed, and
 rebuilding a window costs 0.1-0.2 s for 64 leaves, so the states around the cursor
-are kept: a step back that finds none builds the state :data:`BACK_STRIDE`
-intervals earlier and steps forward to the cursor, keeping a copy at each step,
-and the steps back after it take those. Other moves rebuild.
+are kept (for windows up to :data:`KEEP_WINDOW_S`): a step back that finds none
+builds the state :data:`BACK_STRIDE` intervals earlier and steps forward to the
+cursor, keeping a copy at each step, and the steps back after it take those.
+Other moves rebuild.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ SPEEDS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 BACK_STRIDE = 30
 #: states kept around the cursor at most (each holds its window's containers: ~0.5 MB for 64 leaves)
 KEEP_STATES = 2 * BACK_STRIDE + 2
+#: states are kept for windows up to this long: a state's copy grows with its window (a 24-hour window's
+#: sparkline series hold 86,400 points each), and a longer window is stepped through less finely anyway
+KEEP_WINDOW_S = 900.0
 
 
 def _at(ts: float) -> int:
@@ -84,6 +88,8 @@ class ReplayCursor:
         state.now = to
 
     def _keep(self, ts: float, state: TopState) -> None:
+        if self.window_s > KEEP_WINDOW_S:
+            return
         self._kept[_at(ts)] = state
         while len(self._kept) > KEEP_STATES:  # the farthest from the cursor goes first
             del self._kept[max(self._kept, key=lambda k: abs(k - _at(self.cursor)))]
@@ -111,7 +117,7 @@ class ReplayCursor:
             self.state = kept
         elif prev < ts <= prev + self.window_s:
             self._forward(self.state, prev, ts)
-        elif ts < prev <= ts + self.window_s:
+        elif ts < prev <= ts + self.window_s and self.window_s <= KEEP_WINDOW_S:
             self._keep(prev, self.state)
             self.state = self._build_back(ts)
         else:
