@@ -18,7 +18,7 @@ import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 from tests.conftest import REPO, TEST_DATA, fixtures_root, need
 from tests.unit.store_data import records
@@ -38,8 +38,9 @@ class Answer(NamedTuple):
 _PARSER: List[object] = []
 
 
-def _cached_parser():
-    """The argument parser, built once (building it is most of a small command's time)."""
+def _cached_parser(only: Optional[str] = None):
+    """The whole argument parser, built once (building it is most of a small command's time); it parses what
+    the parser of ``only`` alone would."""
     if not _PARSER:
         _PARSER.append(_build_parser())
     return _PARSER[0]
