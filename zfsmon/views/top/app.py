@@ -419,8 +419,8 @@ class TopApp(App):
         w = self.query_one(f"#{name}")
         if isinstance(w, Lines):  # lays itself out again when its line count changes
             w.set_lines(text.split("\n", allow_blank=True))
-        else:
-            self.query_one(f"#{name}", Static).update(text, layout=old is None or old.plain.count("\n") != lines)
+        elif isinstance(w, Static):
+            w.update(text, layout=old is None or old.plain.count("\n") != lines)
         self._shown[name] = text
 
     def _draw_header(self) -> None:
