@@ -18,12 +18,15 @@ Prints a markdown section for docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
 import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -84,9 +87,59 @@ while time.time() < end:
 """
 
 
-def measure(pool: str, mountpoint: str, seconds: float) -> dict:
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(path: str) -> float:
+    """user+system seconds of a process or thread from its /proc stat file (0 when it is gone)."""
+    try:
+        with open(path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+class PerSource:
+    """Where a sampler's CPU goes, per collector: its ``poll`` (in the sampler's thread), its reader thread (a
+    persistent child's parser), its child process, and the sampler's rate derivation."""
+
+    def __init__(self, sampler) -> None:
+        self.cpu: dict = {}
+        for c in sampler.collectors:
+            c.poll = self._timed(c.poll, (c.name, "poll"))
+            c.stop = self._before_stop(c, c.stop)
+        sampler.rates.resets = self._timed(sampler.rates.resets, ("sampler", "resets"))
+
+    def _add(self, key, v: float) -> None:
+        self.cpu[key] = self.cpu.get(key, 0.0) + v
+
+    def _timed(self, fn, key):
+        def wrapper(*a, **kw):
+            t0 = time.thread_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                self._add(key, time.thread_time() - t0)
+        return wrapper
+
+    def _before_stop(self, c, stop):
+        """Read the collector's reader thread and child CPU just before it stops them (reaped, they are gone)."""
+        def wrapper():
+            for t in threading.enumerate():
+                if t.name == f"zfsmon-{c.name}" and t.native_id:
+                    self._add((c.name, "thread"), proc_cpu(f"/proc/self/task/{t.native_id}/stat"))
+            proc = getattr(c, "_proc", None)
+            if proc is not None and proc.poll() is None:
+                self._add((c.name, "child"), proc_cpu(f"/proc/{proc.pid}/stat"))
+            return stop()
+        return wrapper
+
+
+def measure(pool: str, mountpoint: str, seconds: float, profile: Optional[str] = None) -> dict:
     """Every collector this host offers for ``pool`` for ``seconds``, then `zpool iostat -v POOL 1` alone for
-    as long, the WORKLOAD writing and reading a file under ``mountpoint`` throughout."""
+    as long, the WORKLOAD writing and reading a file under ``mountpoint`` throughout. ``profile``: cProfile the
+    sampler's thread into that file (the CPU figures then include the profiler's own cost)."""
     from zfsmon import host
     from zfsmon.engine import Sampler
     from zfsmon.sources.registry import build_collectors
@@ -97,8 +150,12 @@ def measure(pool: str, mountpoint: str, seconds: float) -> dict:
         collectors, _ = build_collectors(host.probe(), 1.0, [pool])
         got = [0]
         s = Sampler(collectors, 1.0, sinks=[lambda recs: got.__setitem__(0, got[0] + len(recs))])
+        per = PerSource(s)
         c_self, c_kids = cpu_self(), cpu_children()
-        s.run(duration=seconds)
+        if profile:
+            cProfile.runctx("s.run(duration=seconds)", globals(), {"s": s, "seconds": seconds}, profile)
+        else:
+            s.run(duration=seconds)
         z_self, z_kids = cpu_self() - c_self, cpu_children() - c_kids
         # the baseline: zpool iostat -v alone
         b_kids = cpu_children()
@@ -112,10 +169,11 @@ def measure(pool: str, mountpoint: str, seconds: float) -> dict:
         wl.wait()
     per_h = 3600.0 / seconds
     return {"seconds": seconds, "records": got[0], "names": [c.name for c in collectors],
-            "zfsmon_self_h": z_self * per_h, "zfsmon_children_h": z_kids * per_h, "baseline_h": base * per_h}
+            "zfsmon_self_h": z_self * per_h, "zfsmon_children_h": z_kids * per_h, "baseline_h": base * per_h,
+            "per_source_h": {k: v * per_h for k, v in sorted(per.cpu.items())}}
 
 
-def lab(seconds: float) -> dict:
+def lab(seconds: float, profile: Optional[str] = None) -> dict:
     from zfsmon import lab as labmod
     from zfsmon.lab.config import LabConfig
 
@@ -123,7 +181,7 @@ def lab(seconds: float) -> dict:
         cfg = LabConfig(pool=f"zbench{os.getpid()}", directory=d, data_mb=256, log_mb=128, cache_mb=256)
         info = labmod.up(cfg, log=lambda *_: None)
         try:
-            return measure(cfg.pool, info.mountpoint, seconds)
+            return measure(cfg.pool, info.mountpoint, seconds, profile)
         finally:
             labmod.down(cfg.pool, log=lambda *_: None)
 
@@ -135,6 +193,7 @@ def main() -> int:
     ap.add_argument("--no-lab", action="store_true", help="only the replay part (no root needed)")
     ap.add_argument("--pool", metavar="POOL", help="measure on this existing pool (kernel OpenZFS, e.g. in the "
                     "OpenZFS guest) instead of a zfs-fuse lab pool; the workload runs in its mountpoint")
+    ap.add_argument("--profile", metavar="FILE", help="cProfile the sampler's thread into FILE (pstats)")
     a = ap.parse_args()
     r = replay(a.replay_hours)
     print("## Collection\n")
@@ -148,9 +207,9 @@ def main() -> int:
     if a.pool:
         mnt = subprocess.run(["zfs", "get", "-H", "-o", "value", "mountpoint", a.pool], capture_output=True,
                              text=True, check=True).stdout.strip()
-        lb = measure(a.pool, mnt, a.seconds)
+        lb = measure(a.pool, mnt, a.seconds, a.profile)
     elif not a.no_lab:
-        lb = lab(a.seconds)
+        lb = lab(a.seconds, a.profile)
     if a.pool or not a.no_lab:
         where = "guest" if a.pool else "lab"
         total = lb["zfsmon_self_h"] + lb["zfsmon_children_h"]
@@ -161,6 +220,12 @@ def main() -> int:
         print(f"| {where}: zfsmon in all | {total:.1f} s |")
         print(f"| {where}: `zpool iostat -v POOL 1` alone | {lb['baseline_h']:.1f} s |")
         ratio = total / lb["baseline_h"] if lb["baseline_h"] else float("inf")
+        print("\nPer source (CPU per hour; `poll` in the sampler's thread, `thread` a child's reader and parser, "
+              "`child` the child process; the children's rest is short-lived `zpool status` runs):\n")
+        print("| source | part | CPU per hour |")
+        print("|---|---|---|")
+        for (name, part), v in sorted(lb["per_source_h"].items(), key=lambda kv: -kv[1]):
+            print(f"| {name} | {part} | {v:.1f} s |")
         print(f"\nCollecting everything costs {ratio:.2f}x the `zpool iostat` child alone "
               f"(aim: at most 1.5x).")
     return 0

@@ -67,6 +67,8 @@ def parse_size(text: str) -> float:
     Raises ValueError for ``-`` and anything that is not a size: callers decide
     what a missing value means (for metrics: absent, never 0).
     """
+    if text.isdigit() and text.isascii() and len(text) <= MAX_DIGITS:  # -p's exact integers: most values
+        return float(text)
     value, suffix = _split(text, "size")
     suffix = suffix.upper()
     if suffix in ("", "B"):
@@ -80,6 +82,8 @@ def parse_size(text: str) -> float:
 
 def parse_count(text: str) -> float:
     """Counts (ops, queue depths, histogram buckets) use the same 1024-based suffixes as sizes in ZFS tools."""
+    if text.isdigit() and text.isascii() and len(text) <= MAX_DIGITS:  # a plain count: most values
+        return float(text)
     value, suffix = _split(text, "count")
     if suffix == "":
         return value

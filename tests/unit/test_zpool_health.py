@@ -15,7 +15,7 @@ from tests.unit.mangle import variants
 from zfsmon import metrics
 from zfsmon.host import Host
 from zfsmon.model import Event, EventKind, Kind, ParseError, Role, Sample
-from zfsmon.sources import zpool_health
+from zfsmon.sources import pool_kstat, zpool_health
 from zfsmon.sources.detect import detect
 from zfsmon.sources.zpool_health import parse_any
 from zfsmon.sources.zpool_status import parse_health, parse_scan
@@ -216,6 +216,57 @@ def test_collector_runs_in_its_thread_and_never_raises(tmp_path):
     assert ev.kind == EventKind.INFO and "text" in ev.text and old.options == []
     junk = zpool_health.StatusCollector([], [], zpool=_fake_zpool(tmp_path, "no pools available\n"))
     assert junk.read_once()[0].kind == EventKind.ERROR
+
+
+class _Watch:
+    """A stand-in for the pools' state files: counts its readings, says what it is told."""
+
+    def __init__(self, value="ONLINE"):
+        self.value, self.reads = value, 0
+
+    def __call__(self):
+        self.reads += 1
+        return self.value
+
+
+def test_calm_pools_run_zpool_status_only_when_their_state_files_change(tmp_path):
+    watch = _Watch()
+    c = zpool_health.StatusCollector(["zguest"], ["-j"], every=0.02, zpool=_fake_zpool(tmp_path, FLAT),
+                                     watch=watch, calm_every=3600)
+    with c:
+        wait_until(lambda: watch.reads >= 20, 30, "the state files read again and again")
+        assert c.calm and c.runs == 1  # healthy, not scanning, nothing changed: zpool status not run again
+        watch.value = "DEGRADED"
+        wait_until(lambda: c.runs >= 2, 30, "a run once the state file changed")
+    samples = [r for r in c.poll() if isinstance(r, Sample)]
+    assert len({s.ts for s in samples}) == 2 and {s.entity.name for s in samples} >= {"zguest", "virtio-data0"}
+
+
+def test_calm_pools_are_still_read_every_calm_period(tmp_path):
+    c = zpool_health.StatusCollector(["zguest"], ["-j"], every=0.02, zpool=_fake_zpool(tmp_path, FLAT),
+                                     watch=_Watch(), calm_every=0.1)
+    with c:
+        wait_until(lambda: c.runs >= 3, 30, "runs every calm period")
+
+
+@pytest.mark.parametrize("why", ["unhealthy", "no state files"])
+def test_unhealthy_pools_or_no_state_files_keep_the_short_period(tmp_path, why):
+    text = _degraded_json() if why == "unhealthy" else FLAT
+    c = zpool_health.StatusCollector(["zguest"], ["-j"], every=0.02, zpool=_fake_zpool(tmp_path, text),
+                                     watch=_Watch(None if why == "no state files" else "DEGRADED"), calm_every=3600)
+    with c:
+        wait_until(lambda: c.runs >= 3, 30, "runs every short period")
+    assert c.calm is (why != "unhealthy")
+
+
+def test_pool_state_files(tmp_path):
+    for pool, state in (("tank", "ONLINE\n"), ("zguest", "DEGRADED\n")):
+        (tmp_path / pool).mkdir()
+        (tmp_path / pool / "state").write_text(state)
+    (tmp_path / "notapool").mkdir()
+    assert pool_kstat.pool_states(root=str(tmp_path)) == (("tank", "ONLINE"), ("zguest", "DEGRADED"))
+    assert pool_kstat.pool_states(["zguest"], root=str(tmp_path)) == (("zguest", "DEGRADED"),)
+    assert pool_kstat.pool_states(["gone"], root=str(tmp_path)) is None
 
 
 def test_saved_texts_are_detected():

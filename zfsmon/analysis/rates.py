@@ -59,17 +59,25 @@ class RateDeriver:
                 reset.append(name)
             else:
                 deltas[name] = d
-        events: List[Event] = []
         if reset:
             # One reset usually resets every counter of the entity; treat the whole reading as a new baseline.
-            events.append(Event(sample.ts, EventKind.RESET,
-                                f"{sample.entity.key}: counter went backwards ("
-                                + ", ".join(f"{n} {pvals[n]:.0f} -> {counters[n]:.0f}" for n in sorted(reset)[:4])
-                                + f"{'...' if len(reset) > 4 else ''}); new baseline", source=sample.source,
-                                entity=sample.entity.key))
-            return None, events
+            return None, [_reset_event(sample, pvals, counters, reset)]
         rates = {name: d / elapsed for name, d in deltas.items()}
-        return Deltas(sample, elapsed, deltas, rates), events
+        return Deltas(sample, elapsed, deltas, rates), []
+
+    def resets(self, sample: Sample) -> List[Event]:
+        """What :meth:`update` says about ``sample`` without its deltas and rates: the sampler needs only the
+        reset events (rates are the views' business), once per sample of every source."""
+        key = (sample.entity.key, sample.source)
+        m = sample.metrics
+        counters = {k: float(m[k]) for k in metrics.counter_names(sample.entity.kind, tuple(m))}
+        prev = self._prev.get(key)
+        self._prev[key] = (sample.ts, counters)
+        if prev is None or sample.ts - prev[0] <= 0:
+            return []
+        pvals = prev[1]
+        reset = [n for n, v in counters.items() if n in pvals and v < pvals[n]]
+        return [_reset_event(sample, pvals, counters, reset)] if reset else []
 
     def copy(self) -> RateDeriver:
         """An independent deriver at the same point (the previous readings are replaced, never changed in place,
@@ -83,3 +91,10 @@ class RateDeriver:
         derived the readings in between itself (column-wise downsampling of a run of readings checked free of
         resets)."""
         self._prev[(key, source)] = (ts, counters)
+
+
+def _reset_event(sample: Sample, pvals: Dict[str, float], counters: Dict[str, float], reset: List[str]) -> Event:
+    return Event(sample.ts, EventKind.RESET, f"{sample.entity.key}: counter went backwards ("
+                 + ", ".join(f"{n} {pvals[n]:.0f} -> {counters[n]:.0f}" for n in sorted(reset)[:4])
+                 + f"{'...' if len(reset) > 4 else ''}); new baseline", source=sample.source,
+                 entity=sample.entity.key)

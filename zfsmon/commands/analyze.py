@@ -62,9 +62,10 @@ def run(args: argparse.Namespace) -> int:
         end = args.end.resolve(span) if args.end else None
         if start is not None and end is not None and not start < end:
             raise UserError(f"the window is empty: --start ({args.start.text}) is not before --end ({args.end.text})")
-        samples = list(rec.samples(start=start, end=end))
         events = rec.events(start=start, end=end)
-        changed = None
+        report = analyze(list(rec.samples(start=start, end=end)), events, step=args.step, start=start, end=end,
+                         decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
+        changed = None  # read after the window's samples are let go: one window in memory at a time
         if args.changed:
             if span is None:
                 raise UserError(f"{args.file} holds no samples: nothing to compare")
@@ -76,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
                       "it is that much shorter", file=sys.stderr)
             changed = whatchanged.compare(list(rec.samples(start=c_start - (c_end - c_start), end=c_end)), c_start,
                                           c_end)
-    report = analyze(samples, events, step=args.step, start=start, end=end,
-                     decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
     if changed is not None:
         report.findings.append(Finding("what_changed", changed.text(), changed.as_dict()))
     if args.json:

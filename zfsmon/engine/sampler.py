@@ -74,8 +74,7 @@ class Sampler:
             for r in recs:
                 out.append(r)
                 if isinstance(r, Sample) and not r.since_boot:
-                    _, events = self.rates.update(r)
-                    out.extend(events)
+                    out.extend(self.rates.resets(r))
         self.ticks += 1
         if out:
             self._deliver(out)

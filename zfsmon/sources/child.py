@@ -118,9 +118,11 @@ class StreamCollector(Collector):
             self._last_line = time.monotonic()
             ts = self.clock()
             try:
-                for rec in self.parser.feed(line.rstrip("\n"), ts):
+                recs = self.parser.feed(line.rstrip("\n"), ts)
+                for rec in recs:
                     self._q.put(rec)
-                self._ok()
+                if recs or self.last_error is not None:  # not per line: a -w interval is hundreds of them
+                    self._ok()
             except ParseError as exc:
                 self._q.put(self._error(f"{self.name}: {exc}"))
         try:

@@ -81,8 +81,15 @@ def parse_diskstats(text: str, ts: float, where: str = PATH, source: str = RECOR
         seen.add(name)
         if keep is not None and not keep(name):
             continue
+        vals = parts[3:]
+        joined = "".join(vals)
+        if joined.isdigit() and joined.isascii() and max(map(len, vals)) <= MAX_DIGITS:  # a whole line at once
+            out.append(Sample(ts, device_entity(name, leaves.get(name, "") if leaves else ""),
+                              {metric: float(int(raw) * scale) for (metric, scale), raw in zip(_FIELDS, vals)},
+                              source=source))
+            continue
         metrics: Dict[str, float] = {}
-        for (metric, scale), raw in zip(_FIELDS, parts[3:]):
+        for (metric, scale), raw in zip(_FIELDS, vals):
             if not _uint(raw) or len(raw) > MAX_DIGITS:
                 raise ParseError(where, no, f"{metric} is not a number", line)
             metrics[metric] = float(int(raw) * scale)

@@ -61,6 +61,8 @@ def to_number(text: str) -> Optional[float]:
     can hold (more than 40 digits, beyond a float's range) raises ValueError.
     """
     t = text.strip()
+    if t.isdigit() and t.isascii() and len(t) <= MAX_DIGITS:  # most kstat values: a plain counter
+        return float(int(t))
     if _INT_RE.match(t):
         return float(whole(t))
     if _FLOAT_RE.match(t):
@@ -147,10 +149,14 @@ def parse_proc_table(text: str, source: str = "kstat") -> KstatTable:
     cols = colline.split()
     if cols == ["name", "type", "data"]:
         for no, line in body[1:]:
-            m = _ROW_RE.match(line.strip())
-            if not m:
-                raise ParseError(source, no, "expected `name type value`", line)
-            name, dtype, raw = m.group(1), int(m.group(2)), (m.group(3) or "").strip()
+            parts = line.split()
+            if len(parts) == 3 and len(parts[1]) <= 2 and parts[1].isdigit() and parts[1].isascii():
+                name, dtype, raw = parts[0], int(parts[1]), parts[2]  # what _ROW_RE reads, without the regex
+            else:
+                m = _ROW_RE.match(line.strip())
+                if not m:
+                    raise ParseError(source, no, "expected `name type value`", line)
+                name, dtype, raw = m.group(1), int(m.group(2)), (m.group(3) or "").strip()
             num = None if dtype in _STRING_TYPES else _number(raw, source, no, line)
             if num is None and dtype not in _STRING_TYPES:
                 raise ParseError(source, no, f"value of {name} is not a number", line)

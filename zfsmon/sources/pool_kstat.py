@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
 from zfsmon.model import ParseError, Record
@@ -31,6 +31,19 @@ def pool_dirs(root: str, pools: Optional[Sequence[str]] = None) -> List[str]:
     """The pools (directories) under ``root``, or those of ``pools`` that are there. Raises OSError."""
     names = list(pools) if pools else sorted(os.listdir(root))
     return [n for n in names if os.path.isdir(os.path.join(root, n))]
+
+
+def pool_states(pools: Optional[Sequence[str]] = None, root: str = ROOT) -> Optional[Tuple[Tuple[str, str], ...]]:
+    """Each pool's state as the kernel publishes it (``ROOT/POOL/state``: ONLINE, DEGRADED, SUSPENDED...), or
+    None when no pool has such a file: a cheap reading that changes when a pool's health or the set of pools
+    does. Raises OSError when the root cannot be listed."""
+    out = []
+    for pool in pool_dirs(root, pools):
+        try:
+            out.append((pool, read_text(os.path.join(root, pool, "state")).strip()))
+        except FileNotFoundError:
+            continue  # exported meanwhile (the reading changes: that is news too)
+    return tuple(out) or None
 
 
 def has_file(fname: str, root: str = ROOT) -> List[str]:

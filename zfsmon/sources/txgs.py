@@ -33,6 +33,9 @@ NAME = "txgs"
 TXG_COLUMNS = ("txg", "birth", "state", "ndirty", "nread", "nwritten", "reads", "writes", "otime", "qtime",
                "wtime", "stime")
 
+_STATE = TXG_COLUMNS.index("state")
+_NUMERIC = TXG_COLUMNS[:_STATE] + TXG_COLUMNS[_STATE + 1:]
+
 
 @dataclass(frozen=True)
 class TxgRow:
@@ -72,6 +75,14 @@ def parse_txgs(text: str, where: str = "txgs") -> List[TxgRow]:
             continue
         if len(parts) != len(cols):
             raise ParseError(where, no, f"{len(cols)} columns but {len(parts)} values", line)
+        nums = parts[:_STATE] + parts[_STATE + 1:]
+        joined = "".join(nums)
+        state = parts[_STATE]
+        if joined.isdigit() and joined.isascii() and max(map(len, nums)) <= MAX_DIGITS and len(state) == 1 \
+                and state.isalpha():  # a well-formed row, checked in a few C calls
+            vals = dict(zip(_NUMERIC, map(int, nums)))
+            rows.append(TxgRow(vals["txg"], vals["birth"], state, vals))
+            continue
         vals: Dict[str, int] = {}
         for c, p in zip(cols, parts):
             if c == "state":

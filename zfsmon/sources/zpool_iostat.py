@@ -170,6 +170,10 @@ class ZpoolIostatParser(StreamParser):
             _, first, first_ts = self._held
             self._held = None
             return self._header_lines(first, s, first_ts)
+        if len(tokens) >= 2 and _all_values(tokens[1:]):  # first: most lines are rows (none is a time or a rule)
+            if self._histo is not None:
+                return self._histo_row(tokens, s)
+            return self._row(s, tokens, ts)
         if _EPOCH_RE.match(stripped):
             out = self._new_report_boundary(ts)
             self._report_ts = float(stripped)
@@ -183,10 +187,6 @@ class ZpoolIostatParser(StreamParser):
             return out
         if _SEPARATOR_RE.match(s):
             return self._separator()
-        if len(tokens) >= 2 and all(_VALUE_RE.match(t) for t in tokens[1:]):
-            if self._histo is not None:
-                return self._histo_row(tokens, s)
-            return self._row(s, tokens, ts)
         if tokens[0] in ("pool", *HISTOGRAM_KINDS):
             raise ParseError(self.source, self._line_no, "header line without the column groups above it", s)
         self._held = (self._line_no, s, ts)
@@ -404,6 +404,13 @@ class ZpoolIostatParser(StreamParser):
         since_boot = self._report == 0 and self.first_since_boot
         ts = self._report_ts if self._report_ts is not None else self._last_ts
         return [Sample(ts, entity, h.values, None if since_boot else self.interval, since_boot, self.source)]
+
+
+def _all_values(tokens: List[str]) -> bool:
+    """Every token a value (a row, not a header). Plain digits, most rows of ``-p`` and ``-w``, are told in one
+    C call; only other rows are matched token by token."""
+    joined = "".join(tokens)
+    return (joined.isdigit() and joined.isascii()) or all(_VALUE_RE.match(t) for t in tokens)
 
 
 def _date_ts(text: str, zone: Optional[str]) -> float:

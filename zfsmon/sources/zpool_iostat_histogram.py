@@ -7,12 +7,13 @@ labels in one canonical spelling whatever the zpool version printed.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from functools import lru_cache
+from typing import Dict, List, Optional, Tuple
 
 from zfsmon.model import Entity, Kind, ParseError, Role
 from zfsmon.sources.zpool_iostat_columns import Header
 from zfsmon.sources.zpool_status import Topology
-from zfsmon.units import human_ns, human_size, is_missing, parse_duration_ns, parse_size
+from zfsmon.units import MAX_DIGITS, MISSING, human_ns, human_size, parse_count, parse_duration_ns, parse_size
 
 
 def bucket_label(kind: str, label: str) -> str:
@@ -22,12 +23,27 @@ def bucket_label(kind: str, label: str) -> str:
     return human_ns(parse_duration_ns(label))
 
 
+#: unit readers that read a plain integer as its own value
+_PLAIN_AS_IS = (parse_count, parse_size, parse_duration_ns)
+
+
+@lru_cache(maxsize=1024)
+def bucket_keys(metrics: Tuple[Optional[str], ...], kind: str, label: str) -> Tuple[str, ...]:
+    """The metric names of one bucket row, one per column. Every interval prints the same few dozen rows per
+    table, so they are named once, not once per value."""
+    bucket = bucket_label(kind, label)
+    return tuple(f"{m}_{bucket}" for m in metrics)
+
+
 class HistogramTable:
     """One histogram table being read: its header (``owner``: the pool or vdev it is for) and the counts so far."""
 
     def __init__(self, header: Header) -> None:
         self.header = header
         self.values: Dict[str, float] = {}
+        self._metrics = tuple(c.metric for c in header.columns)
+        #: every column reads a plain integer as itself (counts, sizes, -p durations in ns)
+        self._plain = all(c.parse in _PLAIN_AS_IS for c in header.columns)
 
     @property
     def owner(self) -> str:
@@ -39,11 +55,14 @@ class HistogramTable:
         label, values = tokens[0], tokens[1:]
         if len(values) != len(h.columns):
             raise ParseError(source, line_no, f"{len(values)} values, the header has {len(h.columns)}", line)
-        bucket = bucket_label(h.histogram or "", label)
-        for col, raw in zip(h.columns, values):
-            if is_missing(raw):
-                continue
-            self.values[f"{col.metric}_{bucket}"] = col.parse(raw)
+        keys = bucket_keys(self._metrics, h.histogram or "", label)
+        joined = "".join(values)
+        if self._plain and joined.isdigit() and joined.isascii() and max(map(len, values)) <= MAX_DIGITS:
+            self.values.update(zip(keys, map(float, values)))  # -p and -w rows: every value a plain count
+            return
+        for key, col, raw in zip(keys, h.columns, values):
+            if raw != MISSING:  # tokens of a split line: never blank
+                self.values[key] = col.parse(raw)
 
 
 def owner_entity(owner: str, pool: str, is_pool: bool, topology: Optional[Topology]) -> Entity:
