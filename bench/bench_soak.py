@@ -131,6 +131,7 @@ def main() -> int:
         print(f"| replay: open + first 5-minute window | {rp['cursor_s']:.2f} s | | < 1 s |")
         print(f"| replay: first paint (160x50) | {rp['first_paint_s']:.2f} s | | |")
         print(f"| replay: a step back (mean of 10) | {rp['step_s'] * 1000:.0f} ms | | < 100 ms |")
+        print(f"| replay: the cursor resting until the states behind it are ready | {rp['rest_s']:.2f} s | | |")
         print(f"| replay: the first step back / each of the next 9 | {rp['step_first_s'] * 1000:.0f} ms "
               f"({rp['step_first_cpu_s'] * 1000:.0f} ms CPU) / {rp['step_rest_s'] * 1000:.0f} ms "
               f"({rp['step_rest_cpu_s'] * 1000:.0f} ms CPU) | | < 100 ms |")

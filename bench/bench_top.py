@@ -104,6 +104,10 @@ async def _open_replay(path: str) -> dict:
         t_first = time.perf_counter() - t0
         while app.timeline is None:  # the whole-run timeline's read (a worker thread) done: steps measured alone
             await pilot.pause(0.05)
+        t_rest = time.perf_counter()
+        while not cur.back_ready():  # as a user who looks before stepping: the app prepares while the cursor rests
+            await pilot.pause(0.05)
+        t_rest = time.perf_counter() - t_rest
         steps = []
         for _ in range(10):  # the first step back builds the states of the next (replay.BACK_STRIDE)
             s0, c1 = time.perf_counter(), time.process_time()
@@ -125,7 +129,7 @@ async def _open_replay(path: str) -> dict:
             "step_s": t_step, "step_first_s": steps[0][0], "step_first_cpu_s": steps[0][1],
             "step_rest_s": sum(w for w, _c in steps[1:]) / 9, "step_rest_cpu_s": sum(c for _w, c in steps[1:]) / 9,
             "home_s": t_home, "cpu_s": cpu, "samples_in_window": len(cur.state.samples),
-            "timeline_s": tl_wall, "timeline_cpu_s": tl_cpu, "timeline_every": tl.every}
+            "timeline_s": tl_wall, "timeline_cpu_s": tl_cpu, "timeline_every": tl.every, "rest_s": t_rest}
 
 
 def _print_refresh(results: List[dict]) -> None:

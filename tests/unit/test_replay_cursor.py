@@ -103,3 +103,25 @@ def test_no_state_is_kept_for_a_long_window(recordings):
             state = cur.step(-1)
         assert not cur._kept
         assert state.now == cur.cursor and state.window_samples()
+
+
+@pytest.mark.parametrize("name", ["guest", "v2"])
+def test_states_prepared_while_the_cursor_rests_are_the_fresh_windows(recordings, name):
+    """prepare_back (the dashboard calls it while the cursor rests) keeps the states a step back needs; stepping
+    back then takes them, and each shows what a window built afresh there shows."""
+    with Recording.open(recordings[name]) as rec:
+        cur = ReplayCursor(rec, WINDOW)
+        at = cur.cursor
+        assert cur.prepare_back() and not cur.prepare_back()  # the second call finds them kept
+        assert cur.cursor == at and _plain(view(cur.state)) == _plain(view(fresh(rec, at, cur.interval)))
+        kept = len(cur._kept)
+        assert kept == BACK_STRIDE + 1 <= KEEP_STATES
+        for _ in range(BACK_STRIDE):
+            ready = cur._kept.get(round((cur.cursor - cur.interval) * 1e6))
+            state = cur.step(-1)
+            assert state is ready  # taken, not built
+            assert _plain(view(state)) == _plain(view(fresh(rec, cur.cursor, cur.interval)))
+        cur.move_to(cur.start)
+        assert not cur.prepare_back()  # nothing before the start
+    with Recording.open(recordings[name]) as rec:
+        assert not ReplayCursor(rec, KEEP_WINDOW_S * 2).prepare_back()  # no states kept for a long window

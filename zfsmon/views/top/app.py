@@ -302,6 +302,8 @@ class TopApp(App):
                 self.replay.playing = False
             self._settle_until = time.monotonic() + 0.4
             self.redraw()
+        elif self.replay is not None and time.monotonic() >= self._settle_until:
+            self.replay.prepare_back()  # the cursor rests: the next step back finds its state ready
 
     def _feed_timeline(self, records: List[Record]) -> None:
         if self.replay is None and self.timeline is not None:
