@@ -25,6 +25,7 @@ per-step columns, the report's pages and the CSV all ask this module).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from zfsmon.analysis import qdsweep
@@ -290,15 +291,24 @@ def _trace_buckets(s: Sample, op: str) -> List[Bucket]:
     return out
 
 
+@lru_cache(maxsize=8192)
+def _total_wait(name: str) -> Optional[Tuple[str, float, float]]:
+    """A ``zpool iostat -w`` total_wait bucket's (op, lower ns, upper ns), or None for any other metric."""
+    hit = split_metric(name)
+    if hit is None or hit[0] != "total_wait":
+        return None
+    j = hit[2]
+    hi = float(upper_ns(j) + 1) if j < len(LAT_BUCKETS) - 1 else float(2 * lower_ns(j))
+    return hit[1], float(lower_ns(j)), hi
+
+
 def _wait_buckets(s: Sample) -> Dict[str, List[Bucket]]:
     """A sample's ``zpool iostat -w`` total_wait buckets by op, in one pass over its metrics."""
     out: Dict[str, List[Bucket]] = {}
     for name, n in s.metrics.items():
-        hit = split_metric(name) if n else None
-        if hit is not None and hit[0] == "total_wait":
-            j = hit[2]
-            hi = float(upper_ns(j) + 1) if j < len(LAT_BUCKETS) - 1 else float(2 * lower_ns(j))
-            out.setdefault(hit[1], []).append((float(lower_ns(j)), hi, float(n)))
+        b = _total_wait(name) if n else None
+        if b is not None:
+            out.setdefault(b[0], []).append((b[1], b[2], float(n)))
     return out
 
 

@@ -22,6 +22,7 @@ within a factor of about 1.5 either way).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from zfsmon.metrics.spec import GAUGE, MetricSpec
@@ -55,8 +56,11 @@ def lower_ns(j: int) -> int:
     return 0 if j == 0 else 1 << j
 
 
+@lru_cache(maxsize=8192)
 def split_metric(name: str) -> Optional[Tuple[str, str, int]]:
-    """``lat_disk_wait_read_4ms`` -> (``disk_wait``, ``read``, bucket index); None for any other metric."""
+    """``lat_disk_wait_read_4ms`` -> (``disk_wait``, ``read``, bucket index); None for any other metric.
+
+    Cached: a recording repeats a few hundred names, and analyze asks about every metric of every sample."""
     if not name.startswith("lat_"):
         return None
     prefix, _, label = name.rpartition("_")
