@@ -150,6 +150,26 @@ def test_entities_not_updated_go_stale():
     assert [e.name for e, _ in lv.snapshot()[0]] == ["mirror-0"]
 
 
+def test_an_entity_read_once_a_minute_stays_between_its_readings():
+    """A hot spare only `zpool status` reports (once a minute on a calm Linux pool) is kept for three of its own
+    gaps once it has shown one (until its second reading, stale_after holds); a cache device read every second
+    still goes after stale_after once it stops."""
+    now = [0.0]
+    lv = LatestValues(stale_after=8, clock=lambda: now[0])
+    spare = Entity(Kind.LEAF, "sdz", "tank", Role.SPARE, "tank")
+    cache = Entity(Kind.VDEV, "sdf", "tank", Role.CACHE, "tank")
+    for t in range(0, 241):
+        now[0] = float(t)
+        lv.add([Sample(now[0], cache, {"read_ops": 1.0})] if t <= 200 else [])
+        if t % 60 == 0:
+            lv.add([Sample(now[0], spare, {"state": 0.0}, source="status")])
+        names = {e.name for e, _ in lv.snapshot()[0]}
+        assert ("sdz" in names) == (t <= 8 or t >= 60), t
+        assert ("sdf" in names) == (t <= 208), t
+    now[0] = 240.0 + 3 * 60 + 1
+    assert "sdz" not in {e.name for e, _ in lv.snapshot()[0]}  # three of its gaps missed: gone
+
+
 # --------------------------------------------------------------------------------------------- scrapes
 
 

@@ -133,6 +133,10 @@ def entity_labels(e: Entity) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     return names, tuple(known[n] for n in names)
 
 
+#: the longest gap between an entity's updates that still stretches its staleness (a source read every minute)
+MAX_GAP_S = 600.0
+
+
 @dataclass
 class _Latest:
     entity: Entity
@@ -146,7 +150,9 @@ class LatestValues:
     Several sources may describe one entity (a pool from ``zpool iostat`` and from its kstats), so values
     are merged per metric. The first report of an interval command (``since_boot``) averages everything
     since import: it is not what happens now, so it is ignored. An entity not updated for ``stale_after``
-    seconds (a removed cache device, an exported pool) is dropped; ``None`` keeps everything (a recording).
+    seconds, nor for three of its own longest gaps between updates, is dropped (a removed cache device, an
+    exported pool; a hot spare, which only ``zpool status`` reports, once a minute on a calm Linux pool, stays);
+    ``None`` keeps everything (a recording).
     Latency histograms are added up interval by interval into cumulative ones (pools and vdevs; leaves too
     with ``leaf_histograms``: 30 series per leaf, queue and op), for the queues in ``histogram_queues``
     (default :data:`DEFAULT_QUEUES`; None: every queue ``zpool iostat -w`` has).
@@ -170,6 +176,10 @@ class LatestValues:
         self._errors: Dict[str, int] = {}
         self._resets: Dict[str, int] = {}
         self._source_ts: Dict[str, float] = {}
+        #: when each entity was last updated and its longest gap between updates, kept after it goes stale (an
+        #: entity read once a minute comes back with its gap known)
+        self._last_seen: Dict[str, float] = {}
+        self._gaps: Dict[str, float] = {}
 
     def add(self, records: Iterable[Record]) -> None:
         """A sampler sink: ``Sampler(..., sinks=[latest.add])``."""
@@ -199,7 +209,10 @@ class LatestValues:
                 continue
             if math.isfinite(f):
                 cur.values[k] = f
-        cur.seen = now
+        last = self._last_seen.get(s.entity.key)
+        if last is not None and now - last > 1.0:  # a new update, not another sample of the same tick
+            self._gaps[s.entity.key] = min(MAX_GAP_S, max(self._gaps.get(s.entity.key, 0.0), now - last))
+        self._last_seen[s.entity.key] = cur.seen = now
         src = s.source or "unknown"
         self._source_ts[src] = max(self._source_ts.get(src, 0.0), s.ts)
 
@@ -250,7 +263,9 @@ class LatestValues:
         now = self.clock()
         with self._lock:
             if self.stale_after is not None:
-                for key in [k for k, v in self._by_key.items() if now - v.seen > self.stale_after]:
+                gaps = self._gaps
+                for key in [k for k, v in self._by_key.items()
+                            if now - v.seen > max(self.stale_after, 3 * gaps.get(k, 0.0))]:
                     del self._by_key[key]
             ents = [(v.entity, dict(v.values)) for _, v in sorted(self._by_key.items())]
             return ents, dict(self._errors), dict(self._resets), dict(self._source_ts)
