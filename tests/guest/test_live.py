@@ -725,9 +725,18 @@ def test_pgbench_bcc_traces_recorded_against_the_kstats(guest_out: Path, guest_z
     assert commits >= PGTX and abs(traced - commits) <= 1, (traced, commits)
     if untraceable:
         pytest.xfail(f"the ZIL part holds; arc: {untraceable}")
+    counters = [f"{kind}_{hm}" for kind in _ARC_KINDS for hm in ("hits", "misses")]
     arc = [r for r in rows if r["source"] == "trace:arc" and r["name"] == "arc"]
-    totals = {k: _total(arc, k) for k in (f"{kind}_{hm}" for kind in _ARC_KINDS for hm in ("hits", "misses"))}
+    totals = {k: _total(arc, k) for k in counters}
     raw = {k: _raw_delta(guest_out, "arcstats", k, "pg-before", "pg-after")
            for k in _raw_kstat(guest_out / "arcstats.pg-after") if k.startswith(("demand_", "prefetch_"))}
     assert raw["demand_metadata_hits"] > 100, raw
-    _arc_compare(totals, raw, guest_zfs, slack=0.01 * sum(raw.values()))  # + PostgreSQL's own accesses at the edge
+    # the first traced interval starts up to one interval before the "before" read, while PostgreSQL idles: its
+    # background processes' accesses come in bursts (a tier run saw 8, 8, 112, 112 metadata hits in the four
+    # intervals before the window and traced 91 more than arcstats over it). The edge may hold one such interval:
+    # its size is taken from the same recording's intervals just before the window.
+    idle = [r for r in _pg_rows(guest_out, "trace") if r["source"] == "trace:arc" and r["name"] == "arc"
+            and t0 - 4 * INTERVAL < float(r["epoch"]) <= t0]
+    assert idle, "no traced interval before the window"
+    edge = max(_total([r], k) for r in idle for k in counters)
+    _arc_compare(totals, raw, guest_zfs, slack=0.01 * sum(raw.values()) + edge)
