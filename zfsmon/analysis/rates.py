@@ -36,13 +36,18 @@ class RateDeriver:
     def __init__(self) -> None:
         self._prev: Dict[Tuple[str, str], Tuple[float, Dict[str, float]]] = {}
 
-    def update(self, sample: Sample) -> Tuple[Optional[Deltas], List[Event]]:
+    def _advance(self, sample: Sample) -> Tuple[Optional[Tuple[float, Dict[str, float]]], Dict[str, float]]:
+        """Take ``sample``'s counters as its entity and source's latest reading: (the reading before, if any;
+        the counters)."""
         key = (sample.entity.key, sample.source)
-        kind = sample.entity.kind
         m = sample.metrics
-        counters = {k: float(m[k]) for k in metrics.counter_names(kind, tuple(m))}
+        counters = {k: float(m[k]) for k in metrics.counter_names(sample.entity.kind, tuple(m))}
         prev = self._prev.get(key)
         self._prev[key] = (sample.ts, counters)
+        return prev, counters
+
+    def update(self, sample: Sample) -> Tuple[Optional[Deltas], List[Event]]:
+        prev, counters = self._advance(sample)
         if prev is None:
             return None, []
         pts, pvals = prev
@@ -68,11 +73,7 @@ class RateDeriver:
     def resets(self, sample: Sample) -> List[Event]:
         """What :meth:`update` says about ``sample`` without its deltas and rates: the sampler needs only the
         reset events (rates are the views' business), once per sample of every source."""
-        key = (sample.entity.key, sample.source)
-        m = sample.metrics
-        counters = {k: float(m[k]) for k in metrics.counter_names(sample.entity.kind, tuple(m))}
-        prev = self._prev.get(key)
-        self._prev[key] = (sample.ts, counters)
+        prev, counters = self._advance(sample)
         if prev is None or sample.ts - prev[0] <= 0:
             return []
         pvals = prev[1]

@@ -28,7 +28,7 @@ from zfsmon.names import candidate_paths, is_grouping_vdev
 from zfsmon.sources.base import Clock, Collector, PolledCollector
 from zfsmon.sources.spec import Source, TextKind
 from zfsmon.sources.zpool_status import Topology, read_topology
-from zfsmon.units import MAX_DIGITS
+from zfsmon.units import MAX_DIGITS, plain_ints
 
 PATH = "/proc/diskstats"
 #: the ``source`` of the records
@@ -82,8 +82,7 @@ def parse_diskstats(text: str, ts: float, where: str = PATH, source: str = RECOR
         if keep is not None and not keep(name):
             continue
         vals = parts[3:]
-        joined = "".join(vals)
-        if joined.isdigit() and joined.isascii() and max(map(len, vals)) <= MAX_DIGITS:  # a whole line at once
+        if plain_ints(vals):  # a whole line at once
             out.append(Sample(ts, device_entity(name, leaves.get(name, "") if leaves else ""),
                               {metric: float(int(raw) * scale) for (metric, scale), raw in zip(_FIELDS, vals)},
                               source=source))

@@ -38,7 +38,7 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional,
 from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.sources.base import Clock, PolledCollector
 from zfsmon.sources.child import StreamCollector, StreamParser
-from zfsmon.units import MAX_DIGITS, whole
+from zfsmon.units import MAX_DIGITS, plain_int, whole
 
 #: SPL kstat data types that hold text rather than numbers: KSTAT_DATA_CHAR (0) and KSTAT_DATA_STRING (7).
 _STRING_TYPES = {0, 7}
@@ -61,7 +61,7 @@ def to_number(text: str) -> Optional[float]:
     can hold (more than 40 digits, beyond a float's range) raises ValueError.
     """
     t = text.strip()
-    if t.isdigit() and t.isascii() and len(t) <= MAX_DIGITS:  # most kstat values: a plain counter
+    if plain_int(t):  # most kstat values: a plain counter
         return float(int(t))
     if _INT_RE.match(t):
         return float(whole(t))

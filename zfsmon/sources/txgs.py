@@ -27,7 +27,7 @@ from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, check_pool_file
 from zfsmon.sources.spec import Source, TextKind
-from zfsmon.units import MAX_DIGITS
+from zfsmon.units import MAX_DIGITS, plain_ints
 
 NAME = "txgs"
 TXG_COLUMNS = ("txg", "birth", "state", "ndirty", "nread", "nwritten", "reads", "writes", "otime", "qtime",
@@ -76,10 +76,8 @@ def parse_txgs(text: str, where: str = "txgs") -> List[TxgRow]:
         if len(parts) != len(cols):
             raise ParseError(where, no, f"{len(cols)} columns but {len(parts)} values", line)
         nums = parts[:_STATE] + parts[_STATE + 1:]
-        joined = "".join(nums)
         state = parts[_STATE]
-        if joined.isdigit() and joined.isascii() and max(map(len, nums)) <= MAX_DIGITS and len(state) == 1 \
-                and state.isalpha():  # a well-formed row, checked in a few C calls
+        if plain_ints(nums) and len(state) == 1 and state.isalpha():  # a well-formed row, checked in a few C calls
             vals = dict(zip(_NUMERIC, map(int, nums)))
             rows.append(TxgRow(vals["txg"], vals["birth"], state, vals))
             continue

@@ -192,6 +192,7 @@ class StatusCollector(Collector):
     def read_once(self) -> List[Record]:
         """Run the command once and turn its output into records; failures are error events."""
         argv = self.argv
+        self.calm = False  # until a reading says otherwise
         t0 = time.monotonic()
         try:
             text = run_zpool(argv, self.timeout)
@@ -209,7 +210,6 @@ class StatusCollector(Collector):
             pools = parse_any(text, " ".join(argv))
             records = self.tracker.to_records(pools, ts)
         except ParseError as exc:
-            self.calm = False
             return [self._error(f"{self.name}: {exc}")]
         self.calm = all(_calm(p) for p in pools)
         self._ok()
@@ -222,7 +222,6 @@ class StatusCollector(Collector):
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.calm = False
             for rec in self.read_once():
                 self._q.put(rec)
             self._wait()

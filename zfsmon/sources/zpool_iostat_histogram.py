@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 from zfsmon.model import Entity, Kind, ParseError, Role
 from zfsmon.sources.zpool_iostat_columns import Header
 from zfsmon.sources.zpool_status import Topology
-from zfsmon.units import MAX_DIGITS, MISSING, human_ns, human_size, parse_count, parse_duration_ns, parse_size
+from zfsmon.units import MISSING, human_ns, human_size, parse_count, parse_duration_ns, parse_size, plain_ints
 
 
 def bucket_label(kind: str, label: str) -> str:
@@ -56,8 +56,7 @@ class HistogramTable:
         if len(values) != len(h.columns):
             raise ParseError(source, line_no, f"{len(values)} values, the header has {len(h.columns)}", line)
         keys = bucket_keys(self._metrics, h.histogram or "", label)
-        joined = "".join(values)
-        if self._plain and joined.isdigit() and joined.isascii() and max(map(len, values)) <= MAX_DIGITS:
+        if self._plain and plain_ints(values):
             self.values.update(zip(keys, map(float, values)))  # -p and -w rows: every value a plain count
             return
         for key, col, raw in zip(keys, h.columns, values):
