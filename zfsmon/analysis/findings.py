@@ -11,6 +11,7 @@ dashboard and reports all use this one module). The two stories it must tell:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -418,8 +419,17 @@ def _cache_advice(window: Sequence[Sample]) -> List[Finding]:
     return [Finding("cache_advice", adv.text(), dict(adv.numbers))] if adv else []
 
 
-def choose_step(series: Dict[str, List[Point]]) -> float:
-    """The coarsest typical reporting interval among the series (a finer grid would be mostly empty)."""
+#: the most grid cells analyze makes unless told a step: past it the grid is coarsened. Every correlation is
+#: tried at up to 21 lags and each cell is a point of it; 20,000 keeps one-second cells for 5.5 hours, and a
+#: week of one-second readings gets one-minute cells (10,080) instead of 604,800 that only add noise and time
+MAX_CELLS = 20_000
+#: the steps a long window's grid is coarsened to (seconds)
+COARSE_STEPS = (2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0)
+
+
+def choose_step(series: Dict[str, List[Point]], span: Optional[float] = None) -> float:
+    """The coarsest typical reporting interval among the series (a finer grid would be mostly empty), coarsened
+    to the next of :data:`COARSE_STEPS` when ``span`` seconds would need more than :data:`MAX_CELLS` cells."""
     steps = []
     for pts in series.values():
         ts = sorted({p[0] for p in pts})
@@ -429,7 +439,19 @@ def choose_step(series: Dict[str, List[Point]]) -> float:
     tps = series.get(TPS)
     if tps and len(tps[0]) > 2:  # run summaries: a cell per run would hide everything else
         steps = [s for s in steps if s <= max(p[2] for p in tps)] or steps
-    return max(1.0, round(max(steps), 3)) if steps else 10.0
+    step = max(1.0, round(max(steps), 3)) if steps else 10.0
+    if span is None or span / step <= MAX_CELLS:
+        return step
+    need = span / MAX_CELLS
+    return next((s for s in COARSE_STEPS if s >= need), math.ceil(need / 3600.0) * 3600.0)
+
+
+def _span(series: Dict[str, List[Point]], start: Optional[float], end: Optional[float]) -> Optional[float]:
+    """Seconds the grid will cover: [start, end], either side defaulting to the series' first or last point."""
+    ts = [p[0] for pts in series.values() for p in pts] if start is None or end is None else []
+    lo = start if start is not None else min(ts, default=None)
+    hi = end if end is not None else max(ts, default=None)
+    return hi - lo if lo is not None and hi is not None else None
 
 
 def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optional[float] = None,
@@ -448,7 +470,7 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
                           sweep + _vdev_perf(window), runs)
         return Report(start, end, step or 0.0, counts, [Finding("data", "No workload or ZFS samples in this window.")],
                       runs)
-    step = step or choose_step(series)
+    step = step or choose_step(series, _span(series, start, end))
     grid, cells = align_all(series, step, start, end)
     findings: List[Finding] = []
     fio = any(s.entity.kind == Kind.WORKLOAD and names.fio_job_direction(s.entity.name) for s in window)

@@ -212,12 +212,10 @@ def _role(s: Sample) -> Optional[str]:
     return _ROLE_NAMES.get(r) if r is not None else None
 
 
-def _by_role(samples: Iterable[Sample]) -> Dict[str, List[Sample]]:
+def _by_role(rows: Iterable[Tuple[Sample, str]]) -> Dict[str, List[Sample]]:
     out: Dict[str, List[Sample]] = {}
-    for s in samples:
-        role = _role(s)
-        if role is not None:
-            out.setdefault(role, []).append(s)
+    for s, role in rows:
+        out.setdefault(role, []).append(s)
     return out
 
 
@@ -232,24 +230,84 @@ def device_samples(samples: Sequence[Sample], kinds: Tuple[Kind, ...]) -> List[S
     return [s for s in mine if (s.entity.pool, s.entity.name) not in parents]
 
 
+@dataclass
+class _Rows:
+    """The window's rows this module reads, each with its role, sorted out in one pass over the samples (a long
+    window holds hundreds of thousands; asking each its kind and role once per analysis was most of the cost)."""
+
+    iostat: List[Tuple[Sample, str]] = field(default_factory=list)  # VDEV and LEAF rows with a role
+    traced: List[Tuple[Sample, str]] = field(default_factory=list)  # TRACE rows with a role
+    #: (pool, name) of the rows some row names as its parent: of every iostat row, of those after the first
+    #: (since-import) report, of the trace rows
+    parents: Set[Tuple[str, str]] = field(default_factory=set)
+    parents_interval: Set[Tuple[str, str]] = field(default_factory=set)
+    parents_traced: Set[Tuple[str, str]] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, samples: Iterable[Sample]) -> _Rows:
+        out = cls()
+        roles = _ROLE_NAMES
+        for s in samples:
+            e = s.entity
+            kind = e.kind
+            if kind is not Kind.VDEV and kind is not Kind.LEAF and kind is not Kind.TRACE:
+                continue
+            role = roles.get(e.role) if e.role is not None else None
+            if role is None:
+                continue
+            if kind is Kind.TRACE:
+                out.traced.append((s, role))
+                if e.parent:
+                    out.parents_traced.add((e.pool, e.parent))
+                continue
+            out.iostat.append((s, role))
+            if e.parent:
+                out.parents.add((e.pool, e.parent))
+                if not s.since_boot:
+                    out.parents_interval.add((e.pool, e.parent))
+        return out
+
+    def devices(self) -> List[Tuple[Sample, str]]:
+        """iostat rows of devices (no row's parent), the first report included: :func:`device_samples`."""
+        parents = self.parents
+        return [(s, r) for s, r in self.iostat if (s.entity.pool, s.entity.name) not in parents]
+
+    def interval_devices(self) -> List[Tuple[Sample, str]]:
+        """iostat rows after the first report, of devices among those rows alone (what :func:`role_stats` counts)."""
+        parents = self.parents_interval
+        return [(s, r) for s, r in self.iostat if not s.since_boot and (s.entity.pool, s.entity.name) not in parents]
+
+    def traced_devices(self) -> List[Tuple[Sample, str]]:
+        parents = self.parents_traced
+        return [(s, r) for s, r in self.traced if (s.entity.pool, s.entity.name) not in parents]
+
+
 def role_stats(samples: Sequence[Sample]) -> Dict[str, RoleStats]:
-    iostat = [s for s in samples if s.entity.kind in (Kind.VDEV, Kind.LEAF) and _role(s) and not s.since_boot]
-    devices = device_samples(iostat, (Kind.VDEV, Kind.LEAF))
+    return _role_stats(_Rows.of(samples))
+
+
+def _role_stats(rows: _Rows) -> Dict[str, RoleStats]:
     out: Dict[str, RoleStats] = {}
     per_ts: Dict[Tuple[str, float], List[Tuple[float, float]]] = {}
     names: Dict[str, Set[str]] = {}
-    for s in devices:
-        if "read_ops" not in s.metrics and "write_ops" not in s.metrics:
+    for s, role in rows.interval_devices():
+        m = s.metrics
+        if "read_ops" not in m and "write_ops" not in m:
             continue
-        role = _role(s)
-        assert role is not None
-        st = out.setdefault(role, RoleStats(role))
-        names.setdefault(role, set()).add(f"{s.entity.pool}/{s.entity.name}")
-        r, w = float(s.metrics.get("read_ops", 0.0)), float(s.metrics.get("write_ops", 0.0))
+        st = out.get(role)
+        if st is None:
+            st = out[role] = RoleStats(role)
+            names[role] = set()
+        names[role].add(f"{s.entity.pool}/{s.entity.name}")
+        r, w = float(m.get("read_ops", 0.0)), float(m.get("write_ops", 0.0))
         if s.interval:
             st.read_ops += r * s.interval
             st.write_ops += w * s.interval
-            per_ts.setdefault((role, s.ts), []).append((r, w))
+            got = per_ts.get((role, s.ts))
+            if got is None:
+                per_ts[(role, s.ts)] = [(r, w)]
+            else:
+                got.append((r, w))
     totals: Dict[str, List[float]] = {}
     for (role, _ts), vals in per_ts.items():
         st = out[role]
@@ -262,12 +320,11 @@ def role_stats(samples: Sequence[Sample]) -> Dict[str, RoleStats]:
     for role, st in out.items():
         st.devices = len(names[role])
     # top-level vdevs: the pool's children; capacity from the latest reading with alloc and free
-    top = [s for s in iostat if s.entity.kind == Kind.VDEV and s.entity.parent in ("", s.entity.pool)]
+    top = [(s, role) for s, role in rows.iostat if not s.since_boot and s.entity.kind is Kind.VDEV
+           and s.entity.parent in ("", s.entity.pool)]
     cap: Dict[Tuple[str, str], float] = {}
     tops: Dict[str, Set[str]] = {}
-    for s in sorted(top, key=lambda x: x.ts):
-        role = _role(s)
-        assert role is not None
+    for s, role in sorted(top, key=lambda x: x[0].ts):
         tops.setdefault(role, set()).add(f"{s.entity.pool}/{s.entity.name}")
         if "alloc" in s.metrics and "free" in s.metrics:
             cap[(role, f"{s.entity.pool}/{s.entity.name}")] = s.metrics["alloc"] + s.metrics["free"]
@@ -302,14 +359,28 @@ def _total_wait(name: str) -> Optional[Tuple[str, float, float]]:
     return hit[1], float(lower_ns(j)), hi
 
 
-def _wait_buckets(s: Sample) -> Dict[str, List[Bucket]]:
-    """A sample's ``zpool iostat -w`` total_wait buckets by op, in one pass over its metrics."""
+@lru_cache(maxsize=8192)
+def _wait_name(name: str) -> Tuple[bool, Optional[Tuple[str, float, float]]]:
+    """Whether ``name`` is one of ``zpool iostat -w``'s total_wait names, and its bucket (:func:`_total_wait`)."""
+    return name.startswith("lat_total_wait_"), _total_wait(name)
+
+
+def _wait_buckets(s: Sample) -> Tuple[bool, Dict[str, List[Bucket]]]:
+    """Whether the sample has any ``-w`` total_wait metric, and its non-empty buckets by op: one pass."""
     out: Dict[str, List[Bucket]] = {}
+    named = False
     for name, n in s.metrics.items():
-        b = _total_wait(name) if n else None
-        if b is not None:
-            out.setdefault(b[0], []).append((b[1], b[2], float(n)))
-    return out
+        is_wait, b = _wait_name(name)
+        if not is_wait:
+            continue
+        named = True
+        if b is not None and n:
+            got = out.get(b[0])
+            if got is None:
+                out[b[0]] = [(b[1], b[2], float(n))]
+            else:
+                got.append((b[1], b[2], float(n)))
+    return named, out
 
 
 def _merge(buckets: Iterable[Bucket]) -> List[Bucket]:
@@ -335,19 +406,28 @@ def _dist(role: str, op: str, source: str, buckets: List[Bucket], sum_ns: Option
 
 def role_latency(samples: Sequence[Sample]) -> List[LatDist]:
     """One distribution per (role, op): trace histograms first, else ``zpool iostat -w``, else ``-l`` means."""
-    traced = device_samples([s for s in samples if s.entity.kind == Kind.TRACE], (Kind.TRACE,))
-    every = device_samples([s for s in samples if s.entity.kind in (Kind.VDEV, Kind.LEAF)], (Kind.VDEV, Kind.LEAF))
-    iostat = [s for s in every if not s.since_boot]
-    # -w histograms: the intervals' deltas; the since-import table only when that is all there is (one report)
-    hist_rows = iostat if any(n.startswith("lat_total_wait_") for s in iostat for n in s.metrics) else every
-    # each sample's role asked once, not once per (role, op): 15 passes over a long window's every sample were
-    # most of analyze's time on a 64-leaf recording
-    traced_by, iostat_by = _by_role(traced), _by_role(iostat)
+    return _role_latency(_Rows.of(samples))
+
+
+def _role_latency(rows: _Rows) -> List[LatDist]:
+    every = rows.devices()
+    # -w histograms: the intervals' deltas; the since-import table only when that is all there is (one report).
+    # Both sums are made in the one pass over the rows' metrics that also tells whether any has them.
     waits: Dict[Tuple[str, str], List[Bucket]] = {}
-    for role, rows in _by_role(hist_rows).items():
-        for s in rows:
-            for op, bs in _wait_buckets(s).items():
+    waits_every: Dict[Tuple[str, str], List[Bucket]] = {}
+    hist_seen = False
+    for s, role in every:
+        named, by_op = _wait_buckets(s)
+        if named and not s.since_boot:
+            hist_seen = True
+        for op, bs in by_op.items():
+            waits_every.setdefault((role, op), []).extend(bs)
+            if not s.since_boot:
                 waits.setdefault((role, op), []).extend(bs)
+    if not hist_seen:
+        waits = waits_every
+    traced_by = _by_role(rows.traced_devices())
+    iostat_by = _by_role((s, r) for s, r in every if not s.since_boot)
     out: List[LatDist] = []
     for role in ROLES:
         for op in LAT_OPS:
@@ -396,11 +476,12 @@ def _l2_window(samples: Sequence[Sample]) -> Tuple[Optional[float], Optional[flo
 
 def vdev_perf(samples: Sequence[Sample]) -> Optional[VdevPerf]:
     """The window's vdev figures, or None without ``zpool iostat`` samples of any role."""
-    roles = role_stats(samples)
+    rows = _Rows.of(samples)
+    roles = _role_stats(rows)
     if not roles:
         return None
     hits, misses = _l2_window(samples)
-    return VdevPerf(roles, role_latency(samples), hits, misses, qdsweep.steps_from_samples(samples))
+    return VdevPerf(roles, _role_latency(rows), hits, misses, qdsweep.steps_from_samples(samples))
 
 
 def step_windows(samples: Sequence[Sample], steps: Sequence[qdsweep.Step]) -> List[Dict[str, object]]:
@@ -411,9 +492,9 @@ def step_windows(samples: Sequence[Sample], steps: Sequence[qdsweep.Step]) -> Li
         if st.t0 is None or st.t1 is None:
             continue
         # a zpool iostat interval belongs to a step when it ends inside it (it then mostly covers it)
-        inside = [s for s in samples if st.t0 < s.ts <= st.t1 + 0.5 and s.entity.kind != Kind.WORKLOAD]
-        roles = role_stats(inside)
-        lat = role_latency(inside)
+        inside = _Rows.of(s for s in samples if st.t0 < s.ts <= st.t1 + 0.5 and s.entity.kind != Kind.WORKLOAD)
+        roles = _role_stats(inside)
+        lat = _role_latency(inside)
         row: Dict[str, object] = {"depth": st.depth, "fio_iops": st.iops, "fio_p50_ms": st.pct_ms.get("p50"),
                                   "fio_p99_ms": st.pct_ms.get("p99")}
         span = st.t1 - st.t0

@@ -18,7 +18,7 @@ import json
 import sys
 
 from zfsmon.analysis import whatchanged
-from zfsmon.analysis.findings import Finding, analyze
+from zfsmon.analysis.findings import MAX_CELLS, Finding, analyze
 from zfsmon.commands._timearg import When, number, seconds, whole
 from zfsmon.errors import UserError, printable
 from zfsmon.store import Recording
@@ -43,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable findings")
     p.add_argument("--start", type=When, metavar="T", help="window start: ISO time, epoch, +D from the start")
     p.add_argument("--end", type=When, metavar="T", help="window end: ISO time, epoch, -D before the end")
-    p.add_argument("--step", type=seconds, metavar="S", help="grid step (default: the coarsest reporting interval)")
+    p.add_argument("--step", type=seconds, metavar="S", help="grid step (default: the coarsest reporting interval, coarser when the window "
+                   f"would need more than {MAX_CELLS:,} cells: one minute for a week of one-second readings)")
     p.add_argument("--decay-threshold", type=number(0.0, 100.0), default=20.0, metavar="PCT",
                    help="report decay when TPS falls more than PCT%% below its early level (default 20)")
     p.add_argument("--changed", action="store_true", help="also say what changed: the window (--start/--end; "
