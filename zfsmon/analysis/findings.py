@@ -41,6 +41,10 @@ PG_HIT = "pg_hit_pct"
 #: per-second rates for the read path
 RATE_SERIES = ("pg_blks_hit", "pg_blks_read", "arc_hits", "arc_misses", "l2_hits")
 
+#: every kind of entity :func:`analyze` reads (the pool line, the ZIL and datasets are not among them): a
+#: recording's other streams need not be read at all
+KINDS = frozenset({Kind.WORKLOAD, Kind.ARC, Kind.L2ARC, Kind.VDEV, Kind.LEAF, Kind.DEVICE, Kind.TRACE})
+
 #: what TPS is correlated with, and how each is called in words
 DRIVERS: Tuple[Tuple[str, str], ...] = (
     (L2_HIT, "L2ARC hit %"),

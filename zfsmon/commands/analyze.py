@@ -18,7 +18,7 @@ import json
 import sys
 
 from zfsmon.analysis import whatchanged
-from zfsmon.analysis.findings import MAX_CELLS, Finding, analyze
+from zfsmon.analysis.findings import KINDS, MAX_CELLS, Finding, analyze
 from zfsmon.commands._timearg import When, number, seconds, whole
 from zfsmon.errors import UserError, printable
 from zfsmon.store import Recording
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         if start is not None and end is not None and not start < end:
             raise UserError(f"the window is empty: --start ({args.start.text}) is not before --end ({args.end.text})")
         events = rec.events(start=start, end=end)
-        report = analyze(list(rec.samples(start=start, end=end)), events, step=args.step, start=start, end=end,
+        report = analyze(list(rec.samples(kinds=KINDS, start=start, end=end)), events, step=args.step, start=start, end=end,
                          decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
         changed = None  # read after the window's samples are let go: one window in memory at a time
         if args.changed:

@@ -51,6 +51,11 @@ class Stream:
     interval: Optional[float]
     since_boot: bool
 
+    @functools.cached_property
+    def names(self) -> Tuple[str, ...]:
+        """The metrics' names in value order (a sample's dict is made from them with one C call)."""
+        return tuple(m.name for m in self.metrics)
+
 
 @dataclass(frozen=True)
 class TopologyChange:
@@ -517,7 +522,7 @@ class Recording:
                 data = [[c[i] for i in keep] for c in data]
             if not times:
                 continue
-            out.append(SampleBlock(times, topo.span(st.entity_key, lo, times[-1]), tuple(m.name for m in st.metrics),
+            out.append(SampleBlock(times, topo.span(st.entity_key, lo, times[-1]), st.names,
                                    data, st.source, st.since_boot))
         return out
 
@@ -573,8 +578,8 @@ class Recording:
                 ent = topo.entity(st.entity_key, ts)
             except _DAMAGE as exc:
                 raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
-            yield Sample(ts, ent, {m.name: v for m, v in zip(st.metrics, vals)},
-                         interval=interval, since_boot=st.since_boot, source=st.source)
+            yield Sample(ts, ent, dict(zip(st.names, vals)), interval=interval, since_boot=st.since_boot,
+                         source=st.source)
 
     @_guard
     def events(self, start: Optional[float] = None, end: Optional[float] = None,
