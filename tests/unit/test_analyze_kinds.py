@@ -1,5 +1,6 @@
-"""analyze reads only the kinds of entity findings use (``findings.KINDS``): on real recordings, leaving the
-others out of the read changes nothing in the report."""
+"""analyze reads only the kinds of entity findings use (``findings.KINDS``) and, of a ``zpool iostat`` row, only
+the metrics they use (``findings.reads_metric``): on real recordings, leaving the rest out of the read changes
+nothing in the report."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.conftest import TEST_DATA, gunzip
 from zfsmon.analysis import findings
+from zfsmon.model import Kind
 from zfsmon.store import Recording
 
 GUEST = TEST_DATA / "openzfs-2.3" / "recording" / "rec.zfsmon.gz"
@@ -22,21 +24,27 @@ def recordings(tmp_path_factory, fio_lab_recordings) -> Dict[str, str]:
     return {**fio_lab_recordings, "guest": gunzip(GUEST, d), "v2": gunzip(V2, d)}
 
 
-def test_the_kinds_left_out_are_in_the_recordings(recordings):
-    left_out = set()
+def test_the_kinds_and_metrics_left_out_are_in_the_recordings(recordings):
+    left_out, unread = set(), set()
     for path in recordings.values():
         with Recording.open(path) as rec:
-            left_out |= {s.entity.kind for s in rec.samples()} - findings.KINDS
-    assert left_out  # else the next test compares a report with itself
+            for s in rec.samples():
+                if s.entity.kind not in findings.KINDS:
+                    left_out.add(s.entity.kind)
+                unread |= {(s.entity.kind, n) for n in s.metrics if not findings.reads_metric(s.entity.kind, n)}
+    # else the next test compares a report with itself
+    assert left_out
+    assert {n for k, n in unread if k == Kind.LEAF} >= {"read_bw", "write_bw", "lat_disk_wait_read_1ms"}
 
 
 @pytest.mark.parametrize("name", ["ceiling", "l2arc", "slog", "guest", "v2"])
 def test_a_report_from_its_kinds_alone_is_the_whole_recordings(recordings, name):
     with Recording.open(recordings[name]) as rec:
         every = list(rec.samples())
-        mine = list(rec.samples(kinds=findings.KINDS))
+        mine = list(rec.samples(kinds=findings.KINDS, metrics=findings.reads_metric))
         events = rec.events()
     assert len(mine) < len(every)
+    assert sum(len(s.metrics) for s in mine) < sum(len(s.metrics) for s in every if s.entity.kind in findings.KINDS)
     whole, reduced = findings.analyze(every, events), findings.analyze(mine, events)
     assert reduced.as_dict() == whole.as_dict()
     assert reduced.findings

@@ -45,6 +45,19 @@ RATE_SERIES = ("pg_blks_hit", "pg_blks_read", "arc_hits", "arc_misses", "l2_hits
 #: recording's other streams need not be read at all
 KINDS = frozenset({Kind.WORKLOAD, Kind.ARC, Kind.L2ARC, Kind.VDEV, Kind.LEAF, Kind.DEVICE, Kind.TRACE})
 
+#: what :func:`analyze` reads of a ``zpool iostat`` row (vdevs and leaves, most of a long window's samples):
+#: vdevperf's metrics, goose's operations, the disk-read series' ``read_ops``; the bandwidth, queue and
+#: other latency columns are not read
+ROW_METRICS = vdevperf.ROW_METRICS | {n for pair in goose.OPS_PAIRS for n in pair} | {"read_ops"}
+
+
+def reads_metric(kind: Kind, name: str) -> bool:
+    """Whether :func:`analyze` reads metric ``name`` of an entity of ``kind`` (every metric of other kinds)."""
+    if kind is Kind.VDEV or kind is Kind.LEAF:
+        return name in ROW_METRICS or name.startswith(vdevperf.ROW_PREFIX)
+    return True
+
+
 #: what TPS is correlated with, and how each is called in words
 DRIVERS: Tuple[Tuple[str, str], ...] = (
     (L2_HIT, "L2ARC hit %"),

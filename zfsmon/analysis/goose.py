@@ -50,6 +50,10 @@ def is_device_row(entity: Entity) -> bool:
     return entity.kind == Kind.LEAF or (entity.kind == Kind.VDEV and not is_grouping_vdev(entity.name))
 
 
+#: the (reads, writes) pairs :func:`device_ops_per_s` reads, in the order it tries them
+OPS_PAIRS = (("read_ops", "write_ops"), ("reads", "writes"))
+
+
 def device_ops_per_s(values: Mapping[str, float]) -> Optional[float]:
     """Operations per second from one device's numbers.
 
@@ -58,7 +62,7 @@ def device_ops_per_s(values: Mapping[str, float]) -> Optional[float]:
     :class:`~zfsmon.analysis.rates.RateDeriver` derived from counters
     (``reads``/``writes``: ``/proc/diskstats``). None if neither is there.
     """
-    for r, w in (("read_ops", "write_ops"), ("reads", "writes")):
+    for r, w in OPS_PAIRS:
         if r in values or w in values:
             return float(values.get(r, 0.0)) + float(values.get(w, 0.0))
     return None

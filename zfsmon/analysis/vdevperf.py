@@ -36,6 +36,10 @@ from zfsmon.model import Kind, Role, Sample
 ROLES = ("data", "log", "cache", "special", "dedup")
 #: the operations a latency distribution is kept for
 LAT_OPS = ("read", "write", "flush")
+#: what this module reads of a ``zpool iostat`` row (a vdev or a leaf): operations, capacity, ``-l`` means, and
+#: every metric named with :data:`ROW_PREFIX` (``-w`` total_wait buckets)
+ROW_METRICS = frozenset({"alloc", "free"} | {f"{op}_ops" for op in LAT_OPS} | {f"total_wait_{op}" for op in LAT_OPS})
+ROW_PREFIX = "lat_total_wait_"
 GB = 1e9
 
 #: (low ns, high ns exclusive, count)
@@ -362,7 +366,7 @@ def _total_wait(name: str) -> Optional[Tuple[str, float, float]]:
 @lru_cache(maxsize=8192)
 def _wait_name(name: str) -> Tuple[bool, Optional[Tuple[str, float, float]]]:
     """Whether ``name`` is one of ``zpool iostat -w``'s total_wait names, and its bucket (:func:`_total_wait`)."""
-    return name.startswith("lat_total_wait_"), _total_wait(name)
+    return name.startswith(ROW_PREFIX), _total_wait(name)
 
 
 def _wait_buckets(s: Sample) -> Tuple[bool, Dict[str, List[Bucket]]]:

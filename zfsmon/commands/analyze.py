@@ -18,7 +18,7 @@ import json
 import sys
 
 from zfsmon.analysis import whatchanged
-from zfsmon.analysis.findings import KINDS, MAX_CELLS, Finding, analyze
+from zfsmon.analysis.findings import KINDS, MAX_CELLS, Finding, analyze, reads_metric
 from zfsmon.commands._timearg import When, number, seconds, whole
 from zfsmon.errors import UserError, printable
 from zfsmon.store import Recording
@@ -64,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
         if start is not None and end is not None and not start < end:
             raise UserError(f"the window is empty: --start ({args.start.text}) is not before --end ({args.end.text})")
         events = rec.events(start=start, end=end)
-        report = analyze(list(rec.samples(kinds=KINDS, start=start, end=end)), events, step=args.step, start=start, end=end,
+        # only what findings read: the kinds they use, and of a zpool iostat row the few metrics they use
+        window = list(rec.samples(kinds=KINDS, start=start, end=end, metrics=reads_metric))
+        report = analyze(window, events, step=args.step, start=start, end=end,
                          decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
+        del window
         changed = None  # read after the window's samples are let go: one window in memory at a time
         if args.changed:
             if span is None:

@@ -569,17 +569,29 @@ class Recording:
         return got
 
     def samples(self, entity_keys: Optional[Iterable[str]] = None, kinds: Optional[Iterable[Kind]] = None,
-                start: Optional[float] = None, end: Optional[float] = None) -> Iterator[Sample]:
-        """Samples in recording order (time order within each written interval), as the model's Sample."""
+                start: Optional[float] = None, end: Optional[float] = None,
+                metrics: Optional[Callable[[Kind, str], bool]] = None) -> Iterator[Sample]:
+        """Samples in recording order (time order within each written interval), as the model's Sample.
+
+        ``metrics(kind, name)``, when given, says which metrics a sample keeps (a long window's analysis reads a
+        few of a ``zpool iostat`` row's dozens: the others are not made into its dict)."""
         streams = None if entity_keys is None and kinds is None else self.select_streams(entity_keys, kinds)
         topo = _TopologyCursor(self._topo)
+        plans: Dict[int, Tuple[Tuple[str, ...], Optional[Tuple[int, ...]]]] = {}
         for ts, st, vals, interval in self.rows(streams, start, end):
             try:
                 ent = topo.entity(st.entity_key, ts)
             except _DAMAGE as exc:
                 raise RecordingError(f"{self.path}: damaged recording: {_damage_text(exc)}") from None
-            yield Sample(ts, ent, dict(zip(st.names, vals)), interval=interval, since_boot=st.since_boot,
-                         source=st.source)
+            if metrics is None:
+                values = dict(zip(st.names, vals))
+            else:
+                plan = plans.get(st.id)
+                if plan is None:
+                    plan = plans[st.id] = _keep(st, metrics)
+                names, idx = plan
+                values = dict(zip(names, vals if idx is None else [vals[i] for i in idx]))
+            yield Sample(ts, ent, values, interval=interval, since_boot=st.since_boot, source=st.source)
 
     @_guard
     def events(self, start: Optional[float] = None, end: Optional[float] = None,
@@ -624,6 +636,14 @@ class Recording:
     @_guard
     def integrity(self) -> str:
         return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def _keep(st: Stream, metrics: Callable[[Kind, str], bool]) -> Tuple[Tuple[str, ...], Optional[Tuple[int, ...]]]:
+    """The names a stream's samples keep, and their places among its values (None: all of them, in order)."""
+    idx = tuple(i for i, m in enumerate(st.metrics) if metrics(m.kind, m.name))
+    if len(idx) == len(st.metrics):
+        return st.names, None
+    return tuple(st.metrics[i].name for i in idx), idx
 
 
 def _tick_stream(row: tuple) -> Tuple[int, int]:
