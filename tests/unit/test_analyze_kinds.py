@@ -48,3 +48,15 @@ def test_a_report_from_its_kinds_alone_is_the_whole_recordings(recordings, name)
     whole, reduced = findings.analyze(every, events), findings.analyze(mine, events)
     assert reduced.as_dict() == whole.as_dict()
     assert reduced.findings
+
+
+def test_a_reduced_read_is_each_sample_with_the_others_left_out(recordings):
+    with Recording.open(recordings["guest"]) as rec:
+        every = list(rec.samples())
+        mine = list(rec.samples(metrics=findings.reads_metric))
+    assert len(mine) == len(every)
+    for a, b in zip(every, mine):
+        assert (a.ts, a.entity, a.interval, a.since_boot, a.source) == (b.ts, b.entity, b.interval, b.since_boot,
+                                                                        b.source)
+        assert b.metrics == {n: v for n, v in a.metrics.items() if findings.reads_metric(a.entity.kind, n)}
+        assert list(b.metrics) == [n for n in a.metrics if n in b.metrics]  # in the stream's order
