@@ -1,6 +1,7 @@
 """analyze reads only the kinds of entity findings use (``findings.KINDS``) and, of a ``zpool iostat`` row, only
 the metrics they use (``findings.reads_metric``): on real recordings, leaving the rest out of the read changes
-nothing in the report."""
+nothing in the report; the PDF report's pages read what they draw and findings use (``report_pdf.report_reads``),
+and are what a read of everything gives."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.conftest import TEST_DATA, gunzip
 from zfsmon.analysis import findings
 from zfsmon.model import Kind
 from zfsmon.store import Recording
+from zfsmon.views import report_pdf
 
 GUEST = TEST_DATA / "openzfs-2.3" / "recording" / "rec.zfsmon.gz"
 V2 = TEST_DATA / "store" / "v2-300ticks.zfsmon.gz"
@@ -60,3 +62,12 @@ def test_a_reduced_read_is_each_sample_with_the_others_left_out(recordings):
                                                                         b.source)
         assert b.metrics == {n: v for n, v in a.metrics.items() if findings.reads_metric(a.entity.kind, n)}
         assert list(b.metrics) == [n for n in a.metrics if n in b.metrics]  # in the stream's order
+
+
+@pytest.mark.parametrize("name", ["ceiling", "l2arc", "slog", "guest", "v2"])
+def test_the_reports_pages_from_the_reduced_read_are_the_whole_recordings(recordings, name):
+    with Recording.open(recordings[name]) as rec:
+        whole, reduced = report_pdf.build(rec, metrics=None), report_pdf.build(rec)
+    assert reduced.sections == whole.sections
+    assert reduced.findings == whole.findings and reduced.findings
+    assert any(ln.ts for sec in reduced.sections for p in sec.panels for ln in p.lines)

@@ -24,12 +24,12 @@ import os
 import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon import names
 from zfsmon.analysis import qdsweep, vdevperf
 from zfsmon.analysis.arc import derive_samples
-from zfsmon.analysis.findings import LATENCY, TPS, analyze, series_from_samples
+from zfsmon.analysis.findings import LATENCY, TPS, analyze, reads_metric, series_from_samples
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 from zfsmon.outfile import atomic
 from zfsmon.store import Recording, platform_of, zfs_of
@@ -311,8 +311,22 @@ def fio_sections(samples: Sequence[Sample]) -> List[Section]:
             _role_latency_section(vdevperf.vdev_perf(samples), vdevperf.step_windows(samples, steps), steps, sw)]
 
 
-def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = None) -> ReportData:
-    """Everything the report shows for [start, end] of a recording (default: all of it)."""
+#: what the report's own pages read of a ``zpool iostat`` row beside what findings read: the per-vdev operations,
+#: and a vdev's write bandwidth (the SLOG panel)
+ROW_METRICS = frozenset({"read_ops", "write_ops"})
+
+
+def report_reads(kind: Kind, name: str) -> bool:
+    """Whether the report reads metric ``name`` of an entity of ``kind``: every metric of the kstats and the
+    workload, of a ``zpool iostat`` row what its pages and findings use (not the queue and other latency
+    columns a long OpenZFS window is mostly made of)."""
+    return reads_metric(kind, name) or name in ROW_METRICS or (kind is Kind.VDEV and name == "write_bw")
+
+
+def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = None,
+          metrics: Optional[Callable[[Kind, str], bool]] = report_reads) -> ReportData:
+    """Everything the report shows for [start, end] of a recording (default: all of it); ``metrics``: which
+    metrics of a sample are read (None: all)."""
     span = rec.time_range()
     if span is None:
         raise ValueError("the recording holds no samples")
@@ -321,7 +335,7 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     if hi < lo:
         raise ValueError(f"the window {iso(lo)} .. {iso(hi)} holds no samples (recording: {iso(span[0])} .. "
                          f"{iso(span[1])})")
-    samples = list(rec.samples(start=lo, end=hi))
+    samples = list(rec.samples(start=lo, end=hi, metrics=metrics))
     events = rec.events(lo, hi)
     derived = derive_samples(samples)
     sections = [_vdev_section(samples), _arc_section(samples, derived), _l2arc_section(samples, derived),
