@@ -293,7 +293,7 @@ def role_stats(samples: Sequence[Sample]) -> Dict[str, RoleStats]:
 def _role_stats(rows: _Rows) -> Dict[str, RoleStats]:
     out: Dict[str, RoleStats] = {}
     per_ts: Dict[Tuple[str, float], List[Tuple[float, float]]] = {}
-    names: Dict[str, Set[str]] = {}
+    names: Dict[str, Set[Tuple[str, str]]] = {}  # (pool, name) of each role's devices: a tuple, not a string per row
     for s, role in rows.interval_devices():
         m = s.metrics
         if "read_ops" not in m and "write_ops" not in m:
@@ -302,7 +302,7 @@ def _role_stats(rows: _Rows) -> Dict[str, RoleStats]:
         if st is None:
             st = out[role] = RoleStats(role)
             names[role] = set()
-        names[role].add(f"{s.entity.pool}/{s.entity.name}")
+        names[role].add((s.entity.pool, s.entity.name))
         r, w = float(m.get("read_ops", 0.0)), float(m.get("write_ops", 0.0))
         if s.interval:
             st.read_ops += r * s.interval
