@@ -69,6 +69,19 @@ def fio_lab_recordings(tmp_path_factory) -> Dict[str, str]:
             for name in ("ceiling", "l2arc", "slog")}
 
 
+#: the other committed recordings: the OpenZFS 2.3 guest's, and one of schema 2
+GUEST_RECORDING = TEST_DATA / "openzfs-2.3" / "recording" / "rec.zfsmon.gz"
+V2_RECORDING = TEST_DATA / "store" / "v2-300ticks.zfsmon.gz"
+
+
+@pytest.fixture(scope="session")
+def real_recordings(tmp_path_factory, fio_lab_recordings) -> Dict[str, str]:
+    """Every committed recording by name (ceiling, l2arc, slog: the lab's; guest: OpenZFS 2.3; v2: schema 2),
+    gunzipped once."""
+    d = Path(tmp_path_factory.mktemp("recordings"))
+    return {**fio_lab_recordings, "guest": gunzip(GUEST_RECORDING, d), "v2": gunzip(V2_RECORDING, d)}
+
+
 def gunzip(src: Path, directory: Path) -> str:
     """A committed ``NAME.gz`` recording, unpacked as ``directory/NAME`` (recordings are opened, never changed)."""
     path = directory / src.name[:-3]

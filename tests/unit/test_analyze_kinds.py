@@ -1,34 +1,21 @@
 """analyze reads only the kinds of entity findings use (``findings.KINDS``) and, of a ``zpool iostat`` row, only
-the metrics they use (``findings.reads_metric``): on real recordings, leaving the rest out of the read changes
+the metrics they use (``findings.reads_metric``): on real real_recordings, leaving the rest out of the read changes
 nothing in the report; the PDF report's pages read what they draw and findings use (``report_pdf.report_reads``),
 and are what a read of everything gives."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Dict
-
 import pytest
 
-from tests.conftest import TEST_DATA, gunzip
 from zfsmon.analysis import findings
 from zfsmon.model import Kind
 from zfsmon.store import Recording
 from zfsmon.views import report_pdf
 
-GUEST = TEST_DATA / "openzfs-2.3" / "recording" / "rec.zfsmon.gz"
-V2 = TEST_DATA / "store" / "v2-300ticks.zfsmon.gz"
 
-
-@pytest.fixture(scope="module")
-def recordings(tmp_path_factory, fio_lab_recordings) -> Dict[str, str]:
-    d = Path(tmp_path_factory.mktemp("analyze-kinds"))
-    return {**fio_lab_recordings, "guest": gunzip(GUEST, d), "v2": gunzip(V2, d)}
-
-
-def test_the_kinds_and_metrics_left_out_are_in_the_recordings(recordings):
+def test_the_kinds_and_metrics_left_out_are_in_the_recordings(real_recordings):
     left_out, unread = set(), set()
-    for path in recordings.values():
+    for path in real_recordings.values():
         with Recording.open(path) as rec:
             for s in rec.samples():
                 if s.entity.kind not in findings.KINDS:
@@ -40,8 +27,8 @@ def test_the_kinds_and_metrics_left_out_are_in_the_recordings(recordings):
 
 
 @pytest.mark.parametrize("name", ["ceiling", "l2arc", "slog", "guest", "v2"])
-def test_a_report_from_its_kinds_alone_is_the_whole_recordings(recordings, name):
-    with Recording.open(recordings[name]) as rec:
+def test_a_report_from_its_kinds_alone_is_the_whole_recordings(real_recordings, name):
+    with Recording.open(real_recordings[name]) as rec:
         every = list(rec.samples())
         mine = list(rec.samples(kinds=findings.KINDS, metrics=findings.reads_metric))
         events = rec.events()
@@ -52,8 +39,8 @@ def test_a_report_from_its_kinds_alone_is_the_whole_recordings(recordings, name)
     assert reduced.findings
 
 
-def test_a_reduced_read_is_each_sample_with_the_others_left_out(recordings):
-    with Recording.open(recordings["guest"]) as rec:
+def test_a_reduced_read_is_each_sample_with_the_others_left_out(real_recordings):
+    with Recording.open(real_recordings["guest"]) as rec:
         every = list(rec.samples())
         mine = list(rec.samples(metrics=findings.reads_metric))
     assert len(mine) == len(every)
@@ -65,8 +52,8 @@ def test_a_reduced_read_is_each_sample_with_the_others_left_out(recordings):
 
 
 @pytest.mark.parametrize("name", ["ceiling", "l2arc", "slog", "guest", "v2"])
-def test_the_reports_pages_from_the_reduced_read_are_the_whole_recordings(recordings, name):
-    with Recording.open(recordings[name]) as rec:
+def test_the_reports_pages_from_the_reduced_read_are_the_whole_recordings(real_recordings, name):
+    with Recording.open(real_recordings[name]) as rec:
         whole, reduced = report_pdf.build(rec, metrics=None), report_pdf.build(rec)
     assert reduced.sections == whole.sections
     assert reduced.findings == whole.findings and reduced.findings

@@ -5,25 +5,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 import pytest
 
-from tests.conftest import TEST_DATA, gunzip
 from zfsmon.analysis.downsample import Bucket, downsample, downsample_blocks
 from zfsmon.model import Entity, Kind, Sample
 from zfsmon.store import Recorder, Recording
-
-GUEST = TEST_DATA / "openzfs-2.3" / "recording" / "rec.zfsmon.gz"
-V2 = TEST_DATA / "store" / "v2-300ticks.zfsmon.gz"
-
-
-@pytest.fixture(scope="module")
-def recordings(tmp_path_factory, fio_lab_recordings) -> Dict[str, str]:
-    d = Path(tmp_path_factory.mktemp("ds-blocks"))
-    return {**fio_lab_recordings, "guest": gunzip(GUEST, d), "v2": gunzip(V2, d)}
-
 
 NAMES = ["ceiling", "l2arc", "slog", "guest", "v2"]
 
@@ -43,8 +31,8 @@ def _same(a: Bucket, b: Bucket) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_blocks_hold_every_sample_as_columns(recordings, name):
-    with Recording.open(recordings[name]) as rec:
+def test_blocks_hold_every_sample_as_columns(real_recordings, name):
+    with Recording.open(real_recordings[name]) as rec:
         want = sorted(((s.ts, s.entity.key, s.source, s.entity, tuple(s.metrics.items()), s.since_boot)
                        for s in rec.samples()), key=lambda x: x[:3] + (x[4],))
         got = []
@@ -59,8 +47,8 @@ def test_blocks_hold_every_sample_as_columns(recordings, name):
         assert len(want) > 500
 
 
-def test_blocks_of_a_window_and_of_some_entities(recordings):
-    with Recording.open(recordings["guest"]) as rec:
+def test_blocks_of_a_window_and_of_some_entities(real_recordings):
+    with Recording.open(real_recordings["guest"]) as rec:
         t0, t1 = rec.time_range()
         start, end = t0 + 40, t0 + 100
         keys = ["leaf:zguest/virtio-data0", "pool:zguest/zguest"]
@@ -73,8 +61,8 @@ def test_blocks_of_a_window_and_of_some_entities(recordings):
 
 @pytest.mark.parametrize("every", [1, 7, 60])
 @pytest.mark.parametrize("name", NAMES)
-def test_column_wise_equals_reading_by_reading(recordings, name, every):
-    with Recording.open(recordings[name]) as rec:
+def test_column_wise_equals_reading_by_reading(real_recordings, name, every):
+    with Recording.open(real_recordings[name]) as rec:
         fast = list(downsample_blocks(rec.blocks(), every))
         slow = list(downsample(rec.samples(), every))
         assert len(fast) == len(slow) > 0
@@ -89,11 +77,11 @@ def test_column_wise_equals_reading_by_reading(recordings, name, every):
         assert n == Counter((s.entity.key, s.source) for s in rec.samples() if not s.since_boot)
 
 
-def test_late_zpool_readings_land_in_their_bucket(recordings):
+def test_late_zpool_readings_land_in_their_bucket(real_recordings):
     """The guest's ``zpool iostat -T u`` rows carry whole seconds and come after the kstats read at x.2 s: tick
     times go back 17 times in this recording. Before, a bucket closed by a kstat reading was opened again by
     the late zpool row: 31 entities had two partial 7 s rows for one bucket."""
-    with Recording.open(recordings["guest"]) as rec:
+    with Recording.open(real_recordings["guest"]) as rec:
         ts = [t for _i, t in rec._db.execute("SELECT id, ts FROM tick ORDER BY id")]
         assert sum(b < a for a, b in zip(ts, ts[1:])) == 17
         for rows in (list(downsample_blocks(rec.blocks(), 7)), list(downsample(rec.samples(), 7))):
@@ -103,9 +91,9 @@ def test_late_zpool_readings_land_in_their_bucket(recordings):
             assert sorted({b.n for b in leaf}) == [1, 2]  # 5 s readings in 7 s buckets
 
 
-def test_a_pools_counters_from_three_sources_get_rates(recordings):
+def test_a_pools_counters_from_three_sources_get_rates(real_recordings):
     """iostats, txgs and status counters of one pool, each derived against its own previous reading."""
-    with Recording.open(recordings["guest"]) as rec:
+    with Recording.open(real_recordings["guest"]) as rec:
         raw = [s for s in rec.samples(entity_keys=["pool:zguest/zguest"]) if s.source == "iostats"]
         rows = [b for b in downsample_blocks(rec.blocks(), 60)
                 if b.entity.key == "pool:zguest/zguest" and b.source == "iostats"]
@@ -125,10 +113,10 @@ def _arc_run(guest: str) -> List[Sample]:
         return [s for s in rec.samples(kinds=[Kind.ARC]) if s.source == "arcstats"]
 
 
-def test_a_counter_reset_inside_a_compacted_block(recordings, tmp_path):
+def test_a_counter_reset_inside_a_compacted_block(real_recordings, tmp_path):
     """The guest's ARC readings, replayed one per second for 700 s with a restart at 400 s (every counter back
     to its first reading's value): written through the recorder so they are compacted into chunks."""
-    real = _arc_run(recordings["guest"])
+    real = _arc_run(real_recordings["guest"])
     assert len(real) >= 30
     path = str(tmp_path / "reset.zfsmon")
     t0 = 1_800_000_000.0
@@ -151,10 +139,10 @@ def test_a_counter_reset_inside_a_compacted_block(recordings, tmp_path):
     assert fast[6].n == 60 and first["hits"] <= hits[6].last
 
 
-def test_samples_and_blocks_downsample_the_same_entity_description(recordings):
+def test_samples_and_blocks_downsample_the_same_entity_description(real_recordings):
     """A leaf's role and parent in a bucket are those of its last reading (the guest's leaves were briefly
     reported removed and back: the topology changes inside the recording)."""
-    with Recording.open(recordings["guest"]) as rec:
+    with Recording.open(real_recordings["guest"]) as rec:
         assert len(rec.topology_changes()) > 40
         for b in downsample_blocks(rec.blocks(), 60):
             if b.entity.kind == Kind.LEAF:

@@ -6,25 +6,16 @@ counter reset, a mark, an error)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Dict
 
 import pytest
 
-from tests.conftest import TEST_DATA, gunzip
 from zfsmon.store import Recording
 from zfsmon.views.top.replay import BACK_STRIDE, KEEP_STATES, KEEP_WINDOW_S, ReplayCursor
 from zfsmon.views.top.state import AREAS, TopState
 
-GUEST = TEST_DATA / "openzfs-2.3" / "recording" / "rec.zfsmon.gz"
-V2 = TEST_DATA / "store" / "v2-300ticks.zfsmon.gz"
 WINDOW = 60.0
 
-
-@pytest.fixture(scope="module")
-def recordings(tmp_path_factory) -> Dict[str, str]:
-    d = Path(tmp_path_factory.mktemp("replay-cursor"))
-    return {"guest": gunzip(GUEST, d), "v2": gunzip(V2, d)}
 
 
 def _plain(v: object) -> object:
@@ -67,8 +58,8 @@ def fresh(rec: Recording, ts: float, interval: float) -> TopState:
 
 
 @pytest.mark.parametrize("name", ["guest", "v2"])
-def test_stepping_back_and_forth_shows_what_a_fresh_window_shows(recordings, name):
-    with Recording.open(recordings[name]) as rec:
+def test_stepping_back_and_forth_shows_what_a_fresh_window_shows(real_recordings, name):
+    with Recording.open(real_recordings[name]) as rec:
         cur = ReplayCursor(rec, WINDOW)
         assert cur.end - cur.start > (BACK_STRIDE + 10) * cur.interval, "the recording must outlast a stride"
         path = [-1] * (BACK_STRIDE + 5) + [1] * 7 + [-1] * 10  # past a stride's kept states, forth, back again
@@ -83,8 +74,8 @@ def test_stepping_back_and_forth_shows_what_a_fresh_window_shows(recordings, nam
         assert seen == len(path)
 
 
-def test_a_kept_state_is_not_changed_by_feeding_its_copy(recordings):
-    with Recording.open(recordings["guest"]) as rec:
+def test_a_kept_state_is_not_changed_by_feeding_its_copy(real_recordings):
+    with Recording.open(real_recordings["guest"]) as rec:
         cur = ReplayCursor(rec, WINDOW)
         cur.move_to(cur.start + 2 * WINDOW)
         before = _plain(view(cur.state))
@@ -95,9 +86,9 @@ def test_a_kept_state_is_not_changed_by_feeding_its_copy(recordings):
         assert _plain(view(cur.state)) == before
 
 
-def test_no_state_is_kept_for_a_long_window(recordings):
+def test_no_state_is_kept_for_a_long_window(real_recordings):
     """A state's copy grows with its window: for windows past KEEP_WINDOW_S a step back rebuilds, as before."""
-    with Recording.open(recordings["guest"]) as rec:
+    with Recording.open(real_recordings["guest"]) as rec:
         cur = ReplayCursor(rec, KEEP_WINDOW_S * 2)
         for _ in range(3):
             state = cur.step(-1)
@@ -106,10 +97,10 @@ def test_no_state_is_kept_for_a_long_window(recordings):
 
 
 @pytest.mark.parametrize("name", ["guest", "v2"])
-def test_states_prepared_while_the_cursor_rests_are_the_fresh_windows(recordings, name):
+def test_states_prepared_while_the_cursor_rests_are_the_fresh_windows(real_recordings, name):
     """prepare_back (the dashboard calls it while the cursor rests) keeps the states a step back needs; stepping
     back then takes them, and each shows what a window built afresh there shows."""
-    with Recording.open(recordings[name]) as rec:
+    with Recording.open(real_recordings[name]) as rec:
         cur = ReplayCursor(rec, WINDOW)
         at = cur.cursor
         assert cur.prepare_back() and not cur.prepare_back()  # the second call finds them kept
@@ -123,5 +114,5 @@ def test_states_prepared_while_the_cursor_rests_are_the_fresh_windows(recordings
             assert _plain(view(state)) == _plain(view(fresh(rec, cur.cursor, cur.interval)))
         cur.move_to(cur.start)
         assert not cur.prepare_back()  # nothing before the start
-    with Recording.open(recordings[name]) as rec:
+    with Recording.open(real_recordings[name]) as rec:
         assert not ReplayCursor(rec, KEEP_WINDOW_S * 2).prepare_back()  # no states kept for a long window

@@ -28,16 +28,25 @@ Cells = List[Optional[float]]
 
 # ---------------------------------------------------------------------------------------------------- the grid
 
+def bounds(series: Mapping[str, Sequence[Point]], start: Optional[float] = None,
+           end: Optional[float] = None) -> Optional[Tuple[float, float]]:
+    """What a grid covers: ``start`` (else the first point's time) to ``end`` (else the last's); None when a
+    side is not given and there are no points."""
+    ts = [p[0] for pts in series.values() for p in pts] if start is None or end is None else []
+    if not ts and (start is None or end is None):
+        return None
+    return (start if start is not None else min(ts)), (end if end is not None else max(ts))
+
+
 def grid_for(series: Mapping[str, Sequence[Point]], step: float, start: Optional[float] = None,
              end: Optional[float] = None) -> List[float]:
     """Grid times from the first point (or ``start``) to the last (or ``end``), ``step`` apart."""
     if step <= 0:
         raise ValueError("grid step must be positive")
-    ts = [p[0] for pts in series.values() for p in pts]
-    if not ts and (start is None or end is None):
+    got = bounds(series, start, end)
+    if got is None:
         return []
-    lo = start if start is not None else min(ts)
-    hi = end if end is not None else max(ts)
+    lo, hi = got
     if hi < lo:
         return []
     n = int(math.floor((hi - lo) / step + 0.5)) + 1  # the last point's nearest grid time is included

@@ -22,6 +22,7 @@ from zfsmon.analysis.correlate import (
     Correlation,
     Point,
     align_all,
+    bounds,
     correlate,
     median,
     smooth,
@@ -463,14 +464,6 @@ def choose_step(series: Dict[str, List[Point]], span: Optional[float] = None) ->
     return next((s for s in COARSE_STEPS if s >= need), math.ceil(need / 3600.0) * 3600.0)
 
 
-def _span(series: Dict[str, List[Point]], start: Optional[float], end: Optional[float]) -> Optional[float]:
-    """Seconds the grid will cover: [start, end], either side defaulting to the series' first or last point."""
-    ts = [p[0] for pts in series.values() for p in pts] if start is None or end is None else []
-    lo = start if start is not None else min(ts, default=None)
-    hi = end if end is not None else max(ts, default=None)
-    return hi - lo if lo is not None and hi is not None else None
-
-
 def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optional[float] = None,
             start: Optional[float] = None, end: Optional[float] = None, decay_threshold: float = 0.2,
             max_lag: Optional[int] = None) -> Report:
@@ -487,7 +480,9 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
                           sweep + _vdev_perf(window), runs)
         return Report(start, end, step or 0.0, counts, [Finding("data", "No workload or ZFS samples in this window.")],
                       runs)
-    step = step or choose_step(series, _span(series, start, end))
+    if not step:
+        got = bounds(series, start, end)  # the seconds the grid will cover
+        step = choose_step(series, got[1] - got[0] if got else None)
     grid, cells = align_all(series, step, start, end)
     findings: List[Finding] = []
     fio = any(s.entity.kind == Kind.WORKLOAD and names.fio_job_direction(s.entity.name) for s in window)

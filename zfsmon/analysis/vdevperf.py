@@ -273,17 +273,19 @@ class _Rows:
 
     def devices(self) -> List[Tuple[Sample, str]]:
         """iostat rows of devices (no row's parent), the first report included: :func:`device_samples`."""
-        parents = self.parents
-        return [(s, r) for s, r in self.iostat if (s.entity.pool, s.entity.name) not in parents]
+        return _not_parents(self.iostat, self.parents)
 
     def interval_devices(self) -> List[Tuple[Sample, str]]:
         """iostat rows after the first report, of devices among those rows alone (what :func:`role_stats` counts)."""
-        parents = self.parents_interval
-        return [(s, r) for s, r in self.iostat if not s.since_boot and (s.entity.pool, s.entity.name) not in parents]
+        return _not_parents([(s, r) for s, r in self.iostat if not s.since_boot], self.parents_interval)
 
     def traced_devices(self) -> List[Tuple[Sample, str]]:
-        parents = self.parents_traced
-        return [(s, r) for s, r in self.traced if (s.entity.pool, s.entity.name) not in parents]
+        return _not_parents(self.traced, self.parents_traced)
+
+
+def _not_parents(rows: List[Tuple[Sample, str]], parents: Set[Tuple[str, str]]) -> List[Tuple[Sample, str]]:
+    """The rows whose (pool, name) no row names as its parent: the devices."""
+    return [(s, r) for s, r in rows if (s.entity.pool, s.entity.name) not in parents]
 
 
 def role_stats(samples: Sequence[Sample]) -> Dict[str, RoleStats]:
@@ -352,9 +354,9 @@ def _trace_buckets(s: Sample, op: str) -> List[Bucket]:
     return out
 
 
-@lru_cache(maxsize=8192)
 def _total_wait(name: str) -> Optional[Tuple[str, float, float]]:
-    """A ``zpool iostat -w`` total_wait bucket's (op, lower ns, upper ns), or None for any other metric."""
+    """A ``zpool iostat -w`` total_wait bucket's (op, lower ns, upper ns), or None for any other metric (asked
+    through :func:`_wait_name`, which caches it)."""
     hit = split_metric(name)
     if hit is None or hit[0] != "total_wait":
         return None
