@@ -223,15 +223,11 @@ def _by_role(rows: Iterable[Tuple[Sample, str]]) -> Dict[str, List[Sample]]:
     return out
 
 
-def _parents(samples: Iterable[Sample], kinds: Tuple[Kind, ...]) -> Set[Tuple[str, str]]:
-    return {(s.entity.pool, s.entity.parent) for s in samples if s.entity.kind in kinds and s.entity.parent}
-
-
 def device_samples(samples: Sequence[Sample], kinds: Tuple[Kind, ...]) -> List[Sample]:
     """Samples of devices with a role: rows of ``kinds`` that are no other row's parent."""
-    mine = [s for s in samples if s.entity.kind in kinds and _role(s)]
-    parents = _parents(mine, kinds)
-    return [s for s in mine if (s.entity.pool, s.entity.name) not in parents]
+    mine = [(s, role) for s in samples if s.entity.kind in kinds and (role := _role(s))]
+    parents = {(s.entity.pool, s.entity.parent) for s, _r in mine if s.entity.parent}
+    return [s for s, _r in _not_parents(mine, parents)]
 
 
 @dataclass
