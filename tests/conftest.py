@@ -82,6 +82,16 @@ def real_recordings(tmp_path_factory, fio_lab_recordings) -> Dict[str, str]:
     return {**fio_lab_recordings, "guest": gunzip(GUEST_RECORDING, d), "v2": gunzip(V2_RECORDING, d)}
 
 
+#: the real 100-minute soak on the lab (tests/data/zfsfuse/soak/PROVENANCE.md)
+LAB_SOAK = TEST_DATA / "zfsfuse" / "soak" / "soak-100min.zfsmon.gz"
+
+
+@pytest.fixture(scope="session")
+def lab_soak_file(tmp_path_factory) -> str:
+    """The real 100-minute lab soak's recording, gunzipped once."""
+    return gunzip(LAB_SOAK, Path(tmp_path_factory.mktemp("lab-soak")))
+
+
 def gunzip(src: Path, directory: Path) -> str:
     """A committed ``NAME.gz`` recording, unpacked as ``directory/NAME`` (recordings are opened, never changed)."""
     path = directory / src.name[:-3]

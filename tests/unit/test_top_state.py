@@ -133,6 +133,15 @@ def test_findings_panel_shows_a_correlation_lag_in_whole_seconds():
     assert "r +0.87 lag -3s" in text and "r +0.50 lag +2m" in text, text
 
 
+def test_findings_panel_shows_the_warm_up_correlations_on_one_line():
+    from zfsmon.analysis.findings import DATA_READS, L2_HIT, Finding, Report
+
+    rep = Report(0.0, 6000.0, 1.0, {}, [Finding("warmup_correlation", "During the warm-up ...", {
+        "phase_s": 363.0, "cells": 363, "with": {L2_HIT: {"spearman": 0.85}, DATA_READS: {"spearman": -0.86}}})])
+    text = panels.findings(rep, _at(0.0), panels.ViewOptions(), 100, False).plain
+    assert "warm-up: TPS~data-disk reads/s per disk -0.86, L2ARC hit % +0.85" in text, text
+
+
 def test_a_removed_device_leaves_the_tree_and_its_last_figures_go_with_it():
     from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample
     from zfsmon.views.top.state import TopState

@@ -161,8 +161,8 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
 
 @dataclass
 class Finding:
-    topic: str  # warmup | l2arc_fill | disk_reads | correlation | decay | read_path | goose_eggs | qd_sweep | vdev_perf
-    #           | cache_advice | data
+    topic: str  # warmup | l2arc_fill | disk_reads | correlation | warmup_correlation | decay | read_path | goose_eggs
+    #           | qd_sweep | vdev_perf | cache_advice | data
     text: str
     numbers: Dict[str, object] = field(default_factory=dict)
 
@@ -234,13 +234,24 @@ def _edge(n: int, frac: float, least: int = 3) -> int:
     return max(least, int(round(n * frac)))
 
 
+EARLY_SECONDS = 60.0
+"""The early level's span at most: a warm-up of minutes must not be averaged away on a window of hours."""
+
+
+def _early(grid: List[float], idx: Sequence[int]) -> int:
+    """How many of the first present cells make the early level: the first tenth, but no more than
+    EARLY_SECONDS of it (at least 3 cells). The first tenth of a 100-minute soak is already warm."""
+    first = idx[:_edge(len(idx), 0.1)]
+    t0 = grid[idx[0]]
+    return max(3, sum(1 for i in first if grid[i] - t0 < EARLY_SECONDS))
+
+
 def _warmup(grid: List[float], tps: Cells) -> List[Finding]:
     idx = _present(tps)
     if len(idx) < 6:
         return [Finding("warmup", f"Too few TPS points ({len(idx)}) to judge a warm-up.", {"points": len(idx)})]
     sm = smooth(tps)
-    k = _edge(len(idx), 0.1)
-    start = _level(tps, idx[:k])
+    start = _level(tps, idx[:_early(grid, idx)])
     plateau = _level(tps, idx[-_edge(len(idx), 0.2):])
     assert start is not None and plateau is not None
     t0 = grid[idx[0]]
@@ -288,9 +299,9 @@ def _disk_reads(grid: List[float], reads: Cells, cache: Optional[Cells]) -> List
     idx = _present(reads)
     if len(idx) < 6:
         return []
-    k = _edge(len(idx), 0.1)
+    k = _early(grid, idx)
     early = _level(reads, idx[:k])
-    late = _level(reads, idx[-k:])
+    late = _level(reads, idx[-_edge(len(idx), 0.1):])
     assert early is not None and late is not None
     nums: Dict[str, object] = {"early_per_disk": early, "late_per_disk": late}
     text = f"Data-disk reads went from {_num(early)}/s to {_num(late)}/s per disk"
@@ -312,12 +323,13 @@ def _decay(grid: List[float], tps: Cells, threshold: float) -> List[Finding]:
     idx = _present(tps)
     if len(idx) < 6:
         return []
-    k = _edge(len(idx), 0.1)
+    k = _early(grid, idx)
     early = _level(tps, idx[:k])
-    late = _level(tps, idx[-k:])
+    width = _edge(len(idx), 0.1)
+    late = _level(tps, idx[-width:])
     sm = smooth(tps)
     assert early is not None and late is not None
-    peak = max(sm[i] for i in idx if sm[i] is not None)  # type: ignore[type-var]
+    peak = _peak_level(tps, idx, width)
     out: List[Finding] = []
     if early > 0 and late < early * (1 - threshold):
         below = next((i for i in idx[k:] if sm[i] is not None and sm[i] < early * (1 - threshold)), None)
@@ -330,10 +342,21 @@ def _decay(grid: List[float], tps: Cells, threshold: float) -> List[Finding]:
                      f"{duration(grid[below] - grid[idx[0]])} on")
         out.append(Finding("decay", text + ".", nums))
     elif peak is not None and peak > early * 1.1 and late < peak * (1 - threshold):
-        out.append(Finding("decay", f"TPS fell {100 * (1 - late / peak):.0f}% from its peak of {_num(peak)} to "
-                           f"{_num(late)}.", {"tps_peak": peak, "tps_late": late,
-                                              "drop_pct": 100 * (1 - late / peak)}))
+        out.append(Finding("decay", f"TPS fell {100 * (1 - late / peak):.0f}% from its peak level of {_num(peak)} "
+                           f"to {_num(late)} (medians of {width} points each).",
+                           {"tps_peak": peak, "tps_late": late, "drop_pct": 100 * (1 - late / peak),
+                            "points_per_level": width}))
     return out
+
+
+def _peak_level(cells: Cells, idx: Sequence[int], width: int) -> Optional[float]:
+    """The highest level held: the largest median of ``width`` consecutive present cells (stepping half of that).
+
+    Measured as the late level is (a median of as many points), so one fast run or second of a soak whose runs
+    spread +-20 % is not taken for a level TPS later fell from."""
+    last = max(0, len(idx) - width)
+    starts = [*range(0, last, max(1, width // 2)), last]
+    return max((v for v in (_level(cells, idx[i:i + width]) for i in starts) if v is not None), default=None)
 
 
 def _correlations(cells: Dict[str, Cells], step: float, max_lag: int) -> List[Finding]:
@@ -361,6 +384,49 @@ def _correlations(cells: Dict[str, Cells], step: float, max_lag: int) -> List[Fi
             text += "."
         out.append(Finding("correlation", text, {"with": name, **c.as_dict()}))
     return out
+
+
+#: the warm-up phase whose correlations are stated on their own: this many times its time to 90 % of the plateau
+#: (the climb and as long again on the plateau, for contrast), if that is at most half the window
+WARMUP_PHASE = 2.0
+
+
+def _warmup_correlations(grid: List[float], cells: Dict[str, Cells], step: float,
+                         warm: Sequence[Finding]) -> List[Finding]:
+    """TPS against each cache series over the warm-up alone, when it is a small part of the window.
+
+    Over a 100-minute soak that warmed in 3 minutes, the whole window's correlations describe the plateau's
+    noise (Spearman ~0); how TPS climbed with the L2ARC is what the user asked."""
+    t90 = next((f.numbers.get("time_to_90pct_s") for f in warm if f.numbers.get("time_to_90pct_s")), None)
+    tps = cells.get(TPS)
+    if not isinstance(t90, (int, float)) or tps is None:
+        return []
+    idx = _present(tps)
+    t0 = grid[idx[0]]
+    end = next((i for i in range(idx[0], len(grid)) if grid[i] - t0 > WARMUP_PHASE * t90), len(grid))
+    if end - idx[0] < 10 or end > len(grid) / 2:
+        return []
+    part = slice(idx[0], end)
+    said: List[Tuple[float, str]] = []
+    numbers: Dict[str, object] = {"phase_s": grid[end - 1] + step - t0, "cells": end - idx[0]}
+    per: Dict[str, object] = {}
+    for name, words in DRIVERS:
+        other = cells.get(name)
+        if other is None:
+            continue
+        c = correlate(tps[part], other[part], step, max(0, min(10, (end - idx[0]) // 4)))
+        if c.spearman is None:
+            continue
+        per[name] = c.as_dict()
+        said.append((abs(c.spearman), f"{words} (Spearman {c.spearman:+.2f})"))
+    if not said:
+        return []
+    numbers["with"] = per
+    listed = ", ".join(w for _r, w in sorted(said, key=lambda x: -x[0]))
+    return [Finding("warmup_correlation",
+                    f"During the warm-up (its first {duration(numbers['phase_s'])}, {numbers['cells']} points), "
+                    f"TPS moved with: {listed}. Everything trends during a warm-up, so these say what moved "
+                    "together, not what caused what.", numbers)]
 
 
 def _read_path(cells: Dict[str, Cells]) -> List[Finding]:
@@ -458,10 +524,17 @@ def choose_step(series: Dict[str, List[Point]], span: Optional[float] = None) ->
     if tps and len(tps[0]) > 2:  # run summaries: a cell per run would hide everything else
         steps = [s for s in steps if s <= max(p[2] for p in tps)] or steps
     step = max(1.0, round(max(steps), 3)) if steps else 10.0
-    if span is None or span / step <= MAX_CELLS:
+    return step if span is None else coarser(step, span)
+
+
+def coarser(step: float, span: float) -> float:
+    """``step``, or the next of :data:`COARSE_STEPS` (else whole hours) when ``span`` seconds would need more than
+    :data:`MAX_CELLS` cells of it."""
+    if span / step <= MAX_CELLS:
         return step
     need = span / MAX_CELLS
     return next((s for s in COARSE_STEPS if s >= need), math.ceil(need / 3600.0) * 3600.0)
+
 
 
 def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optional[float] = None,
@@ -492,13 +565,14 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     if missing:
         findings.append(Finding("data", "Not in this window: " + ", ".join(missing) + ".", {"missing": missing}))
     lag = max_lag if max_lag is not None else max(0, min(10, len(grid) // 4))
-    if TPS in cells:
-        findings += _warmup(grid, cells[TPS])
+    warm = _warmup(grid, cells[TPS]) if TPS in cells else []
+    findings += warm
     if L2_SIZE in cells:
         findings += _l2_fill(grid, cells[L2_SIZE])
     if DATA_READS in cells:
         findings += _disk_reads(grid, cells[DATA_READS], cells.get(CACHE_READS))
     findings += _correlations(cells, step, lag)
+    findings += _warmup_correlations(grid, cells, step, warm)
     if TPS in cells:
         findings += _decay(grid, cells[TPS], decay_threshold)
     findings += _read_path(cells)

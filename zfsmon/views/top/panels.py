@@ -464,6 +464,12 @@ def findings(report, state: TopState, opts: ViewOptions, width: int, compact: bo
             if isinstance(lag, (int, float)) and round(lag):  # whole seconds: the step is a measured ~1.001 s
                 text += f" lag {'-' if lag < 0 else '+'}{fmt.age(abs(round(lag)))}"
             parts.append(Text(text, no_wrap=True, overflow="ellipsis"))
+        elif f.topic == "warmup_correlation":
+            per = f.numbers.get("with") or {}
+            rs = sorted(((d["spearman"], w) for w, d in per.items() if isinstance(d, dict)  # type: ignore[union-attr]
+                         and isinstance(d.get("spearman"), float)), key=lambda x: -abs(x[0]))
+            parts.append(Text("warm-up: TPS~" + ", ".join(f"{DRIVER_WORDS.get(w, w)} {r:+.2f}" for r, w in rs),
+                              no_wrap=True, overflow="ellipsis"))
         else:
             parts.append(Text(f.text, no_wrap=compact, overflow="ellipsis"))
     if len(parts) == 1 + bool(eggs):
