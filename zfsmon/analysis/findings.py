@@ -175,16 +175,20 @@ class Report:
     series: Dict[str, int]  # name -> points present
     findings: List[Finding]
     runs: int = 0
+    #: the step the readings were folded to as they were read (:mod:`zfsmon.analysis.coarsen`), if they were
+    folded: Optional[float] = None
 
     def as_dict(self) -> Dict[str, object]:
         return {"start": self.start, "end": self.end, "step_s": self.step, "series": self.series, "runs": self.runs,
+                **({"folded_to_s": self.folded} if self.folded else {}),
                 "findings": [{"topic": f.topic, "text": f.text, **({"numbers": f.numbers} if f.numbers else {})}
                              for f in self.findings]}
 
     def render(self) -> str:
         lines = []
         if self.start is not None and self.end is not None:
-            lines.append(f"Window: {duration(self.end - self.start)} on a {duration(self.step)} grid"
+            folded = f" (readings folded to {duration(self.folded)} steps as read)" if self.folded else ""
+            lines.append(f"Window: {duration(self.end - self.start)} on a {duration(self.step)} grid{folded}"
                          f"{f', {self.runs} pgbench run' + ('s' if self.runs != 1 else '') if self.runs else ''}.")
         for f in self.findings:
             lines.append(f"- {f.text}")
@@ -535,6 +539,17 @@ def coarser(step: float, span: float) -> float:
     need = span / MAX_CELLS
     return next((s for s in COARSE_STEPS if s >= need), math.ceil(need / 3600.0) * 3600.0)
 
+
+def fold_step(interval: Optional[float], span: Optional[float], step: Optional[float] = None) -> Optional[float]:
+    """The step a window's readings are folded to as they are read (:mod:`zfsmon.analysis.coarsen`), or None.
+
+    ``interval``: the recording's reporting interval; ``span``: the window's seconds; ``step``: a grid step the
+    user chose. Folded only when the grid is coarser than the readings (a long window, or a coarse ``--step``):
+    then every reading would only be averaged into its cell."""
+    if not interval or interval <= 0:
+        return None
+    grid = step if step else (coarser(interval, span) if span else interval)
+    return grid if grid >= 1.5 * interval else None
 
 
 def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optional[float] = None,

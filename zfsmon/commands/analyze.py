@@ -18,7 +18,8 @@ import json
 import sys
 
 from zfsmon.analysis import whatchanged
-from zfsmon.analysis.findings import KINDS, MAX_CELLS, Finding, analyze, reads_metric
+from zfsmon.analysis.coarsen import coarsen
+from zfsmon.analysis.findings import KINDS, MAX_CELLS, Finding, analyze, fold_step, reads_metric
 from zfsmon.commands._timearg import When, number, seconds, whole
 from zfsmon.errors import UserError, printable
 from zfsmon.store import Recording
@@ -44,7 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", type=When, metavar="T", help="window start: ISO time, epoch, +D from the start")
     p.add_argument("--end", type=When, metavar="T", help="window end: ISO time, epoch, -D before the end")
     p.add_argument("--step", type=seconds, metavar="S", help="grid step (default: the coarsest reporting interval, coarser when the window "
-                   f"would need more than {MAX_CELLS:,} cells: one minute for a week of one-second readings)")
+                   f"would need more than {MAX_CELLS:,} cells: one minute for a week of one-second readings); on a "
+                   "grid coarser than the readings, they are folded to its step as they are read, and the vdevs' "
+                   "busiest interval and goose eggs are judged per step")
     p.add_argument("--decay-threshold", type=number(0.0, 100.0), default=20.0, metavar="PCT",
                    help="report decay when TPS falls more than PCT%% below its early level (default 20)")
     p.add_argument("--changed", action="store_true", help="also say what changed: the window (--start/--end; "
@@ -64,10 +67,16 @@ def run(args: argparse.Namespace) -> int:
         if start is not None and end is not None and not start < end:
             raise UserError(f"the window is empty: --start ({args.start.text}) is not before --end ({args.end.text})")
         events = rec.events(start=start, end=end)
-        # only what findings read: the kinds they use, and of a zpool iostat row the few metrics they use
-        window = list(rec.samples(kinds=KINDS, start=start, end=end, metrics=reads_metric))
-        report = analyze(window, events, step=args.step, start=start, end=end,
+        lo, hi = span if span is not None else (0.0, 0.0)
+        every = fold_step(rec.nominal_interval(), (hi if end is None else end) - (lo if start is None else start),
+                          args.step)
+        # only what findings read: the kinds they use, and of a zpool iostat row the few metrics they use; on a
+        # grid coarser than the readings, folded to its step as they are read (a week must fit in memory)
+        read = rec.samples(kinds=KINDS, start=start, end=end, metrics=reads_metric)
+        window = coarsen(read, every) if every else list(read)
+        report = analyze(window, events, step=args.step or every, start=start, end=end,
                          decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
+        report.folded = every
         del window
         changed = None  # read after the window's samples are let go: one window in memory at a time
         if args.changed:
@@ -79,8 +88,10 @@ def run(args: argparse.Namespace) -> int:
             if c_start - (c_end - c_start) < lo - 1e-6:
                 print(f"zfsmon: note: the recording starts {c_start - lo:.0f} s before the window: the window before "
                       "it is that much shorter", file=sys.stderr)
-            changed = whatchanged.compare(list(rec.samples(start=c_start - (c_end - c_start), end=c_end)), c_start,
-                                          c_end)
+            c_lo = c_start - (c_end - c_start)
+            c_every = fold_step(rec.nominal_interval(), c_end - c_lo)  # means per window: folding keeps them
+            c_read = rec.samples(start=c_lo, end=c_end)
+            changed = whatchanged.compare(coarsen(c_read, c_every) if c_every else list(c_read), c_start, c_end)
     if changed is not None:
         report.findings.append(Finding("what_changed", changed.text(), changed.as_dict()))
     if args.json:

@@ -29,7 +29,16 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from zfsmon import names
 from zfsmon.analysis import qdsweep, vdevperf
 from zfsmon.analysis.arc import derive_samples
-from zfsmon.analysis.findings import LATENCY, TPS, analyze, reads_metric, series_from_samples
+from zfsmon.analysis.coarsen import coarsen
+from zfsmon.analysis.findings import (
+    LATENCY,
+    TPS,
+    analyze,
+    duration,
+    fold_step,
+    reads_metric,
+    series_from_samples,
+)
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 from zfsmon.outfile import atomic
 from zfsmon.store import Recording, platform_of, zfs_of
@@ -335,12 +344,20 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     if hi < lo:
         raise ValueError(f"the window {iso(lo)} .. {iso(hi)} holds no samples (recording: {iso(span[0])} .. "
                          f"{iso(span[1])})")
-    samples = list(rec.samples(start=lo, end=hi, metrics=metrics))
+    # a window too long for a cell per reading is folded to analyze's coarser step as it is read (a week of
+    # one-second readings must fit in memory); the pages are drawn from at most MAX_POINTS points anyway
+    every = fold_step(rec.nominal_interval(), hi - lo)
+    read = rec.samples(start=lo, end=hi, metrics=metrics)
+    samples = coarsen(read, every) if every else list(read)
     events = rec.events(lo, hi)
     derived = derive_samples(samples)
     sections = [_vdev_section(samples), _arc_section(samples, derived), _l2arc_section(samples, derived),
                 _zil_section(samples, derived), _workload_section(samples)] + fio_sections(samples)
-    findings = [f.text for f in analyze(samples, events, start=lo, end=hi).findings]
+    report = analyze(samples, events, step=every, start=lo, end=hi)
+    findings = [f.text for f in report.findings]
+    if every:
+        findings.insert(0, f"Readings folded to {duration(every)} steps as they were read (a window of "
+                        f"{duration(hi - lo)}): the vdevs' busiest interval and goose eggs are per step.")
     counts: Dict[str, int] = {}
     for e in rec.topology(at=hi):
         label = f"{e.role.value} {e.kind.value}" if e.role else e.kind.value

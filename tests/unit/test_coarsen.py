@@ -1,0 +1,201 @@
+"""Readings folded to a coarse grid's step as they are read (zfsmon.analysis.coarsen): what each metric becomes,
+and that analyze says the same of the real 100-minute lab soak folded or whole."""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Tuple
+
+import pytest
+
+from tests.unit.test_lab_soak import read_soak
+from zfsmon.analysis import coarsen as cz
+from zfsmon.analysis import findings
+from zfsmon.cli import main
+from zfsmon.model import Entity, Event, Kind, Role, Sample
+
+LEAF = Entity(Kind.LEAF, "sda", "tank", Role.DATA, "mirror-0")
+MIRROR = Entity(Kind.VDEV, "mirror-0", "tank", Role.DATA, "tank")  # top-level: it has alloc and free
+ARC = Entity(Kind.ARC, "arc")
+PGB = Entity(Kind.WORKLOAD, "pgbench")
+RUN = Entity(Kind.WORKLOAD, "pgbench-run")
+T0 = 1_800_000_000.0  # a multiple of 60
+
+
+def _leaf(i: int, **extra: float) -> Sample:
+    m = {"read_ops": float(i % 7), "write_ops": 2.0, "alloc": 1000.0 + i, "total_wait_read": 1e6 * (1 + i % 3),
+         "lat_total_wait_read_1ms": float(i % 2), "syncq_read_pend": float(i % 4)}
+    m.update(extra)
+    return Sample(T0 + i, MIRROR, m, interval=1.0, source="zpool iostat")
+
+
+def test_rules_follow_the_metrics_table() -> None:
+    assert cz.rule(Kind.LEAF, "read_ops") == cz.MEAN and cz.rule(Kind.LEAF, "write_bw") == cz.MEAN
+    assert cz.rule(Kind.VDEV, "alloc") == cz.LAST and cz.rule(Kind.POOL, "free") == cz.LAST
+    assert cz.rule(Kind.LEAF, "lat_total_wait_read_1ms") == cz.SUM and cz.rule(Kind.LEAF, "rq_sync_ind_512") == cz.SUM
+    assert cz.rule(Kind.LEAF, "total_wait_read") == cz.BY_READS
+    assert cz.rule(Kind.LEAF, "disk_wait_write") == cz.BY_WRITES
+    assert cz.rule(Kind.LEAF, "syncq_read_pend") == cz.MEAN  # a queue's length is a level, not a count to add
+    assert cz.rule(Kind.LEAF, "no_such_metric") == cz.MEAN
+
+
+def test_interval_rows_fold_to_one_row_per_step() -> None:
+    rows = [_leaf(i) for i in range(1, 121)]  # (T0, T0 + 120]: readings at T0+1 ... T0+120
+    out = cz.coarsen(rows, 60.0)
+    assert [s.ts for s in out] == [T0 + 59, T0 + 119, T0 + 120]  # steps [T0, T0+60), [T0+60, T0+120), [T0+120, ...)
+    assert [s.interval for s in out] == [59.0, 60.0, 1.0]
+    first, second = out[0], out[1]
+    part = rows[59:119]
+    # operations add up exactly: the folded rate times its interval is the readings' sum of rate x interval
+    assert second.metrics["read_ops"] * second.interval == pytest.approx(sum(s.metrics["read_ops"] for s in part))
+    assert first.metrics["read_ops"] * 59 == pytest.approx(sum(s.metrics["read_ops"] for s in rows[:59]))
+    assert second.metrics["alloc"] == part[-1].metrics["alloc"]  # a size: the last
+    assert second.metrics["lat_total_wait_read_1ms"] == sum(s.metrics["lat_total_wait_read_1ms"] for s in part)
+    reads = [s.metrics["read_ops"] for s in part]
+    want = sum(s.metrics["total_wait_read"] * r for s, r in zip(part, reads)) / sum(reads)  # per read, not per s
+    assert second.metrics["total_wait_read"] == pytest.approx(want)
+    assert second.metrics["syncq_read_pend"] == pytest.approx(sum(s.metrics["syncq_read_pend"] for s in part) / 60)
+    assert second.entity == MIRROR and second.source == "zpool iostat" and not second.since_boot
+
+
+def test_snapshots_keep_the_first_reading_and_each_steps_last() -> None:
+    snaps = [Sample(T0 + i, ARC, {"hits": 10.0 * i, "size": 5.0 + i}, source="arcstats") for i in range(1, 150)]
+    out = cz.coarsen(snaps, 60.0)
+    assert [s.ts for s in out] == [T0 + 1, T0 + 59, T0 + 119, T0 + 149]
+    assert all(s.metrics == snaps[int(s.ts - T0) - 1].metrics for s in out)  # readings as they were
+    # a counter's increase over the window is the same folded or whole
+    assert out[-1].metrics["hits"] - out[0].metrics["hits"] == snaps[-1].metrics["hits"] - snaps[0].metrics["hits"]
+
+
+def test_what_is_handed_on_unfolded() -> None:
+    first = Sample(T0, LEAF, {"read_ops": 50.0}, interval=3600.0, source="zpool iostat", since_boot=True)
+    run = Sample(T0 + 58, RUN, {"tps": 900.0}, interval=58.0, source="pgbench")  # another entity than progress
+    long = Sample(T0 + 120, LEAF, {"read_ops": 3.0}, interval=120.0, source="zpool iostat")
+    trace = Sample(T0 + 1, Entity(Kind.TRACE, "sda", "tank", Role.DATA), {"read_hist_10": 4.0}, interval=1.0,
+                   source="bpftrace")
+    out = cz.coarsen([first, trace, run, long], 60.0)
+    assert out == [first, trace, run, long]
+
+
+def test_a_new_layout_starts_a_new_row() -> None:
+    rows = [_leaf(i) for i in range(1, 11)] + [_leaf(i, read_bw=4096.0) for i in range(11, 21)]
+    out = cz.coarsen(rows, 60.0)
+    assert [s.ts for s in out] == [T0 + 10, T0 + 20] and "read_bw" in out[1].metrics
+    assert [s.interval for s in out] == [10.0, 10.0]
+
+
+def test_progress_rows_fold_but_their_mean_is_per_second() -> None:
+    rows = [Sample(T0 + i, PGB, {"tps": 100.0 * i}, interval=1.0, source="pgbench") for i in range(1, 60)]
+    (got,) = cz.coarsen(rows, 60.0)
+    assert got.metrics["tps"] == pytest.approx(sum(100.0 * i for i in range(1, 60)) / 59)
+
+
+def test_fold_step_only_when_the_grid_is_coarser_than_the_readings() -> None:
+    assert findings.fold_step(1.0, 3600.0) is None  # 3,600 cells: kept as read
+    assert findings.fold_step(1.0, 7 * 86400.0) == 60.0  # a week of one-second readings
+    assert findings.fold_step(1.0, 3600.0, step=60.0) == 60.0  # a coarse --step
+    assert findings.fold_step(10.0, 3600.0, step=10.0) is None
+    assert findings.fold_step(None, 7 * 86400.0) is None
+
+
+def _topic(rep: findings.Report, name: str) -> Dict[str, object]:
+    (f,) = rep.topic(name)
+    return f.numbers
+
+
+@pytest.fixture(scope="module")
+def soak(lab_soak_file) -> Tuple[List[Sample], List[Event]]:
+    return read_soak(lab_soak_file)
+
+
+def test_the_lab_soak_folded_says_what_it_says_whole(soak) -> None:
+    samples, events = soak
+    folded = cz.coarsen(samples, 60.0)
+    assert len(folded) < len(samples) / 30  # ~60 readings of each stream become one
+    whole = findings.analyze(samples, events, step=60.0)
+    fold = findings.analyze(folded, events, step=60.0)
+    assert fold.runs == whole.runs == 100
+    # totals over the window are exact: operations per role, the L2ARC's and ARC's counters
+    vw, vf = _topic(whole, "vdev_perf"), _topic(fold, "vdev_perf")
+    for role in ("data", "cache", "log"):
+        for k in ("read_ops", "write_ops", "devices", "capacity_b"):
+            assert vf["roles"][role][k] == pytest.approx(vw["roles"][role][k], rel=1e-9), (role, k)
+    assert vf["l2_hits"] == vw["l2_hits"] and vf["l2_misses"] == vw["l2_misses"]
+    assert _topic(fold, "cache_advice") == _topic(whole, "cache_advice")
+    # the levels on the one-minute grid: the same within a few per cent (fold steps are epoch minutes, the
+    # grid's cells start at the window's first reading)
+    for topic, keys in (("warmup", ("tps_plateau",)), ("l2arc_fill", ("size_max_b",)),
+                        ("disk_reads", ("early_per_disk",))):
+        for k in keys:
+            assert _topic(fold, topic)[k] == pytest.approx(_topic(whole, topic)[k], rel=0.05), (topic, k)
+
+
+def test_analyze_command_folds_on_a_coarse_step(lab_soak_file, capsys) -> None:
+    soak_file = lab_soak_file
+    assert main(["analyze", soak_file, "--step", "60", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["folded_to_s"] == 60.0 and got["step_s"] == 60.0
+    assert main(["analyze", soak_file, "--step", "60"]) == 0
+    assert "on a 60 s grid (readings folded to 60 s steps as read)" in capsys.readouterr().out
+    assert main(["analyze", soak_file, "--end", "+10m", "--json"]) == 0
+    assert "folded_to_s" not in json.loads(capsys.readouterr().out)
+
+
+# ------------------------------------------------------------------ a long one-second recording, end to end
+
+HOURS = 6.0  # past MAX_CELLS one-second cells (5.5 h): analyze and report fold to 2 s steps
+DATA_LEAVES = [Entity(Kind.LEAF, f"sd{c}", "tank", Role.DATA, "mirror-0") for c in "ab"]
+CACHE = Entity(Kind.VDEV, "sdc", "tank", Role.CACHE, "tank")
+L2 = Entity(Kind.L2ARC, "l2arc")
+
+
+@pytest.fixture(scope="module")
+def six_hours(tmp_path_factory) -> Tuple[str, float]:
+    """Six hours of one-second readings of a small pool: returns the path and the data disks' reads in it."""
+    from zfsmon.store import Recorder
+
+    path = str(tmp_path_factory.mktemp("six") / "six.zfsmon")
+    reads = 0.0
+    n = int(HOURS * 3600)
+    batch: List[Sample] = []
+    with Recorder(path, {"host": "test", "interval": "1"}) as rec:
+        for i in range(1, n + 1):
+            ts = T0 + i
+            w = min(1.0, i / 1800.0)
+            r = 100.0 * (1 - w) + (i % 3)
+            reads += 2 * r
+            batch += [Sample(ts, leaf, {"read_ops": r, "write_ops": 1.0}, interval=1.0, source="zpool iostat")
+                      for leaf in DATA_LEAVES]
+            batch += [Sample(ts, CACHE, {"read_ops": 500.0 * w, "write_ops": 3.0}, interval=1.0,
+                             source="zpool iostat"),
+                      Sample(ts, L2, {"size": 1e9 * w, "hits": 400.0 * w * i, "misses": 50.0 * i},
+                             source="arcstats"),
+                      Sample(ts, PGB, {"tps": 300.0 + 900.0 * w}, interval=1.0, source="pgbench")]
+            if len(batch) >= 5000:
+                rec.write(batch)
+                batch = []
+        rec.write(batch)
+    return path, reads
+
+
+def test_analyze_folds_a_long_window_and_keeps_its_totals(six_hours, capsys) -> None:
+    path, reads = six_hours
+    assert main(["analyze", path, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["folded_to_s"] == 2.0 and got["step_s"] == 2.0
+    by = {f["topic"]: f.get("numbers", {}) for f in got["findings"]}
+    assert by["vdev_perf"]["roles"]["data"]["read_ops"] == pytest.approx(reads, rel=1e-9)
+    assert by["warmup"]["tps_start"] < 400 and by["warmup"]["tps_plateau"] == pytest.approx(1200, abs=1)
+    # 90 % of the 1,200 plateau: 300 + 900 w >= 1,080 at w = 0.867, 1,560 s in
+    assert by["warmup"]["time_to_90pct_s"] == pytest.approx((1080 - 300) / 900 * 1800, abs=4)
+
+
+def test_report_folds_a_long_window_and_says_so(six_hours) -> None:
+    from zfsmon.store import Recording
+    from zfsmon.views import report_pdf
+
+    path, _reads = six_hours
+    with Recording.open(path) as rec:
+        data = report_pdf.build(rec)
+    assert data.findings[0].startswith("Readings folded to 2 s steps as they were read (a window of 6 h)")
+    assert any(f.startswith("TPS warmed up from") for f in data.findings)
