@@ -140,11 +140,13 @@ class SampleBlock:
     cols: List[Sequence[float]]
     source: str = ""
     since_boot: bool = False
+    #: each reading's interval (None: a reading without one), when the reader gave them
+    intervals: Optional[List[Optional[float]]] = None
 
     @classmethod
     def of(cls, s: Sample) -> SampleBlock:
         return cls([s.ts], [(s.ts, s.entity)], tuple(s.metrics), [[v] for v in s.metrics.values()], s.source,
-                   s.since_boot)
+                   s.since_boot, [s.interval])
 
     @property
     def entity(self) -> Entity:
@@ -162,7 +164,8 @@ class SampleBlock:
     def sample(self, i: int) -> Sample:
         """Row ``i`` as a Sample (for the few readings that need one)."""
         return Sample(self.ts[i], self.entity_at(self.ts[i]), {n: c[i] for n, c in zip(self.names, self.cols)},
-                      source=self.source, since_boot=self.since_boot)
+                      interval=self.intervals[i] if self.intervals is not None else None, source=self.source,
+                      since_boot=self.since_boot)
 
 
 class EventKind(str, Enum):

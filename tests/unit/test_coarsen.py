@@ -130,6 +130,35 @@ def test_the_lab_soak_folded_says_what_it_says_whole(soak) -> None:
             assert _topic(fold, topic)[k] == pytest.approx(_topic(whole, topic)[k], rel=0.05), (topic, k)
 
 
+def _same(a: List[Sample], b: List[Sample]) -> None:
+    def order(s: Sample) -> tuple:
+        return s.ts, s.entity.key, s.source, s.since_boot
+
+    a, b = sorted(a, key=order), sorted(b, key=order)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert (x.ts, x.entity, x.source, x.since_boot) == (y.ts, y.entity, y.source, y.since_boot)
+        assert x.interval == (None if y.interval is None else pytest.approx(y.interval, rel=1e-12))
+        assert x.metrics.keys() == y.metrics.keys(), x.entity
+        for k, v in x.metrics.items():
+            assert v == pytest.approx(y.metrics[k], rel=1e-9, abs=1e-9), (x.entity.key, k)
+
+
+@pytest.mark.parametrize("every", [60.0, 7.0])
+def test_column_blocks_fold_as_samples_do(lab_soak_file, every) -> None:
+    """What analyze reads (the store's column blocks, no Sample per reading) is what folding the samples gives."""
+    from zfsmon.store import Recording
+
+    with Recording.open(lab_soak_file) as rec:
+        by_blocks = cz.coarsen_blocks(rec.blocks(rec.select_streams(kinds=findings.KINDS)), every,
+                                      findings.reads_metric)
+        by_samples = cz.coarsen(rec.samples(kinds=findings.KINDS, metrics=findings.reads_metric), every)
+        whole = cz.coarsen_blocks(rec.blocks(), every)  # every kind and metric, as report reads
+        assert {s.entity.kind for s in whole} > {s.entity.kind for s in by_blocks}
+        _same(whole, cz.coarsen(rec.samples(), every))
+    _same(by_blocks, by_samples)
+
+
 def test_analyze_command_folds_on_a_coarse_step(lab_soak_file, capsys) -> None:
     soak_file = lab_soak_file
     assert main(["analyze", soak_file, "--step", "60", "--json"]) == 0
@@ -188,6 +217,14 @@ def test_analyze_folds_a_long_window_and_keeps_its_totals(six_hours, capsys) -> 
     assert by["warmup"]["tps_start"] < 400 and by["warmup"]["tps_plateau"] == pytest.approx(1200, abs=1)
     # 90 % of the 1,200 plateau: 300 + 900 w >= 1,080 at w = 0.867, 1,560 s in
     assert by["warmup"]["time_to_90pct_s"] == pytest.approx((1080 - 300) / 900 * 1800, abs=4)
+
+
+def test_column_blocks_fold_six_hours_as_samples_do(six_hours) -> None:
+    from zfsmon.store import Recording
+
+    path, _reads = six_hours
+    with Recording.open(path) as rec:
+        _same(cz.coarsen_blocks(rec.blocks(), 2.0), cz.coarsen(rec.samples(), 2.0))
 
 
 def test_report_folds_a_long_window_and_says_so(six_hours) -> None:

@@ -16,16 +16,22 @@ object per second (a week of a 64-leaf pool at 1 s is ~35 GiB of samples held wh
 Left as they are: the first (since-import) report, readings that already cover the step or more (a pgbench
 run's summary), fio's and trace rows (short runs, read as they are). The folded reading is stamped with the
 step's last reading time and covers the sum of its intervals.
+
+The recording is read a block of columns at a time (:meth:`zfsmon.store.Recording.blocks`), as ``export
+--every`` reads it: a step's sums are taken over slices of the columns, and a Sample is made only for what is
+kept, never one per reading.
 """
 
 from __future__ import annotations
 
+import operator
+from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon import metrics, names
 from zfsmon.metrics.latency import split_metric
-from zfsmon.model import Kind, Sample
+from zfsmon.model import Kind, Sample, SampleBlock
 
 #: how a metric of an interval row is folded
 MEAN, SUM, LAST, BY_READS, BY_WRITES = "mean", "sum", "last", "read_ops", "write_ops"
@@ -45,107 +51,210 @@ def rule(kind: Kind, name: str) -> str:
     return MEAN
 
 
-def _as_is(s: Sample, every: float) -> bool:
+Row = Tuple[SampleBlock, int]  # a reading: its block and index
+
+
+def _as_is(kind: Kind, name: str, since_boot: bool, interval: Optional[float], every: float) -> bool:
     """Readings handed on unfolded."""
-    e = s.entity
-    if s.since_boot or (s.interval is not None and s.interval >= every) or e.kind is Kind.TRACE:
+    if since_boot or kind is Kind.TRACE or (interval is not None and interval >= every):
         return True
-    return e.kind is Kind.WORKLOAD and s.interval is not None and e.name != names.PGBENCH
+    return kind is Kind.WORKLOAD and interval is not None and name != names.PGBENCH
 
 
 @dataclass
 class _Step:
-    """One entity's interval rows of one source within one step."""
+    """One stream's interval rows within one step: sums over slices of its columns."""
 
     index: int
-    last: Sample
+    names: Tuple[str, ...]
+    rules: Tuple[str, ...]
+    last: Row
     covered: float = 0.0
-    totals: Dict[str, float] = field(default_factory=dict)
-    weights: Dict[str, float] = field(default_factory=dict)
+    totals: List[float] = field(default_factory=list)
+    weights: List[float] = field(default_factory=list)
 
-    def add(self, s: Sample, rules: Dict[str, str]) -> None:
-        iv = float(s.interval or 0.0)
-        self.last = s
-        self.covered += iv
-        m = s.metrics
-        for name, v in m.items():
-            how = rules[name]
-            if how == LAST:
+    def __post_init__(self) -> None:
+        self.totals = [0.0] * len(self.names)
+        self.weights = [0.0] * len(self.names)
+        self._at = {n: k for k, n in enumerate(self.names)}
+
+    def add(self, cols: Sequence[Sequence[float]], ivs: Sequence[Optional[float]], i: int, j: int,
+            row: Row) -> None:
+        self.last = row
+        part_iv = [float(v or 0.0) for v in ivs[i:j]]
+        span = sum(part_iv)
+        self.covered += span
+        same = part_iv.count(part_iv[0]) == len(part_iv)
+        at = self._at
+        for k, how in enumerate(self.rules):
+            if how is LAST:
                 continue
-            if how == SUM:
-                w = 1.0
-            elif how == MEAN:
-                w = iv
+            part = cols[k][i:j]
+            if how is SUM:
+                self.totals[k] += float(sum(part))
+                self.weights[k] += j - i
+            elif how is MEAN:
+                self.totals[k] += part_iv[0] * float(sum(part)) if same else sum(map(float.__mul__, map(float, part),
+                                                                                      part_iv))
+                self.weights[k] += span
             else:
-                w = iv * float(m.get(how) or 0.0)
-            self.totals[name] = self.totals.get(name, 0.0) + float(v) * w
-            self.weights[name] = self.weights.get(name, 0.0) + w
+                by = at.get(how)
+                ops = [float(x or 0.0) for x in cols[by][i:j]] if by is not None else [0.0] * (j - i)
+                w = [x * iv for x, iv in zip(ops, part_iv)]
+                self.totals[k] += sum(float(v) * x for v, x in zip(part, w))
+                self.weights[k] += sum(w)
 
-    def sample(self, rules: Dict[str, str]) -> Sample:
-        s = self.last
+    def sample(self, cols_of: Callable[[Row], Dict[str, float]]) -> Sample:
+        sb, i = self.last
+        last = cols_of(self.last)
         out: Dict[str, float] = {}
-        for name, v in s.metrics.items():
-            how = rules[name]
-            if how == LAST:
-                out[name] = v
-            elif how == SUM:
-                out[name] = self.totals[name]
+        for k, (name, how) in enumerate(zip(self.names, self.rules)):
+            if how is LAST:
+                out[name] = last[name]
+            elif how is SUM:
+                out[name] = self.totals[k]
             else:
-                w = self.weights.get(name, 0.0)
-                out[name] = self.totals[name] / w if w else 0.0
-        return Sample(s.ts, s.entity, out, interval=self.covered, source=s.source)
+                out[name] = self.totals[k] / self.weights[k] if self.weights[k] else 0.0
+        return Sample(sb.ts[i], sb.entity_at(sb.ts[i]), out, interval=self.covered, source=sb.source)
+
+
+class _Fold:
+    """The fold's state across blocks: one open step per stream, the held last reading of each snapshot stream."""
+
+    def __init__(self, every: float, keep: Optional[Callable[[Kind, str], bool]]) -> None:
+        if every <= 0:
+            raise ValueError("every must be positive")
+        self.every = every
+        self.keep = keep
+        self.out: List[Tuple[float, int, Sample]] = []
+        self.steps: Dict[Tuple[str, str], _Step] = {}
+        self.snaps: Dict[Tuple[str, str], Tuple[int, Row, bool]] = {}  # (step, its last reading, whether out)
+        self.plans: Dict[Tuple[Kind, Tuple[str, ...]], Tuple[Tuple[int, ...], Tuple[str, ...], Tuple[str, ...]]] = {}
+
+    def _plan(self, sb: SampleBlock) -> Tuple[Tuple[int, ...], Tuple[str, ...], Tuple[str, ...]]:
+        """The columns kept (``keep``), their names and fold rules: once per kind and layout."""
+        kind = sb.entity.kind
+        got = self.plans.get((kind, sb.names))
+        if got is None:
+            idx = tuple(k for k, n in enumerate(sb.names) if self.keep is None or self.keep(kind, n))
+            kept = tuple(sb.names[k] for k in idx)
+            got = self.plans[(kind, sb.names)] = (idx, kept, tuple(rule(kind, n) for n in kept))
+        return got
+
+    def _values(self, row: Row) -> Dict[str, float]:
+        sb, i = row
+        idx, kept, _rules = self._plan(sb)
+        return {n: sb.cols[k][i] for k, n in zip(idx, kept)}
+
+    def _emit(self, row: Row) -> None:
+        sb, i = row
+        ivs = sb.intervals
+        s = Sample(sb.ts[i], sb.entity_at(sb.ts[i]), self._values(row), interval=ivs[i] if ivs else None,
+                   source=sb.source, since_boot=sb.since_boot)
+        self._put(s)
+
+    def _put(self, s: Sample) -> None:
+        self.out.append((s.ts, len(self.out), s))
+
+    def add(self, sb: SampleBlock) -> None:
+        n = len(sb.ts)
+        ivs = sb.intervals if sb.intervals is not None else [None] * n
+        ent = sb.entity
+        if sb.since_boot or ent.kind is Kind.TRACE:
+            for i in range(n):
+                self._emit((sb, i))
+            return
+        every = self.every
+        ts = sb.ts
+        mode = self._block_mode(ent.kind, ent.name, ivs)
+        if mode is not None and all(map(operator.le, ts, ts[1:])):  # one mode, times in order: cut by bisection
+            i = 0
+            while i < n:
+                b = int(ts[i] // every)
+                j = max(i + 1, bisect_left(ts, (b + 1) * every, i))
+                while j > i + 1 and int(ts[j - 1] // every) != b:  # float rounding at the step's edge
+                    j -= 1
+                while j < n and int(ts[j] // every) == b:
+                    j += 1
+                self._run(sb, mode, b, i, j, ivs)
+                i = j
+            return
+        i = 0
+        while i < n:  # runs of one step and one mode (snapshot, folded, as is)
+            b = int(sb.ts[i] // every)
+            iv = ivs[i]
+            mode = 0 if iv is None else 2 if _as_is(ent.kind, ent.name, False, iv, every) else 1
+            j = i + 1
+            while (j < n and int(sb.ts[j] // every) == b
+                   and (0 if ivs[j] is None else 2 if _as_is(ent.kind, ent.name, False, ivs[j], every) else 1) == mode):
+                j += 1
+            self._run(sb, mode, b, i, j, ivs)
+            i = j
+
+    def _block_mode(self, kind: Kind, name: str, ivs: Sequence[Optional[float]]) -> Optional[int]:
+        """The mode every reading of a block has (0 snapshot, 1 folded, 2 as is), or None if they differ."""
+        if ivs.count(None) == len(ivs):
+            return 0
+        if None in ivs:
+            return None
+        lo, hi = min(ivs), max(ivs)  # type: ignore[type-var]
+        a, b = _as_is(kind, name, False, lo, self.every), _as_is(kind, name, False, hi, self.every)
+        return None if a != b else 2 if a else 1
+
+    def _run(self, sb: SampleBlock, mode: int, b: int, i: int, j: int, ivs: Sequence[Optional[float]]) -> None:
+        if mode == 2:
+            for k in range(i, j):
+                self._emit((sb, k))
+        elif mode == 0:
+            self._snapshots(sb, b, i, j)
+        else:
+            self._interval_rows(sb, b, i, j, ivs)
+
+    def _snapshots(self, sb: SampleBlock, b: int, i: int, j: int) -> None:
+        key = (sb.entity.key, sb.source)
+        held = self.snaps.get(key)
+        if held is None:  # the window's first reading too: a counter's increase over the window starts there
+            self._emit((sb, i))
+            held = (b, (sb, i), True)
+            i += 1
+        if i < j:
+            if held[0] != b and not held[2]:
+                self._emit(held[1])
+            held = (b, (sb, j - 1), False)
+        self.snaps[key] = held
+
+    def _interval_rows(self, sb: SampleBlock, b: int, i: int, j: int, ivs: Sequence[Optional[float]]) -> None:
+        key = (sb.entity.key, sb.source)
+        idx, kept, rules = self._plan(sb)
+        step = self.steps.get(key)
+        if step is not None and (step.index != b or step.names != kept):
+            self._put(step.sample(self._values))
+            step = None
+        if step is None:
+            step = self.steps[key] = _Step(b, kept, rules, (sb, i))
+        step.add([sb.cols[k] for k in idx], ivs, i, j, (sb, j - 1))
+
+    def finish(self) -> List[Sample]:
+        for step in self.steps.values():
+            self._put(step.sample(self._values))
+        for _b, row, done in self.snaps.values():
+            if not done:
+                self._emit(row)
+        self.out.sort(key=lambda x: (x[0], x[1]))
+        return [s for _t, _q, s in self.out]
+
+
+def coarsen_blocks(blocks: Iterable[Sequence[SampleBlock]], every: float,
+                   metrics: Optional[Callable[[Kind, str], bool]] = None) -> List[Sample]:
+    """A recording's column blocks (in time order, as :meth:`zfsmon.store.Recording.blocks` gives them) folded to
+    steps of ``every`` seconds, sorted by time (stable); ``metrics(kind, name)``: which metrics are kept."""
+    fold = _Fold(every, metrics)
+    for group in blocks:
+        for sb in group:
+            fold.add(sb)
+    return fold.finish()
 
 
 def coarsen(samples: Iterable[Sample], every: float) -> List[Sample]:
     """``samples`` (in recording order) folded to steps of ``every`` seconds, sorted by time (stable)."""
-    if every <= 0:
-        raise ValueError("every must be positive")
-    out: List[Tuple[float, int, Sample]] = []
-    seq = 0
-    rows: Dict[Tuple[str, str], _Step] = {}
-    snaps: Dict[Tuple[str, str], Tuple[int, Sample, bool]] = {}  # the step's last reading, and whether it is out
-    plans: Dict[Tuple[Kind, Tuple[str, ...]], Dict[str, str]] = {}
-
-    def emit(s: Sample) -> None:
-        nonlocal seq
-        out.append((s.ts, seq, s))
-        seq += 1
-
-    def rules_of(s: Sample) -> Dict[str, str]:
-        key = (s.entity.kind, tuple(s.metrics))
-        got = plans.get(key)
-        if got is None:
-            got = plans[key] = {n: rule(s.entity.kind, n) for n in key[1]}
-        return got
-
-    for s in samples:
-        if _as_is(s, every):
-            emit(s)
-            continue
-        key = (s.entity.key, s.source)
-        index = int(s.ts // every)
-        if not s.interval:
-            held: Optional[Tuple[int, Sample, bool]] = snaps.get(key)
-            if held is None:  # the window's first reading too: a counter's increase over the window starts there
-                emit(s)
-                snaps[key] = (index, s, True)
-                continue
-            if held[0] != index and not held[2]:
-                emit(held[1])
-            snaps[key] = (index, s, False)
-            continue
-        rules = rules_of(s)
-        step = rows.get(key)
-        if step is not None and (step.index != index or tuple(step.last.metrics) != tuple(s.metrics)):
-            emit(step.sample(rules_of(step.last)))
-            step = None
-        if step is None:
-            step = rows[key] = _Step(index, s)
-        step.add(s, rules)
-    for step in rows.values():
-        emit(step.sample(rules_of(step.last)))
-    for _i, s, done in snaps.values():
-        if not done:
-            emit(s)
-    out.sort(key=lambda x: (x[0], x[1]))
-    return [s for _t, _q, s in out]
+    return coarsen_blocks(([SampleBlock.of(s)] for s in samples), every)

@@ -18,7 +18,7 @@ import json
 import sys
 
 from zfsmon.analysis import whatchanged
-from zfsmon.analysis.coarsen import coarsen
+from zfsmon.analysis.coarsen import coarsen_blocks
 from zfsmon.analysis.findings import KINDS, MAX_CELLS, Finding, analyze, fold_step, reads_metric
 from zfsmon.commands._timearg import When, number, seconds, whole
 from zfsmon.errors import UserError, printable
@@ -72,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
                           args.step)
         # only what findings read: the kinds they use, and of a zpool iostat row the few metrics they use; on a
         # grid coarser than the readings, folded to its step as they are read (a week must fit in memory)
-        read = rec.samples(kinds=KINDS, start=start, end=end, metrics=reads_metric)
-        window = coarsen(read, every) if every else list(read)
+        if every:
+            window = coarsen_blocks(rec.blocks(rec.select_streams(kinds=KINDS), start, end), every, reads_metric)
+        else:
+            window = list(rec.samples(kinds=KINDS, start=start, end=end, metrics=reads_metric))
         report = analyze(window, events, step=args.step or every, start=start, end=end,
                          decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
         report.folded = every
@@ -90,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
                       "it is that much shorter", file=sys.stderr)
             c_lo = c_start - (c_end - c_start)
             c_every = fold_step(rec.nominal_interval(), c_end - c_lo)  # means per window: folding keeps them
-            c_read = rec.samples(start=c_lo, end=c_end)
-            changed = whatchanged.compare(coarsen(c_read, c_every) if c_every else list(c_read), c_start, c_end)
+            both = (coarsen_blocks(rec.blocks(None, c_lo, c_end), c_every) if c_every
+                    else list(rec.samples(start=c_lo, end=c_end)))
+            changed = whatchanged.compare(both, c_start, c_end)
     if changed is not None:
         report.findings.append(Finding("what_changed", changed.text(), changed.as_dict()))
     if args.json:

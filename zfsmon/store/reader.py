@@ -445,8 +445,7 @@ class Recording:
                 continue
             if len(vals) != len(st.metrics):
                 raise ValueError(f"sample of {st.entity_key} holds {len(vals)} values for {len(st.metrics)} metrics")
-            interval = st.interval if iv is None else (None if iv == NO_INTERVAL else iv)
-            yield ts, st, vals, interval
+            yield ts, st, vals, _interval(st, iv)
 
     @_guard_iter
     def blocks(self, streams: Optional[Sequence[int]] = None, start: Optional[float] = None,
@@ -465,7 +464,8 @@ class Recording:
         last: Dict[int, List[float]] = {}  # head rows: a stream's previous values (counters may be deltas)
         counters: Dict[int, Tuple[bool, ...]] = {}
         current = None
-        pending: Dict[int, Tuple[List[float], list, bool]] = {}  # stream: (times, columns or rows, columnar)
+        # stream: (times, columns or rows, columnar, intervals)
+        pending: Dict[int, Tuple[List[float], list, bool, List[Optional[float]]]] = {}
         for tick, sid, ts, blob, n in self._db.execute(sql, args):
             if tick // size != current:
                 if pending:
@@ -478,11 +478,11 @@ class Recording:
                 self._reload_streams()
                 st = self.streams[sid]
             if ts is None:  # a chunk: tick0, stream, NULL, data, n
-                offsets, _ivs, cols = codec.decode_chunk_columns(blob)
+                offsets, ivs, cols = codec.decode_chunk_columns(blob)
                 if len(offsets) != n:
                     raise ValueError(f"a chunk of stream {sid} holds {len(offsets)} samples, not {n}")
                 ts_of = self._tick_ts(tick, size)
-                pending[sid] = ([ts_of[tick + o] for o in offsets], cols, True)
+                pending[sid] = ([ts_of[tick + o] for o in offsets], cols, True, [_interval(st, iv) for iv in ivs])
             else:
                 if flagged:
                     flags = counters.get(sid)
@@ -493,19 +493,20 @@ class Recording:
                     vals = codec.unpack(blob)
                 got = pending.get(sid)
                 if got is None:
-                    got = pending[sid] = ([], [], False)
+                    got = pending[sid] = ([], [], False, [])
                 got[0].append(ts)
                 got[1].append(vals)
+                got[3].append(_interval(st, n))  # a head row's last column is its interval
         if pending:
             yield self._finish_block(pending, topo, start, end)
 
-    def _finish_block(self, pending: Dict[int, Tuple[List[float], list, bool]], topo: _TopologyCursor,
-                      start: Optional[float], end: Optional[float]) -> List[SampleBlock]:
+    def _finish_block(self, pending: Dict[int, Tuple[List[float], list, bool, List[Optional[float]]]],
+                      topo: _TopologyCursor, start: Optional[float], end: Optional[float]) -> List[SampleBlock]:
         """One block's streams as SampleBlocks: rows turned into columns, checked, cut to [start, end]."""
         out = []
-        lo = min(times[0] for times, _c, _f in pending.values() if times)
+        lo = min(times[0] for times, _c, _f, _i in pending.values() if times)
         for sid in sorted(pending):
-            times, data, columnar = pending[sid]
+            times, data, columnar, intervals = pending[sid]
             st = self.streams[sid]
             width = len(st.metrics)
             if not columnar:
@@ -520,10 +521,11 @@ class Recording:
                 keep = [i for i, t in enumerate(times) if (start is None or t >= start) and (end is None or t <= end)]
                 times = [times[i] for i in keep]
                 data = [[c[i] for i in keep] for c in data]
+                intervals = [intervals[i] for i in keep]
             if not times:
                 continue
             out.append(SampleBlock(times, topo.span(st.entity_key, lo, times[-1]), st.names,
-                                   data, st.source, st.since_boot))
+                                   data, st.source, st.since_boot, intervals))
         return out
 
     def _merge_blocks(self, cursor, size: int) -> Iterator[tuple]:
@@ -644,6 +646,11 @@ def _keep(st: Stream, metrics: Callable[[Kind, str], bool]) -> Tuple[Tuple[str, 
     if len(idx) == len(st.metrics):
         return st.names, None
     return tuple(st.metrics[i].name for i in idx), idx
+
+
+def _interval(st: Stream, iv: Optional[float]) -> Optional[float]:
+    """A row's interval: the stream's, unless the row stored its own (NO_INTERVAL: none)."""
+    return st.interval if iv is None else (None if iv == NO_INTERVAL else iv)
 
 
 def _tick_stream(row: tuple) -> Tuple[int, int]:

@@ -29,7 +29,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from zfsmon import names
 from zfsmon.analysis import qdsweep, vdevperf
 from zfsmon.analysis.arc import derive_samples
-from zfsmon.analysis.coarsen import coarsen
+from zfsmon.analysis.coarsen import coarsen_blocks
 from zfsmon.analysis.findings import (
     LATENCY,
     TPS,
@@ -347,8 +347,8 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     # a window too long for a cell per reading is folded to analyze's coarser step as it is read (a week of
     # one-second readings must fit in memory); the pages are drawn from at most MAX_POINTS points anyway
     every = fold_step(rec.nominal_interval(), hi - lo)
-    read = rec.samples(start=lo, end=hi, metrics=metrics)
-    samples = coarsen(read, every) if every else list(read)
+    samples = (coarsen_blocks(rec.blocks(None, lo, hi), every, metrics) if every
+               else list(rec.samples(start=lo, end=hi, metrics=metrics)))
     events = rec.events(lo, hi)
     derived = derive_samples(samples)
     sections = [_vdev_section(samples), _arc_section(samples, derived), _l2arc_section(samples, derived),
