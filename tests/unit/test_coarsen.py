@@ -84,6 +84,22 @@ def test_a_new_layout_starts_a_new_row() -> None:
     assert [s.interval for s in out] == [10.0, 10.0]
 
 
+def test_a_block_of_mixed_readings_or_a_clock_step_folds_as_its_samples_do() -> None:
+    """The reading-by-reading path of a column block: intervals that differ in mode, times that go back."""
+    from zfsmon.model import SampleBlock
+
+    ts = [T0 + t for t in (1, 2, 3, 50, 61, 62, 40, 41, 121, 122)]  # a clock step back after T0+62
+    ivs = [1.0, 1.0, None, 1.0, 1.0, 90.0, 1.0, 1.0, None, 1.0]
+    col = [float(k) for k in range(10)]
+    sb = SampleBlock(ts, [(ts[0], MIRROR)], ("read_ops",), [col], "zpool iostat", False, ivs)
+    samples = [sb.sample(i) for i in range(10)]
+    assert [s.interval for s in samples] == ivs
+    _same(cz.coarsen_blocks([[sb]], 60.0), cz.coarsen(samples, 60.0))
+    got = cz.coarsen_blocks([[sb]], 60.0)
+    assert sum(s.metrics["read_ops"] * (s.interval or 0) for s in got if s.interval) == pytest.approx(
+        sum(v * (iv or 0) for v, iv in zip(col, ivs) if iv))
+
+
 def test_progress_rows_fold_but_their_mean_is_per_second() -> None:
     rows = [Sample(T0 + i, PGB, {"tps": 100.0 * i}, interval=1.0, source="pgbench") for i in range(1, 60)]
     (got,) = cz.coarsen(rows, 60.0)

@@ -52,11 +52,13 @@ def rule(kind: Kind, name: str) -> str:
 
 
 Row = Tuple[SampleBlock, int]  # a reading: its block and index
+#: what becomes of a reading: kept if it is a step's last (or the window's first), summed into its step, or kept
+SNAPSHOT, FOLDED, AS_IS = 0, 1, 2
 
 
-def _as_is(kind: Kind, name: str, since_boot: bool, interval: Optional[float], every: float) -> bool:
-    """Readings handed on unfolded."""
-    if since_boot or kind is Kind.TRACE or (interval is not None and interval >= every):
+def _as_is(kind: Kind, name: str, interval: Optional[float], every: float) -> bool:
+    """Whether a reading with an interval is handed on unfolded (since-import reports and trace rows always are)."""
+    if kind is Kind.TRACE or (interval is not None and interval >= every):
         return True
     return kind is Kind.WORKLOAD and interval is not None and name != names.PGBENCH
 
@@ -179,33 +181,33 @@ class _Fold:
                 self._run(sb, mode, b, i, j, ivs)
                 i = j
             return
+        modes = [self._mode(ent.kind, ent.name, iv) for iv in ivs]
         i = 0
-        while i < n:  # runs of one step and one mode (snapshot, folded, as is)
-            b = int(sb.ts[i] // every)
-            iv = ivs[i]
-            mode = 0 if iv is None else 2 if _as_is(ent.kind, ent.name, False, iv, every) else 1
+        while i < n:  # a block of mixed modes, or times out of order (a clock step): runs of one step and mode
+            b = int(ts[i] // every)
             j = i + 1
-            while (j < n and int(sb.ts[j] // every) == b
-                   and (0 if ivs[j] is None else 2 if _as_is(ent.kind, ent.name, False, ivs[j], every) else 1) == mode):
+            while j < n and int(ts[j] // every) == b and modes[j] == modes[i]:
                 j += 1
-            self._run(sb, mode, b, i, j, ivs)
+            self._run(sb, modes[i], b, i, j, ivs)
             i = j
 
+    def _mode(self, kind: Kind, name: str, iv: Optional[float]) -> int:
+        return SNAPSHOT if iv is None else AS_IS if _as_is(kind, name, iv, self.every) else FOLDED
+
     def _block_mode(self, kind: Kind, name: str, ivs: Sequence[Optional[float]]) -> Optional[int]:
-        """The mode every reading of a block has (0 snapshot, 1 folded, 2 as is), or None if they differ."""
+        """The mode every reading of a block has, or None if they differ (as_is is monotonic in the interval)."""
         if ivs.count(None) == len(ivs):
-            return 0
+            return SNAPSHOT
         if None in ivs:
             return None
-        lo, hi = min(ivs), max(ivs)  # type: ignore[type-var]
-        a, b = _as_is(kind, name, False, lo, self.every), _as_is(kind, name, False, hi, self.every)
-        return None if a != b else 2 if a else 1
+        lo, hi = self._mode(kind, name, min(ivs)), self._mode(kind, name, max(ivs))  # type: ignore[type-var]
+        return lo if lo == hi else None
 
     def _run(self, sb: SampleBlock, mode: int, b: int, i: int, j: int, ivs: Sequence[Optional[float]]) -> None:
-        if mode == 2:
+        if mode == AS_IS:
             for k in range(i, j):
                 self._emit((sb, k))
-        elif mode == 0:
+        elif mode == SNAPSHOT:
             self._snapshots(sb, b, i, j)
         else:
             self._interval_rows(sb, b, i, j, ivs)
