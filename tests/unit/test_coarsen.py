@@ -166,8 +166,8 @@ def test_column_blocks_fold_as_samples_do(lab_soak_file, every) -> None:
     from zfsmon.store import Recording
 
     with Recording.open(lab_soak_file) as rec:
-        by_blocks = cz.coarsen_blocks(rec.blocks(rec.select_streams(kinds=findings.KINDS)), every,
-                                      findings.reads_metric)
+        by_blocks = cz.coarsen_blocks(rec.blocks(rec.select_streams(kinds=findings.KINDS),
+                                                 metrics=findings.reads_metric), every)
         by_samples = cz.coarsen(rec.samples(kinds=findings.KINDS, metrics=findings.reads_metric), every)
         whole = cz.coarsen_blocks(rec.blocks(), every)  # every kind and metric, as report reads
         assert {s.entity.kind for s in whole} > {s.entity.kind for s in by_blocks}

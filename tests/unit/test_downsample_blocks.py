@@ -10,6 +10,7 @@ from typing import List
 import pytest
 
 from zfsmon.analysis.downsample import Bucket, downsample, downsample_blocks
+from zfsmon.analysis.findings import reads_metric
 from zfsmon.model import Entity, Kind, Sample
 from zfsmon.store import Recorder, Recording
 
@@ -45,6 +46,25 @@ def test_blocks_hold_every_sample_as_columns(real_recordings, name):
                     got.append((s.ts, s.entity.key, s.source, s.entity, tuple(s.metrics.items()), s.since_boot))
         assert sorted(got, key=lambda x: x[:3] + (x[4],)) == want
         assert len(want) > 500
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_blocks_with_a_metrics_filter_hold_what_samples_do_with_their_intervals(real_recordings, name):
+    """What a folded analyze reads: some metrics of a zpool iostat row (the rest of a chunk is not decoded), and
+    each reading's interval."""
+    def rows(samples):
+        return sorted(((s.ts, s.entity.key, s.source, s.entity, tuple(s.metrics.items()), s.since_boot, s.interval)
+                       for s in samples), key=lambda x: x[:3] + (x[4],))
+
+    with Recording.open(real_recordings[name]) as rec:
+        want = rows(rec.samples(metrics=reads_metric))
+        got = rows(sb.sample(i) for group in rec.blocks(metrics=reads_metric) for sb in group
+                   for i in range(len(sb.ts)))
+        assert got == want and any(iv is not None for *_x, iv in got)
+        whole = sum(len(sb.names) for group in rec.blocks() for sb in group)
+        kept = sum(len(sb.names) for group in rec.blocks(metrics=reads_metric) for sb in group)
+        if name == "guest":  # its rows hold the -l, -q and -w columns: most are left out
+            assert kept < whole / 2
 
 
 def test_blocks_of_a_window_and_of_some_entities(real_recordings):

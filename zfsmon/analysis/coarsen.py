@@ -52,6 +52,8 @@ def rule(kind: Kind, name: str) -> str:
 
 
 Row = Tuple[SampleBlock, int]  # a reading: its block and index
+#: a layout's fold rules and, per column, its weighting column (or None)
+_Plan = Tuple[Tuple[str, ...], Tuple[Optional[int], ...]]
 #: what becomes of a reading: kept if it is a step's last (or the window's first), summed into its step, or kept
 SNAPSHOT, FOLDED, AS_IS = 0, 1, 2
 
@@ -70,6 +72,7 @@ class _Step:
     index: int
     names: Tuple[str, ...]
     rules: Tuple[str, ...]
+    by: Tuple[Optional[int], ...]  # for a wait averaged per read or write: the column of those operations
     last: Row
     covered: float = 0.0
     totals: List[float] = field(default_factory=list)
@@ -78,7 +81,6 @@ class _Step:
     def __post_init__(self) -> None:
         self.totals = [0.0] * len(self.names)
         self.weights = [0.0] * len(self.names)
-        self._at = {n: k for k, n in enumerate(self.names)}
 
     def add(self, cols: Sequence[Sequence[float]], ivs: Sequence[Optional[float]], i: int, j: int,
             row: Row) -> None:
@@ -87,7 +89,6 @@ class _Step:
         span = sum(part_iv)
         self.covered += span
         same = part_iv.count(part_iv[0]) == len(part_iv)
-        at = self._at
         for k, how in enumerate(self.rules):
             if how is LAST:
                 continue
@@ -100,7 +101,7 @@ class _Step:
                                                                                       part_iv))
                 self.weights[k] += span
             else:
-                by = at.get(how)
+                by = self.by[k]
                 ops = [float(x or 0.0) for x in cols[by][i:j]] if by is not None else [0.0] * (j - i)
                 w = [x * iv for x, iv in zip(ops, part_iv)]
                 self.totals[k] += sum(float(v) * x for v, x in zip(part, w))
@@ -123,30 +124,29 @@ class _Step:
 class _Fold:
     """The fold's state across blocks: one open step per stream, the held last reading of each snapshot stream."""
 
-    def __init__(self, every: float, keep: Optional[Callable[[Kind, str], bool]]) -> None:
+    def __init__(self, every: float) -> None:
         if every <= 0:
             raise ValueError("every must be positive")
         self.every = every
-        self.keep = keep
         self.out: List[Tuple[float, int, Sample]] = []
         self.steps: Dict[Tuple[str, str], _Step] = {}
         self.snaps: Dict[Tuple[str, str], Tuple[int, Row, bool]] = {}  # (step, its last reading, whether out)
-        self.plans: Dict[Tuple[Kind, Tuple[str, ...]], Tuple[Tuple[int, ...], Tuple[str, ...], Tuple[str, ...]]] = {}
+        self.plans: Dict[Tuple[Kind, Tuple[str, ...]], _Plan] = {}
 
-    def _plan(self, sb: SampleBlock) -> Tuple[Tuple[int, ...], Tuple[str, ...], Tuple[str, ...]]:
-        """The columns kept (``keep``), their names and fold rules: once per kind and layout."""
+    def _plan(self, sb: SampleBlock) -> _Plan:
+        """A layout's fold rules and weighting columns: once per kind and layout."""
         kind = sb.entity.kind
         got = self.plans.get((kind, sb.names))
         if got is None:
-            idx = tuple(k for k, n in enumerate(sb.names) if self.keep is None or self.keep(kind, n))
-            kept = tuple(sb.names[k] for k in idx)
-            got = self.plans[(kind, sb.names)] = (idx, kept, tuple(rule(kind, n) for n in kept))
+            rules = tuple(rule(kind, n) for n in sb.names)
+            at = {n: k for k, n in enumerate(sb.names)}
+            by = tuple(at.get(how) if how is BY_READS or how is BY_WRITES else None for how in rules)
+            got = self.plans[(kind, sb.names)] = (rules, by)
         return got
 
     def _values(self, row: Row) -> Dict[str, float]:
         sb, i = row
-        idx, kept, _rules = self._plan(sb)
-        return {n: sb.cols[k][i] for k, n in zip(idx, kept)}
+        return {n: c[i] for n, c in zip(sb.names, sb.cols)}
 
     def _emit(self, row: Row) -> None:
         sb, i = row
@@ -227,14 +227,14 @@ class _Fold:
 
     def _interval_rows(self, sb: SampleBlock, b: int, i: int, j: int, ivs: Sequence[Optional[float]]) -> None:
         key = (sb.entity.key, sb.source)
-        idx, kept, rules = self._plan(sb)
+        rules, by = self._plan(sb)
         step = self.steps.get(key)
-        if step is not None and (step.index != b or step.names != kept):
+        if step is not None and (step.index != b or step.names != sb.names):
             self._put(step.sample(self._values))
             step = None
         if step is None:
-            step = self.steps[key] = _Step(b, kept, rules, (sb, i))
-        step.add([sb.cols[k] for k in idx], ivs, i, j, (sb, j - 1))
+            step = self.steps[key] = _Step(b, sb.names, rules, by, (sb, i))
+        step.add(sb.cols, ivs, i, j, (sb, j - 1))
 
     def finish(self) -> List[Sample]:
         for step in self.steps.values():
@@ -246,11 +246,10 @@ class _Fold:
         return [s for _t, _q, s in self.out]
 
 
-def coarsen_blocks(blocks: Iterable[Sequence[SampleBlock]], every: float,
-                   metrics: Optional[Callable[[Kind, str], bool]] = None) -> List[Sample]:
-    """A recording's column blocks (in time order, as :meth:`zfsmon.store.Recording.blocks` gives them) folded to
-    steps of ``every`` seconds, sorted by time (stable); ``metrics(kind, name)``: which metrics are kept."""
-    fold = _Fold(every, metrics)
+def coarsen_blocks(blocks: Iterable[Sequence[SampleBlock]], every: float) -> List[Sample]:
+    """A recording's column blocks (in time order, as :meth:`zfsmon.store.Recording.blocks` gives them, with the
+    metrics the caller reads) folded to steps of ``every`` seconds, sorted by time (stable)."""
+    fold = _Fold(every)
     for group in blocks:
         for sb in group:
             fold.add(sb)

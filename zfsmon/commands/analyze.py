@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         # only what findings read: the kinds they use, and of a zpool iostat row the few metrics they use; on a
         # grid coarser than the readings, folded to its step as they are read (a week must fit in memory)
         if every:
-            window = coarsen_blocks(rec.blocks(rec.select_streams(kinds=KINDS), start, end), every, reads_metric)
+            window = coarsen_blocks(rec.blocks(rec.select_streams(kinds=KINDS), start, end, reads_metric), every)
         else:
             window = list(rec.samples(kinds=KINDS, start=start, end=end, metrics=reads_metric))
         report = analyze(window, events, step=args.step or every, start=start, end=end,

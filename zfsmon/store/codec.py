@@ -263,9 +263,11 @@ def decode_chunk(blob: bytes) -> Tuple[List[int], List[Optional[float]], List[tu
     return offsets, ivs, rows
 
 
-def decode_chunk_columns(blob: bytes) -> Tuple[List[int], List[Optional[float]], List[List[float]]]:
+def decode_chunk_columns(blob: bytes, keep: Optional[Sequence[int]] = None, width: Optional[int] = None
+                         ) -> Tuple[List[int], List[Optional[float]], List[List[float]]]:
     """Like :func:`decode_chunk`, but the values as they are stored: one list per metric (what a column-wise
-    reader such as downsampling wants, without building a tuple per sample)."""
+    reader such as downsampling wants, without building a tuple per sample). ``keep``: only these columns are
+    decoded and returned (a reader that wants a few metrics of many); ``width``: the columns the chunk must hold."""
     if not blob or blob[0] != CHUNK_ZLIB:
         raise ValueError("unknown chunk format")
     try:
@@ -283,8 +285,10 @@ def decode_chunk_columns(blob: bytes) -> Tuple[List[int], List[Optional[float]],
     head = unpack(sections[0]) if sections else []
     if len(head) != 3 or not all(type(x) is int and x >= 0 for x in head):
         raise ValueError("damaged chunk header")
-    n, width, k = head
-    want = 2 + (2 if k else 0) + (width if n else 0)
+    n, held, k = head
+    if width is not None and held != width:
+        raise ValueError(f"damaged chunk: {held} columns for {width} metrics")
+    want = 2 + (2 if k else 0) + (held if n else 0)
     if len(sections) != want:
         raise ValueError("damaged chunk: wrong number of columns")
     offsets = _decode_column(sections[1], n)
@@ -295,5 +299,6 @@ def decode_chunk_columns(blob: bytes) -> Tuple[List[int], List[Optional[float]],
             raise ValueError("damaged chunk intervals")
         for j, v in zip(where, what):
             ivs[j] = float(v)  # an index out of range raises IndexError: damage
-    cols = [_decode_column(s, n) for s in sections[want - width:]] if n else []
+    values = sections[want - held:] if n else []
+    cols = [_decode_column(s, n) for s in values] if keep is None else [_decode_column(values[j], n) for j in keep]
     return offsets, ivs, cols

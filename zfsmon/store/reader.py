@@ -449,10 +449,12 @@ class Recording:
 
     @_guard_iter
     def blocks(self, streams: Optional[Sequence[int]] = None, start: Optional[float] = None,
-               end: Optional[float] = None) -> Iterator[List[SampleBlock]]:
+               end: Optional[float] = None, metrics: Optional[Callable[[Kind, str], bool]] = None
+               ) -> Iterator[List[SampleBlock]]:
         """The samples of :meth:`samples`, a block of :data:`~zfsmon.store.schema.CHUNK_TICKS` tick ids at a time,
         each stream's as columns (a compacted chunk's columns as they are decoded, never a Sample per reading):
-        what downsampling a long recording reads. Blocks come in time order; a block's list in stream order."""
+        what downsampling a long recording reads. Blocks come in time order; a block's list in stream order.
+        ``metrics(kind, name)``, when given, says which columns are kept (the others of a chunk are not decoded)."""
         q = self._query(streams, start, end)
         if q is None:
             return
@@ -464,12 +466,13 @@ class Recording:
         last: Dict[int, List[float]] = {}  # head rows: a stream's previous values (counters may be deltas)
         counters: Dict[int, Tuple[bool, ...]] = {}
         current = None
+        plans: Dict[int, Tuple[Tuple[str, ...], Optional[Tuple[int, ...]]]] = {}  # stream: names kept, where
         # stream: (times, columns or rows, columnar, intervals)
         pending: Dict[int, Tuple[List[float], list, bool, List[Optional[float]]]] = {}
         for tick, sid, ts, blob, n in self._db.execute(sql, args):
             if tick // size != current:
                 if pending:
-                    yield self._finish_block(pending, topo, start, end)
+                    yield self._finish_block(pending, topo, start, end, plans)
                 pending, current = {}, tick // size
             if wanted is not None and sid not in wanted:
                 continue
@@ -477,12 +480,17 @@ class Recording:
             if st is None:  # written after we loaded: a live recorder
                 self._reload_streams()
                 st = self.streams[sid]
+            plan = plans.get(sid)
+            if plan is None:
+                plan = plans[sid] = (st.names, None) if metrics is None else _keep(st, metrics)
             if ts is None:  # a chunk: tick0, stream, NULL, data, n
-                offsets, ivs, cols = codec.decode_chunk_columns(blob)
+                offsets, ivs, cols = codec.decode_chunk_columns(blob, plan[1], len(st.metrics))
                 if len(offsets) != n:
                     raise ValueError(f"a chunk of stream {sid} holds {len(offsets)} samples, not {n}")
                 ts_of = self._tick_ts(tick, size)
-                pending[sid] = ([ts_of[tick + o] for o in offsets], cols, True, [_interval(st, iv) for iv in ivs])
+                own = len(ivs) - ivs.count(None)  # rows with an interval of their own are rare
+                pending[sid] = ([ts_of[tick + o] for o in offsets], cols, True,
+                                [_interval(st, iv) for iv in ivs] if own else [st.interval] * len(ivs))
             else:
                 if flagged:
                     flags = counters.get(sid)
@@ -498,23 +506,28 @@ class Recording:
                 got[1].append(vals)
                 got[3].append(_interval(st, n))  # a head row's last column is its interval
         if pending:
-            yield self._finish_block(pending, topo, start, end)
+            yield self._finish_block(pending, topo, start, end, plans)
 
     def _finish_block(self, pending: Dict[int, Tuple[List[float], list, bool, List[Optional[float]]]],
-                      topo: _TopologyCursor, start: Optional[float], end: Optional[float]) -> List[SampleBlock]:
-        """One block's streams as SampleBlocks: rows turned into columns, checked, cut to [start, end]."""
+                      topo: _TopologyCursor, start: Optional[float], end: Optional[float],
+                      plans: Dict[int, Tuple[Tuple[str, ...], Optional[Tuple[int, ...]]]]) -> List[SampleBlock]:
+        """One block's streams as SampleBlocks: rows turned into columns, checked, cut to [start, end] (and to the
+        columns kept: a chunk's were decoded so already)."""
         out = []
         lo = min(times[0] for times, _c, _f, _i in pending.values() if times)
         for sid in sorted(pending):
             times, data, columnar, intervals = pending[sid]
             st = self.streams[sid]
+            names, idx = plans[sid]
             width = len(st.metrics)
             if not columnar:
                 if any(len(r) != width for r in data):
                     raise ValueError(f"sample of {st.entity_key} holds values for other metrics than its own")
                 data = [list(c) for c in zip(*data)] if width else []
-            elif len(data) != (width if times else 0):
-                raise ValueError(f"a chunk of {st.entity_key} holds {len(data)} columns for {width} metrics")
+                if idx is not None and data:
+                    data = [data[i] for i in idx]
+            elif len(data) != (len(names) if times else 0):
+                raise ValueError(f"a chunk of {st.entity_key} holds {len(data)} columns for {len(names)} metrics")
             if not columnar and not all(map(valid_ts, times)):  # a chunk's times were checked with its ticks
                 raise ValueError(f"a reading of {st.entity_key} has an impossible time")
             if times and ((start is not None and min(times) < start) or (end is not None and max(times) > end)):
@@ -524,7 +537,7 @@ class Recording:
                 intervals = [intervals[i] for i in keep]
             if not times:
                 continue
-            out.append(SampleBlock(times, topo.span(st.entity_key, lo, times[-1]), st.names,
+            out.append(SampleBlock(times, topo.span(st.entity_key, lo, times[-1]), names,
                                    data, st.source, st.since_boot, intervals))
         return out
 

@@ -347,7 +347,7 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     # a window too long for a cell per reading is folded to analyze's coarser step as it is read (a week of
     # one-second readings must fit in memory); the pages are drawn from at most MAX_POINTS points anyway
     every = fold_step(rec.nominal_interval(), hi - lo)
-    samples = (coarsen_blocks(rec.blocks(None, lo, hi), every, metrics) if every
+    samples = (coarsen_blocks(rec.blocks(None, lo, hi, metrics), every) if every
                else list(rec.samples(start=lo, end=hi, metrics=metrics)))
     events = rec.events(lo, hi)
     derived = derive_samples(samples)
