@@ -271,10 +271,13 @@ class TopApp(App):
 
     # ---------------------------------------------------------------------------------------------- data
     def _panels_mounted(self) -> bool:
-        """False while the app shuts down: its timers and a findings worker can still fire after the
-        panels are gone. The callbacks are synchronous, so a check at their start holds for their run."""
+        """False while the app shuts down: its timers, a findings worker and a late resize can still fire after
+        the panels are gone. The callbacks are synchronous, so a check at their start holds for their run. Both
+        of the screen's top widgets are asked: they are removed one at a time (a resize once found #body there
+        and #toosmall gone)."""
         try:
             self.query_one("#body")
+            self.query_one("#toosmall")
         except NoMatches:
             return False
         return True
