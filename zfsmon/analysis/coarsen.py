@@ -27,7 +27,7 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon import metrics, names
 from zfsmon.metrics.latency import split_metric
@@ -107,13 +107,12 @@ class _Step:
                 self.totals[k] += sum(float(v) * x for v, x in zip(part, w))
                 self.weights[k] += sum(w)
 
-    def sample(self, cols_of: Callable[[Row], Dict[str, float]]) -> Sample:
-        sb, i = self.last
-        last = cols_of(self.last)
+    def sample(self) -> Sample:
+        sb, i = self.last  # a block of this step's layout: its columns are the step's names
         out: Dict[str, float] = {}
         for k, (name, how) in enumerate(zip(self.names, self.rules)):
             if how is LAST:
-                out[name] = last[name]
+                out[name] = sb.cols[k][i]
             elif how is SUM:
                 out[name] = self.totals[k]
             else:
@@ -144,16 +143,9 @@ class _Fold:
             got = self.plans[(kind, sb.names)] = (rules, by)
         return got
 
-    def _values(self, row: Row) -> Dict[str, float]:
-        sb, i = row
-        return {n: c[i] for n, c in zip(sb.names, sb.cols)}
-
     def _emit(self, row: Row) -> None:
         sb, i = row
-        ivs = sb.intervals
-        s = Sample(sb.ts[i], sb.entity_at(sb.ts[i]), self._values(row), interval=ivs[i] if ivs else None,
-                   source=sb.source, since_boot=sb.since_boot)
-        self._put(s)
+        self._put(sb.sample(i))
 
     def _put(self, s: Sample) -> None:
         self.out.append((s.ts, len(self.out), s))
@@ -230,7 +222,7 @@ class _Fold:
         rules, by = self._plan(sb)
         step = self.steps.get(key)
         if step is not None and (step.index != b or step.names != sb.names):
-            self._put(step.sample(self._values))
+            self._put(step.sample())
             step = None
         if step is None:
             step = self.steps[key] = _Step(b, sb.names, rules, by, (sb, i))
@@ -238,7 +230,7 @@ class _Fold:
 
     def finish(self) -> List[Sample]:
         for step in self.steps.values():
-            self._put(step.sample(self._values))
+            self._put(step.sample())
         for _b, row, done in self.snaps.values():
             if not done:
                 self._emit(row)

@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"the window is empty: --start ({args.start.text}) is not before --end ({args.end.text})")
         events = rec.events(start=start, end=end)
         lo, hi = span if span is not None else (0.0, 0.0)
-        every = fold_step(rec.nominal_interval(), (hi if end is None else end) - (lo if start is None else start),
-                          args.step)
+        interval = rec.nominal_interval()
+        every = fold_step(interval, (hi if end is None else end) - (lo if start is None else start), args.step)
         # only what findings read: the kinds they use, and of a zpool iostat row the few metrics they use; on a
         # grid coarser than the readings, folded to its step as they are read (a week must fit in memory)
         if every:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"zfsmon: note: the recording starts {c_start - lo:.0f} s before the window: the window before "
                       "it is that much shorter", file=sys.stderr)
             c_lo = c_start - (c_end - c_start)
-            c_every = fold_step(rec.nominal_interval(), c_end - c_lo)  # means per window: folding keeps them
+            c_every = fold_step(interval, c_end - c_lo)  # means per window: folding keeps them
             both = (coarsen_blocks(rec.blocks(None, c_lo, c_end), c_every) if c_every
                     else list(rec.samples(start=c_lo, end=c_end)))
             changed = whatchanged.compare(both, c_start, c_end)
