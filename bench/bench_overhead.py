@@ -61,6 +61,18 @@ def run_pgbench(cluster: PgCluster, db: str, clients: int, seconds: int, select_
     return float(summaries[-1].tps_excluding)
 
 
+def prewarm(cluster: PgCluster, db: str) -> None:
+    """pgbench's tables and indexes read into shared_buffers, so a select-only run reads none from ZFS."""
+    sql = ("CREATE EXTENSION IF NOT EXISTS pg_prewarm; "
+           "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+           "WHERE n.nspname = 'public' AND c.relname LIKE 'pgbench_%' AND c.relkind IN ('r', 'i')")
+    env = {**os.environ, **cluster.env(db)}
+    res = subprocess.run([cluster.psql(), "-XAtq", "-c", sql, db], capture_output=True, text=True, env=env,
+                         timeout=600)
+    if res.returncode != 0:
+        raise SystemExit(f"pg_prewarm failed: {res.stderr.strip()[-300:]}")
+
+
 def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespace, pool: str) -> Dict[str, float]:
     """One pgbench run with the tracer attached; also how many ops the tracer saw (proof it was tracing)."""
     coll = TraceCollector(script, 1, pools=(pool,))
@@ -130,6 +142,8 @@ def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[f
     med = statistics.median(paired)
     lo, hi = bootstrap_median(paired, args.resamples) if len(paired) > 1 else (float("nan"), float("nan"))
     kind = "select-only (-S)" if args.select_only else "TPC-B-like"
+    opts = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k in ("scale", "clients", "shared_buffers"))
+    opts += " --select-only" * args.select_only + " --prewarm" * args.prewarm
     if args.arm == "trace":
         title, what = "Tracing", f"`TraceCollector(\"{args.script}\", 1)` polled every 0.5 s"
         label = f"with `{args.script}`"
@@ -143,10 +157,10 @@ def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[f
         seen = (f"The recording grew by a median {statistics.median(extra) / 1024:.0f} KiB per run." if extra else "")
     return f"""## {title}
 
-`python3 bench/bench_overhead.py {cmd} --rounds {args.rounds} --seconds {args.seconds}`
+`python3 bench/bench_overhead.py {cmd} --rounds {args.rounds} --seconds {args.seconds}{opts}`
 ({platform.node()}, {os.cpu_count()} CPUs; {done} of {args.rounds} rounds completed): pgbench {kind},
-scale {args.scale}, {args.clients} clients, {args.seconds} s per run, on the zfs-fuse lab, runs interleaved
-ABBA without and with {what}.
+scale {args.scale}, {args.clients} clients, {args.seconds} s per run, shared_buffers {args.shared_buffers}
+{"(prewarmed)" if args.prewarm else ""}, on the zfs-fuse lab, runs interleaved ABBA without and with {what}.
 
 | arm | runs (tps) | median tps |
 |---|---|---|
@@ -177,6 +191,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="ABBA rounds (each: one run per arm)")
     ap.add_argument("--resamples", type=int, default=10000, help="bootstrap resamples (default 10000)")
     ap.add_argument("--select-only", action="store_true", help="pgbench -S (reads) instead of TPC-B-like")
+    ap.add_argument("--shared-buffers", default="16MB",
+                    help="PostgreSQL's shared_buffers (default 16MB: most reads go to ZFS; one larger than the "
+                         "scale's tables, with --prewarm, makes a select-only run CPU-bound)")
+    ap.add_argument("--prewarm", action="store_true",
+                    help="load pgbench's tables and indexes into shared_buffers (pg_prewarm) before the rounds")
     ap.add_argument("--port", type=int, default=5497)
     ap.add_argument("--out", help="write the markdown section here after every round")
     args = ap.parse_args()
@@ -185,7 +204,7 @@ def main() -> int:
     existed = labmod.info(args.pool) is not None
     info = labmod.up(LabConfig(pool=args.pool), log=lambda *_: None)
     datadir = Path(info.mountpoint) / "pg-overhead-bench"
-    cluster = PgCluster(datadir=datadir, port=args.port, shared_buffers="16MB")
+    cluster = PgCluster(datadir=datadir, port=args.port, shared_buffers=args.shared_buffers)
     tps: Dict[str, List[float]] = {"off": [], "on": []}
     extra: List[float] = []
     recording = f"/var/tmp/{args.pool}-overhead.zfsmon"
@@ -198,6 +217,8 @@ def main() -> int:
         env = {**os.environ, **cluster.env("bench")}
         subprocess.run([cluster.pgbench(), "-i", "-q", "-s", str(args.scale), "bench"], env=env, check=True,
                        capture_output=True, timeout=1800)
+        if args.prewarm:
+            prewarm(cluster, "bench")
         run_pgbench(cluster, "bench", args.clients, min(10, args.seconds), args.select_only)  # warm-up
         for i in range(args.rounds):
             for arm in (("off", "on") if i % 2 == 0 else ("on", "off")):

@@ -208,6 +208,9 @@ class PgCluster:
     def pgbench(self) -> str:
         return self._bin("pgbench")
 
+    def psql(self) -> str:
+        return self._bin("psql")
+
     def __enter__(self) -> PgCluster:
         if not self.is_initialized():
             self.init()
