@@ -132,9 +132,11 @@ def main() -> int:
         print(f"| replay: first paint (160x50) | {rp['first_paint_s']:.2f} s | | |")
         print(f"| replay: a step back (mean of 10) | {rp['step_s'] * 1000:.0f} ms | | < 100 ms |")
         print(f"| replay: the cursor resting until the states behind it are ready | {rp['rest_s']:.2f} s | | |")
-        print(f"| replay: the first step back / each of the next 9 | {rp['step_first_s'] * 1000:.0f} ms "
-              f"({rp['step_first_cpu_s'] * 1000:.0f} ms CPU) / {rp['step_rest_s'] * 1000:.0f} ms "
-              f"({rp['step_rest_cpu_s'] * 1000:.0f} ms CPU) | | < 100 ms |")
+        print(f"| replay: the first step back / each of the next 9, key to screen | "
+              f"{rp['step_first_paint_s'] * 1000:.0f} ms / {rp['step_rest_paint_s'] * 1000:.0f} ms | | < 100 ms |")
+        print(f"| replay: the same in the pilot's wall time (its idle waits included) | "
+              f"{rp['step_first_s'] * 1000:.0f} ms ({rp['step_first_cpu_s'] * 1000:.0f} ms CPU) / "
+              f"{rp['step_rest_s'] * 1000:.0f} ms ({rp['step_rest_cpu_s'] * 1000:.0f} ms CPU) | | |")
         print(f"| replay: jump to the start | {rp['home_s']:.2f} s | | |")
     for k, aim in (("analyze", "< 60 s"), ("report", "< 120 s"), ("export", "< 60 s")):
         if k in res:

@@ -91,6 +91,23 @@ def make_recording(path: str, hours: float) -> None:
             rec.write(syn.tick(i)[0])
 
 
+def _paint_times(app: TopApp) -> List[float]:
+    """When the app hands the screen an update, appended to the list returned (Textual's ``App._display``, which a
+    headless app calls too, then returns without writing to a terminal). A key's latency is the time to the last
+    of them: the pilot's own wall time per press is not, as ``Pilot.press`` and ``pause`` each wait for the
+    process to be idle in 20 ms sleeps (textual._wait.wait_for_idle: at least three per press and pause)."""
+    stamps: List[float] = []
+    display = app._display
+
+    def stamped(screen, renderable) -> None:
+        if renderable is not None:
+            stamps.append(time.perf_counter())
+        display(screen, renderable)
+
+    app._display = stamped  # type: ignore[method-assign]
+    return stamps
+
+
 async def _open_replay(path: str) -> dict:
     t0 = time.perf_counter()
     c0 = time.process_time()
@@ -109,12 +126,17 @@ async def _open_replay(path: str) -> dict:
             await pilot.pause(0.05)
         t_rest = time.perf_counter() - t_rest
         steps = []
+        paints = _paint_times(app)
         for _ in range(10):  # the first step back builds the states of the next (replay.BACK_STRIDE)
+            paints.clear()
             s0, c1 = time.perf_counter(), time.process_time()
             await pilot.press("left")
             await pilot.pause()
-            steps.append((time.perf_counter() - s0, time.process_time() - c1))
-        t_step = sum(w for w, _c in steps) / len(steps)
+            if not paints:
+                raise SystemExit("a step back updated nothing on screen: no latency to measure")
+            # the pilot's own wall time, its CPU, and the key's latency: from sending it to the last screen update
+            steps.append((time.perf_counter() - s0, time.process_time() - c1, max(paints, default=s0) - s0))
+        t_step = sum(w for w, _c, _p in steps) / len(steps)
         s0 = time.perf_counter()
         await pilot.press("home")
         await pilot.pause()
@@ -127,7 +149,9 @@ async def _open_replay(path: str) -> dict:
     tl_wall, tl_cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"hours": (hi - lo) / 3600, "bytes": os.path.getsize(path), "cursor_s": t_cursor, "first_paint_s": t_first,
             "step_s": t_step, "step_first_s": steps[0][0], "step_first_cpu_s": steps[0][1],
-            "step_rest_s": sum(w for w, _c in steps[1:]) / 9, "step_rest_cpu_s": sum(c for _w, c in steps[1:]) / 9,
+            "step_first_paint_s": steps[0][2], "step_rest_paint_s": sum(p for _w, _c, p in steps[1:]) / 9,
+            "step_rest_s": sum(w for w, _c, _p in steps[1:]) / 9,
+            "step_rest_cpu_s": sum(c for _w, c, _p in steps[1:]) / 9,
             "home_s": t_home, "cpu_s": cpu, "samples_in_window": len(cur.state.samples),
             "timeline_s": tl_wall, "timeline_cpu_s": tl_cpu, "timeline_every": tl.every, "rest_s": t_rest}
 
