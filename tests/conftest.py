@@ -11,6 +11,7 @@ import gzip
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Awaitable, Callable, Dict, List, TypeVar, Union
 
@@ -90,6 +91,17 @@ LAB_SOAK = TEST_DATA / "zfsfuse" / "soak" / "soak-100min.zfsmon.gz"
 def lab_soak_file(tmp_path_factory) -> str:
     """The real 100-minute lab soak's recording, gunzipped once."""
     return gunzip(LAB_SOAK, Path(tmp_path_factory.mktemp("lab-soak")))
+
+
+@pytest.fixture(scope="session")
+def lab_soak(lab_soak_file):
+    """What ``zfsmon analyze`` reads of the lab soak, every reading (the kinds and metrics findings use), and its
+    events: read once for the modules that check findings on it (samples are never changed by an analysis)."""
+    from zfsmon.analysis import findings
+    from zfsmon.store import Recording
+
+    with Recording.open(lab_soak_file) as rec:
+        return list(rec.samples(kinds=findings.KINDS, metrics=findings.reads_metric)), rec.events()
 
 
 def gunzip(src: Path, directory: Path) -> str:
@@ -216,10 +228,45 @@ def lab(tmp_path_factory):
     cfg = LabConfig(pool=f"zt{os.getpid()}", directory=str(tmp_path_factory.mktemp("lab")), data_mb=512,
                     log_mb=128, cache_mb=384, arc_mb=64)
     info = labmod.up(cfg, log=lambda *_: None)
+    _LAB_CONFIGS[cfg.pool] = cfg
     try:
         yield info
     finally:
         labmod.down(cfg.pool, log=lambda *_: None)
+
+
+#: the session lab's configuration, by pool: what revive_lab builds again
+_LAB_CONFIGS: Dict[str, object] = {}
+
+
+def revive_lab(info) -> bool:
+    """Build the session lab again if zfs-fuse died under it; returns whether it had to.
+
+    Why: the daemon died once under load in the fault tests (docs/lab.md, "When zfs-fuse dies"), and every later
+    lab test of that session then failed on the dead daemon. Now the test it died in fails, and the next finds a
+    lab again: the same pool, dataset and mountpoint (``lab.up`` clears what the dead one left, its mounts too).
+    """
+    from zfsmon import lab as labmod
+    from zfsmon.host import zfs_fuse_pid
+
+    if zfs_fuse_pid() is not None:
+        return False
+    fresh = labmod.up(_LAB_CONFIGS[info.pool], log=lambda *_: None)
+    if fresh != info:  # the loop devices may be others: the session's LabInfo is what every test holds
+        for name in ("devices", "kstat_dir"):
+            object.__setattr__(info, name, getattr(fresh, name))
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _lab_alive(request):
+    """Before a test that uses the session lab: a lab whose daemon died is built again (:func:`revive_lab`)."""
+    if "lab" in request.fixturenames:
+        info = request.getfixturevalue("lab")
+        if revive_lab(info):
+            warnings.warn(f"zfs-fuse had died: lab {info.pool} built again before {request.node.nodeid}",
+                          pytest.PytestWarning, stacklevel=1)
+    yield
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------------------------

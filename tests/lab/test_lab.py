@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 
 import pytest
 
-from tests.conftest import need, wait_until
+from tests.conftest import need, revive_lab, wait_until
 from tests.lab.helpers import drop_host_caches, interval_leaf_ops, random_reads, write_file
 from zfsmon import lab as labmod
 from zfsmon.host import zfs_fuse_pid
@@ -171,3 +172,23 @@ def test_cold_cache_empties_the_l2arc_and_keeps_the_pool(capable, tmp_path):
         _assert_not_in_cache_file(cfg.pool)  # the import kept cachefile=none
     finally:
         labmod.down(cfg.pool, log=lambda *_: None)
+
+
+def test_a_lab_whose_daemon_died_is_built_again(lab):
+    """zfs-fuse killed under the session lab (as it died once in the fault tests): the next test's lab is built
+    again with the same pool, dataset and mountpoint, its roles, and it takes writes (tests/conftest.py)."""
+    pid = zfs_fuse_pid()
+    assert pid is not None and not revive_lab(lab)  # alive: nothing to do
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: zfs_fuse_pid() is None, 30, "zfs-fuse to exit after SIGKILL")
+    assert revive_lab(lab)
+    assert zfs_fuse_pid() not in (None, pid)
+    lines = [ln.strip() for ln in _zpool_status(lab.pool).splitlines()]
+    assert f"pool: {lab.pool}" in lines and "state: ONLINE" in lines
+    assert "logs" in lines and "cache" in lines and "mirror-1  ONLINE       0     0     0" in lines
+    assert {role: len(paths) for role, paths in lab.devices.items()} == {"data": 4, "log": 1, "cache": 1}
+    for paths in lab.devices.values():
+        assert all(os.path.exists(p) and os.path.basename(p) in _zpool_status(lab.pool) for p in paths)
+    write_file(os.path.join(lab.mountpoint, "after-revival"), 8)
+    assert os.path.getsize(os.path.join(lab.mountpoint, "after-revival")) == 8 << 20
+    assert not revive_lab(lab)
