@@ -8,11 +8,10 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from tests.unit.test_lab_soak import read_soak
 from zfsmon.analysis import coarsen as cz
 from zfsmon.analysis import findings
 from zfsmon.cli import main
-from zfsmon.model import Entity, Event, Kind, Role, Sample
+from zfsmon.model import Entity, Kind, Role, Sample
 
 LEAF = Entity(Kind.LEAF, "sda", "tank", Role.DATA, "mirror-0")
 MIRROR = Entity(Kind.VDEV, "mirror-0", "tank", Role.DATA, "tank")  # top-level: it has alloc and free
@@ -119,13 +118,8 @@ def _topic(rep: findings.Report, name: str) -> Dict[str, object]:
     return f.numbers
 
 
-@pytest.fixture(scope="module")
-def soak(lab_soak_file) -> Tuple[List[Sample], List[Event]]:
-    return read_soak(lab_soak_file)
-
-
-def test_the_lab_soak_folded_says_what_it_says_whole(soak) -> None:
-    samples, events = soak
+def test_the_lab_soak_folded_says_what_it_says_whole(lab_soak) -> None:
+    samples, events = lab_soak
     folded = cz.coarsen(samples, 60.0)
     assert len(folded) < len(samples) / 30  # ~60 readings of each stream become one
     whole = findings.analyze(samples, events, step=60.0)

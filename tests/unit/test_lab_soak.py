@@ -7,24 +7,11 @@ window reported no warm-up and data-disk reads "from 0.00/s to 0.00/s".
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict
 
 import pytest
 
 from zfsmon.analysis import findings
-from zfsmon.model import Event, Sample
-from zfsmon.store import Recording
-
-
-def read_soak(path: str) -> Tuple[List[Sample], List[Event]]:
-    """What ``zfsmon analyze`` reads of the soak: the kinds and metrics findings use, every reading."""
-    with Recording.open(path) as rec:
-        return list(rec.samples(kinds=findings.KINDS, metrics=findings.reads_metric)), rec.events()
-
-
-@pytest.fixture(scope="module")
-def soak(lab_soak_file) -> Tuple[List[Sample], List[Event]]:
-    return read_soak(lab_soak_file)
 
 
 def _numbers(rep: findings.Report, topic: str) -> Dict[str, object]:
@@ -32,8 +19,8 @@ def _numbers(rep: findings.Report, topic: str) -> Dict[str, object]:
     return f.numbers
 
 
-def test_whole_soak_reports_the_minutes_long_warm_up(soak) -> None:
-    samples, events = soak
+def test_whole_soak_reports_the_minutes_long_warm_up(lab_soak) -> None:
+    samples, events = lab_soak
     rep = findings.analyze(samples, events)
     assert rep.step == 1.0 and rep.runs == 100
     assert rep.end - rep.start == pytest.approx(6000, abs=5)
@@ -62,9 +49,9 @@ def test_whole_soak_reports_the_minutes_long_warm_up(soak) -> None:
     assert wc.text.startswith("During the warm-up (its first 6 min")
 
 
-def test_start_levels_do_not_depend_on_the_windows_length(soak) -> None:
+def test_start_levels_do_not_depend_on_the_windows_length(lab_soak) -> None:
     """The first 20 minutes and the whole 100 give the same cold levels: the early span is the first minute."""
-    samples, events = soak
+    samples, events = lab_soak
     whole = findings.analyze(samples, events)
     first = findings.analyze(samples, events, end=whole.start + 20 * 60)
     assert first.end - first.start == pytest.approx(1200, abs=2)

@@ -18,11 +18,11 @@ import json
 import sys
 
 from zfsmon.analysis import whatchanged
-from zfsmon.analysis.coarsen import coarsen_blocks
 from zfsmon.analysis.findings import KINDS, MAX_CELLS, Finding, analyze, fold_step, reads_metric
 from zfsmon.commands._timearg import When, number, seconds, whole
 from zfsmon.errors import UserError, printable
 from zfsmon.store import Recording
+from zfsmon.views.window import read_window
 
 #: the largest --max-lag: correlations are tried at every lag up to it (a day of 10 s cells is 8,640)
 MAX_LAG = 10_000
@@ -72,10 +72,7 @@ def run(args: argparse.Namespace) -> int:
         every = fold_step(interval, (hi if end is None else end) - (lo if start is None else start), args.step)
         # only what findings read: the kinds they use, and of a zpool iostat row the few metrics they use; on a
         # grid coarser than the readings, folded to its step as they are read (a week must fit in memory)
-        if every:
-            window = coarsen_blocks(rec.blocks(rec.select_streams(kinds=KINDS), start, end, reads_metric), every)
-        else:
-            window = list(rec.samples(kinds=KINDS, start=start, end=end, metrics=reads_metric))
+        window = read_window(rec, start, end, every, KINDS, reads_metric)
         report = analyze(window, events, step=args.step or every, start=start, end=end,
                          decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
         report.folded = every
@@ -92,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
                       "it is that much shorter", file=sys.stderr)
             c_lo = c_start - (c_end - c_start)
             c_every = fold_step(interval, c_end - c_lo)  # means per window: folding keeps them
-            both = (coarsen_blocks(rec.blocks(None, c_lo, c_end), c_every) if c_every
-                    else list(rec.samples(start=c_lo, end=c_end)))
+            both = read_window(rec, c_lo, c_end, c_every)
             changed = whatchanged.compare(both, c_start, c_end)
     if changed is not None:
         report.findings.append(Finding("what_changed", changed.text(), changed.as_dict()))

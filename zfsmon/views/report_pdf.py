@@ -29,7 +29,6 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from zfsmon import names
 from zfsmon.analysis import qdsweep, vdevperf
 from zfsmon.analysis.arc import derive_samples
-from zfsmon.analysis.coarsen import coarsen_blocks
 from zfsmon.analysis.findings import (
     LATENCY,
     TPS,
@@ -44,6 +43,7 @@ from zfsmon.outfile import atomic
 from zfsmon.store import Recording, platform_of, zfs_of
 from zfsmon.units import human_size
 from zfsmon.views.csv_export import iso
+from zfsmon.views.window import read_window
 
 #: at most this many points per line are drawn (bucket means beyond it): a 4 h soak at 1 s stays readable
 MAX_POINTS = 2000
@@ -347,8 +347,7 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     # a window too long for a cell per reading is folded to analyze's coarser step as it is read (a week of
     # one-second readings must fit in memory); the pages are drawn from at most MAX_POINTS points anyway
     every = fold_step(rec.nominal_interval(), hi - lo)
-    samples = (coarsen_blocks(rec.blocks(None, lo, hi, metrics), every) if every
-               else list(rec.samples(start=lo, end=hi, metrics=metrics)))
+    samples = read_window(rec, lo, hi, every, metrics=metrics)
     events = rec.events(lo, hi)
     derived = derive_samples(samples)
     sections = [_vdev_section(samples), _arc_section(samples, derived), _l2arc_section(samples, derived),
