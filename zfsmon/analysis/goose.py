@@ -148,9 +148,11 @@ def judge(zfs_ops: Mapping[str, float], device_ops: Mapping[str, float],
     for leaf in zfs_ops:
         chosen[leaf] = next((d for d in leaf_devices.get(leaf, ()) if d in device_ops), None)
     per_device: Dict[str, float] = {}
+    on_device: Dict[str, List[str]] = {}  # the leaves each device serves (one pass: a pool has hundreds of leaves)
     for leaf, dev in chosen.items():
         if dev is not None:
             per_device[dev] = per_device.get(dev, 0.0) + max(0.0, zfs_ops[leaf])
+            on_device.setdefault(dev, []).append(leaf)
     out: List[Verdict] = []
     for leaf in sorted(zfs_ops):
         dev = chosen[leaf]
@@ -160,7 +162,7 @@ def judge(zfs_ops: Mapping[str, float], device_ops: Mapping[str, float],
                                f"no device-level numbers for {leaf} (candidates: {cands})"))
             continue
         zops, dops = per_device[dev], device_ops[dev]
-        shared = [other for other, d in chosen.items() if d == dev and other != leaf]
+        shared = [other for other in on_device[dev] if other != leaf]
         on = f"{dev}" + (f" (shared with {', '.join(sorted(shared))})" if shared else "")
         if zops < min_ops:
             v, why = IDLE, f"ZFS issued {zops:.1f} ops/s to {on}: below {min_ops:g}, nothing to judge"
