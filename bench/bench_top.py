@@ -10,6 +10,11 @@ Replay: ``Recording.open`` + the cursor's first window (5 min) + the first full 
 recording written by bench/bench_store.py (or made here with --make-hours).
 
     python3 bench/bench_top.py --recording /var/tmp/zfsmon-top-bench/day.zfsmon
+    python3 bench/bench_top.py --breakdown      # the refresh's own parts, without Textual
+
+Breakdown: the model and the panels of one refresh at 160x50 timed alone (feeding a second's records, building
+each panel's text) and the findings analysis the app runs every ``FINDINGS_EVERY_S`` in a worker thread, with
+its share per 1 Hz refresh; what the refresh's CPU holds beyond these is Textual's drawing.
 
 Prints a markdown section for docs/performance.md.
 """
@@ -21,7 +26,7 @@ import asyncio
 import os
 import sys
 import time
-from typing import List
+from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,7 +36,7 @@ from bench_store import T0, Synthetic  # noqa: E402
 from zfsmon.model import Entity, Kind, Record, Sample  # noqa: E402
 from zfsmon.store import Recorder, Recording  # noqa: E402
 from zfsmon.views.top import panels  # noqa: E402
-from zfsmon.views.top.app import LiveFeed, TopApp  # noqa: E402
+from zfsmon.views.top.app import FINDINGS_EVERY_S, LiveFeed, TopApp  # noqa: E402
 from zfsmon.views.top.replay import ReplayCursor  # noqa: E402
 from zfsmon.views.top.state import TopState  # noqa: E402
 from zfsmon.views.top.timeline import read_timeline  # noqa: E402
@@ -156,6 +161,38 @@ async def _open_replay(path: str) -> dict:
             "timeline_s": tl_wall, "timeline_cpu_s": tl_cpu, "timeline_every": tl.every, "rest_s": t_rest}
 
 
+def breakdown(rounds: int = 20) -> Dict[str, float]:
+    """Milliseconds of CPU per part of a refresh at 160x50 (the widths the app gives its panels there), outside
+    Textual; ``findings`` is one run of the app's findings job, ``findings_per_refresh`` its share at 1 Hz."""
+    syn = WithDevices()
+    st = TopState(300)
+    for i in range(300):
+        st.feed(syn.records(i))
+    o = panels.ViewOptions(pool=st.pools()[0])
+    batches = [syn.records(i) for i in range(300, 300 + rounds)]
+    out: Dict[str, float] = {}
+    c = time.process_time()
+    for b in batches:
+        st.feed(b)
+    out["feed"] = (time.process_time() - c) / rounds * 1000
+    tree_w, side_w = 95, 62  # 160x50: the tree takes 3/5 of the width, the side column 2/5
+    parts = {"tree": lambda: panels.tree_lines(st, o, tree_w), "arc": lambda: panels.arc(st, o, side_w, False),
+             "zil": lambda: panels.zil(st, o, side_w, False), "workload": lambda: panels.workload(st, o, side_w, False),
+             "read path": lambda: panels.read_path(st, o, side_w, False)}
+    for name, build in parts.items():
+        c = time.process_time()
+        for _ in range(rounds):
+            build()
+        out[name] = (time.process_time() - c) / rounds * 1000
+    runs = 3
+    c = time.process_time()
+    for _ in range(runs):
+        st.findings_job()()
+    out["findings"] = (time.process_time() - c) / runs * 1000
+    out["findings_per_refresh"] = out["findings"] / FINDINGS_EVERY_S
+    return out
+
+
 def _print_refresh(results: List[dict]) -> None:
     print("| screen | records per interval | CPU per refresh | wall per refresh | share of one core at 1 Hz |")
     print("|---|---|---|---|---|")
@@ -171,7 +208,18 @@ def main() -> int:
     ap.add_argument("--dir", default="/var/tmp/zfsmon-top-bench")
     ap.add_argument("--refreshes", type=int, default=60)
     ap.add_argument("--refresh-only", action="store_true", help="only the refresh loop (no replay, no recording)")
+    ap.add_argument("--breakdown", action="store_true", help="only the refresh's parts outside Textual, timed alone")
     args = ap.parse_args()
+    if args.breakdown:
+        got = breakdown()
+        print(f"Command: `python3 bench/bench_top.py {' '.join(sys.argv[1:])}`\n")
+        print("| part of a 160x50 refresh (64 leaves) | CPU |\n|---|---|")
+        for name, ms in got.items():
+            label = {"findings": f"findings analysis (one run; the app runs it every {FINDINGS_EVERY_S:g} s)",
+                     "findings_per_refresh": "findings analysis, its share per 1 Hz refresh",
+                     "feed": "model: a second's 143 records fed"}.get(name, f"panel text: {name}")
+            print(f"| {label} | {ms:.1f} ms |")
+        return 0
     results = [asyncio.run(_refresh_cpu(size, 300, args.refreshes)) for size in ((160, 50), (80, 24))]
     print("## Dashboard\n")
     print(f"Command: `python3 bench/bench_top.py {' '.join(sys.argv[1:])}`\n")
