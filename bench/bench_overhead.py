@@ -66,9 +66,7 @@ def prewarm(cluster: PgCluster, db: str) -> None:
     sql = ("CREATE EXTENSION IF NOT EXISTS pg_prewarm; "
            "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
            "WHERE n.nspname = 'public' AND c.relname LIKE 'pgbench_%' AND c.relkind IN ('r', 'i')")
-    env = {**os.environ, **cluster.env(db)}
-    res = subprocess.run([cluster.psql(), "-XAtq", "-c", sql, db], capture_output=True, text=True, env=env,
-                         timeout=600)
+    res = cluster.query(sql, db, timeout=600)
     if res.returncode != 0:
         raise SystemExit(f"pg_prewarm failed: {res.stderr.strip()[-300:]}")
 

@@ -140,7 +140,7 @@ async def _open_replay(path: str) -> dict:
             if not paints:
                 raise SystemExit("a step back updated nothing on screen: no latency to measure")
             # the pilot's own wall time, its CPU, and the key's latency: from sending it to the last screen update
-            steps.append((time.perf_counter() - s0, time.process_time() - c1, max(paints, default=s0) - s0))
+            steps.append((time.perf_counter() - s0, time.process_time() - c1, max(paints) - s0))
         t_step = sum(w for w, _c, _p in steps) / len(steps)
         s0 = time.perf_counter()
         await pilot.press("home")

@@ -7,6 +7,7 @@ Elsewhere such tests skip with a one-line reason.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 import shutil
@@ -252,21 +253,9 @@ def revive_lab(info) -> bool:
     if zfs_fuse_pid() is not None:
         return False
     fresh = labmod.up(_LAB_CONFIGS[info.pool], log=lambda *_: None)
-    if fresh != info:  # the loop devices may be others: the session's LabInfo is what every test holds
-        for name in ("devices", "kstat_dir"):
-            object.__setattr__(info, name, getattr(fresh, name))
+    for f in dataclasses.fields(fresh):  # the loop devices may be others: the session's LabInfo is what tests hold
+        object.__setattr__(info, f.name, getattr(fresh, f.name))
     return True
-
-
-@pytest.fixture(autouse=True)
-def _lab_alive(request):
-    """Before a test that uses the session lab: a lab whose daemon died is built again (:func:`revive_lab`)."""
-    if "lab" in request.fixturenames:
-        info = request.getfixturevalue("lab")
-        if revive_lab(info):
-            warnings.warn(f"zfs-fuse had died: lab {info.pool} built again before {request.node.nodeid}",
-                          pytest.PytestWarning, stacklevel=1)
-    yield
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------------------------
@@ -295,16 +284,21 @@ def require_postgres() -> None:
 
 
 @pytest.fixture(autouse=True)
-def _lab_files_removed(request):
-    """Files a test leaves on the shared session lab are removed after it, so the pool never fills up.
+def _lab_around_test(request):
+    """Around each test that uses the session lab: before it, a lab whose daemon died is built again
+    (:func:`revive_lab`); after it, the files it left are removed, so the pool never fills up.
 
     (A full zfs-fuse pool does not fail writes cleanly: the daemon can die on an assertion.)
     Directories, such as a PostgreSQL cluster's, stay.
     """
-    yield
     if "lab" not in request.fixturenames:
+        yield
         return
     info = request.getfixturevalue("lab")
+    if revive_lab(info):
+        warnings.warn(f"zfs-fuse had died: lab {info.pool} built again before {request.node.nodeid}",
+                      pytest.PytestWarning, stacklevel=1)
+    yield
     try:
         names = os.listdir(info.mountpoint)
     except OSError:

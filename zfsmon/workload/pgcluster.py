@@ -196,20 +196,22 @@ class PgCluster:
 
     def createdb(self, name: str) -> None:
         """Create a database unless it exists."""
-        env = {**os.environ, **self.env()}
-        res = subprocess.run([self._bin("psql"), "-XAtq", "-c", f"SELECT 1 FROM pg_database WHERE datname = '{name}'"],
-                             capture_output=True, text=True, env=env, timeout=30)
+        res = self.query(f"SELECT 1 FROM pg_database WHERE datname = '{name}'")
         if res.returncode == 0 and res.stdout.strip() == "1":
             return
-        res = subprocess.run([self._bin("createdb"), name], capture_output=True, text=True, env=env, timeout=60)
+        res = subprocess.run([self._bin("createdb"), name], capture_output=True, text=True,
+                             env={**os.environ, **self.env()}, timeout=60)
         if res.returncode != 0:
             raise UserError(f"createdb {name} failed: {res.stderr.strip()}")
 
     def pgbench(self) -> str:
         return self._bin("pgbench")
 
-    def psql(self) -> str:
-        return self._bin("psql")
+    def query(self, sql: str, dbname: str = "postgres", timeout: float = 30) -> subprocess.CompletedProcess:
+        """``sql`` run by psql as a client of this cluster (unaligned, tuples only); the caller reads its
+        returncode and stdout."""
+        return subprocess.run([self._bin("psql"), "-XAtq", "-c", sql], capture_output=True, text=True,
+                              env={**os.environ, **self.env(dbname)}, timeout=timeout)
 
     def __enter__(self) -> PgCluster:
         if not self.is_initialized():
