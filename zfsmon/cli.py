@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
+from contextlib import contextmanager
 from types import ModuleType
-from typing import Optional, Sequence, Tuple
+from typing import Iterator, Optional, Sequence, Tuple
 
 from zfsmon import __version__
 from zfsmon.errors import UserError, printable
@@ -22,6 +24,11 @@ COMMAND_MODULES: Tuple[str, ...] = (
 )
 #: the commands whose name is not their module's (``import`` is a Python keyword)
 _MODULE_OF = {"import": "import_"}
+#: CPython's young-generation threshold while a batch command runs (a module's ``BATCH = True``: it reads a long
+#: window whole). Its millions of Samples, dicts and tuples are freed by reference counting, never cyclic garbage,
+#: but at the default 700 the collector kept re-examining them: ~20 % of ``zfsmon analyze``'s CPU on an 8-hour
+#: recording, none at 100,000 (peak RSS unchanged; docs/performance.md, "Long soaks")
+BATCH_GC_THRESHOLD = 100_000
 
 
 def command_module(module: str) -> ModuleType:
@@ -76,7 +83,7 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
                             epilog=getattr(mod, "EPILOG", None),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _batch=getattr(mod, "BATCH", False))
     parser.set_defaults(_root_parser=parser)  # for `zfsmon completion`, which completes the whole tree
     return parser
 
@@ -88,6 +95,19 @@ def _only(args: Sequence[str]) -> Optional[str]:
         return None
     module = _MODULE_OF.get(args[0], args[0])
     return module if module in COMMAND_MODULES else None
+
+
+@contextmanager
+def batch_gc(batch: bool) -> Iterator[None]:
+    """For a batch command, the cyclic collector's young threshold raised to :data:`BATCH_GC_THRESHOLD`
+    (restored after: a test may run commands in one process)."""
+    old = gc.get_threshold()
+    if batch:
+        gc.set_threshold(BATCH_GC_THRESHOLD, *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -106,7 +126,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return 2
     try:
-        code = int(run(args) or 0)
+        with batch_gc(getattr(args, "_batch", False)):
+            code = int(run(args) or 0)
         sys.stdout.flush()  # a full disk under `> file` shows here, not in the interpreter's exit
         return code
     except UserError as exc:

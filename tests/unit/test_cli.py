@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 
 import pytest
 
+from zfsmon import cli
 from zfsmon.cli import COMMANDS, build_parser
+from zfsmon.errors import UserError
 
 #: written out, not derived: a subcommand that disappears (or stops importing) must fail this test
 SUBCOMMANDS = ["top", "iostat", "arcstat", "record", "replay", "export", "info", "import", "parse", "soak",
@@ -91,3 +94,29 @@ def test_lab_refuses_clearly_without_root(monkeypatch, capsys):
     assert cli.main(["lab", "up", "--pool", "never"]) == 2
     err = capsys.readouterr().err
     assert err.strip() == "zfsmon: the lab needs root (zfs-fuse, loop devices, cgroups): run it with sudo"
+
+
+def test_batch_commands_run_with_fewer_collections_and_restore_the_threshold(monkeypatch):
+    """analyze, report and export read a long window whole: the cyclic collector's young threshold is raised
+    while they run (docs/performance.md, "Long soaks"), and put back after, a failing run included; other
+    commands run with the interpreter's own."""
+    before = gc.get_threshold()
+    seen = {}
+
+    def probe(name, fail=False):
+        def run(_args):
+            seen[name] = gc.get_threshold()[0]
+            if fail:
+                raise UserError("no")
+            return 0
+        return run
+
+    batch = {m.NAME for m in COMMANDS if getattr(m, "BATCH", False)}
+    assert batch == {"analyze", "report", "export"}
+    for mod, argv, fail in ((cli.command_module("analyze"), ["analyze", "x.zfsmon"], False),
+                            (cli.command_module("export"), ["export", "x.zfsmon", "--csv", "d"], True),
+                            (cli.command_module("info"), ["info", "x.zfsmon"], False)):
+        monkeypatch.setattr(mod, "run", probe(mod.NAME, fail))
+        assert cli.main(argv) == (2 if fail else 0)
+        assert gc.get_threshold() == before
+    assert seen == {"analyze": cli.BATCH_GC_THRESHOLD, "export": cli.BATCH_GC_THRESHOLD, "info": before[0]}

@@ -17,6 +17,8 @@ from tests.conftest import TEST_DATA
 from zfsmon.analysis import findings, qdsweep, vdevperf
 from zfsmon.model import Kind, Role, Sample
 from zfsmon.sources import zpool_latency
+from zfsmon.sources.spec import ParseOptions
+from zfsmon.sources.zpool_iostat import read_capture
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recording
 from zfsmon.trace.histogram import bucket_upper
@@ -154,3 +156,24 @@ def test_percentile_interpolates_inside_a_bucket():
 
 def test_no_iostat_no_finding():
     assert vdevperf.vdev_perf([]) is None
+
+
+def test_ops_weighted_means_of_zpool_iostat_l_when_there_are_no_histograms(fixtures):
+    """Linux OpenZFS 2.1's `zpool iostat -vl 30 5` (averages only): a role's mean wait is each leaf's total_wait
+    weighted by its operations in each interval report; the since-import first report is left out, and so is an
+    operation no leaf did (every read here shows 0 ops and a '-' wait)."""
+    path = fixtures / "zpool_iostat" / "linux-ubuntu-openzfs2.1__zpool_iostat_-vl_30_5_repeated-headers_ns-values.txt"
+    recs = [r for r in read_capture(path.read_text(), path.name, 30.0, ParseOptions(host_text=lambda argv: None))
+            if isinstance(r, Sample)]
+    leaves = [s for s in recs if s.entity.kind == Kind.LEAF]
+    assert {s.entity.name for s in leaves} == {"sda1", "sdb1", "sdc1", "sdd1", "sde1"}
+    assert {(s.entity.pool, s.entity.parent, s.entity.role) for s in leaves} == {("testpool", "raidz1-0", Role.DATA)}
+    assert sum(s.since_boot for s in leaves) == 5
+    [got] = vdevperf.role_latency(recs)
+    assert (got.role, got.op, got.source, got.p50_ms, got.buckets) == ("data", "write", "zpool iostat -l", None, [])
+    # the 20 leaf rows of reports 2-5 (write ops/s, total_wait write ms), written out from the capture
+    rows = [(174, 4), (163, 4), (158, 6), (150, 6), (166, 4), (144, 5), (139, 6), (117, 10), (117, 9), (128, 6),
+            (115, 9), (116, 9), (110, 9), (102, 11), (122, 7), (122, 7), (116, 8), (109, 9), (102, 10), (122, 7)]
+    assert got.count == sum(n for n, _ms in rows) * 30 == 77760
+    assert got.mean_ms == pytest.approx(sum(n * ms for n, ms in rows) / sum(n for n, _ms in rows))
+    assert "data write mean 7.0 ms (77,760 ops, zpool iostat -l)" == got.text()

@@ -114,14 +114,35 @@ def _arc_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
 
 
 def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
-    """The series findings need, from any mix of recorded samples. Missing sources just leave series out."""
-    window = [s for s in samples if not s.since_boot]
+    """The series findings need, from any mix of recorded samples. Missing sources just leave series out.
+
+    One pass sorts the window out (a long one holds millions of rows, nearly all ``zpool iostat`` leaves): the
+    ARC, L2ARC and workload samples the other series read are handed on, not looked for again."""
     by: Dict[Tuple[str, str], List[Tuple[float, float]]] = {}
     spans: Dict[Tuple[str, str], List[Optional[float]]] = {}
-    disk_reads: Dict[Tuple[Role, str], Dict[float, List[float]]] = {}
-    for s in window:
+    disk_reads: Dict[Tuple[Role, Kind], Dict[float, List[float]]] = {}
+    caches: List[Sample] = []  # ARC and L2ARC, in window order
+    workload: List[Sample] = []
+    leaf, vdev, l2, wl, arc_kind = Kind.LEAF, Kind.VDEV, Kind.L2ARC, Kind.WORKLOAD, Kind.ARC
+    data, cache = Role.DATA, Role.CACHE
+    for s in samples:
+        if s.since_boot:
+            continue
         e = s.entity
-        if e.kind == Kind.WORKLOAD:
+        kind = e.kind
+        if kind is leaf or kind is vdev:
+            role = e.role
+            if (role is data or role is cache) and "read_ops" in s.metrics:
+                per_ts = disk_reads.get((role, kind))
+                if per_ts is None:
+                    per_ts = disk_reads[(role, kind)] = {}
+                got = per_ts.get(s.ts)
+                if got is None:
+                    per_ts[s.ts] = [float(s.metrics["read_ops"])]
+                else:
+                    got.append(float(s.metrics["read_ops"]))
+        elif kind is wl:
+            workload.append(s)
             group = e.name  # pg_stat_database: _pg_series
             if group not in (names.PGBENCH, names.PGBENCH_RUN):
                 continue
@@ -129,12 +150,13 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
                 if m in s.metrics:
                     by.setdefault((group, m), []).append((s.ts, float(s.metrics[m])))
                     spans.setdefault((group, m), []).append(s.interval)
-        elif e.kind == Kind.L2ARC:
+        elif kind is l2:
+            caches.append(s)
             for m in ("size", "asize"):
                 if m in s.metrics:
                     by.setdefault(("l2", m), []).append((s.ts, float(s.metrics[m])))
-        elif e.kind in (Kind.VDEV, Kind.LEAF) and e.role in (Role.DATA, Role.CACHE) and "read_ops" in s.metrics:
-            disk_reads.setdefault((e.role, e.kind.value), {}).setdefault(s.ts, []).append(float(s.metrics["read_ops"]))
+        elif kind is arc_kind:
+            caches.append(s)
     out: Dict[str, List[Point]] = {}
     for group in (names.PGBENCH, names.PGBENCH_RUN):
         if (group, "tps") in by:
@@ -145,13 +167,13 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
                 out[LATENCY] = [(t, v, sp or 0.0) if summary else (t, v) for (t, v), sp in
                                 zip(by[(group, "latency_avg_ms")], spans[(group, "latency_avg_ms")])]
             break
-    _arc_series(window, out)
+    _arc_series(caches, out)
     size = by.get(("l2", "size")) or by.get(("l2", "asize"))
     if size:
         out[L2_SIZE] = list(size)
-    _pg_series(window, out)
+    _pg_series(workload, out)
     for role, name in ((Role.DATA, DATA_READS), (Role.CACHE, CACHE_READS)):
-        per_ts = disk_reads.get((role, "leaf")) or disk_reads.get((role, "vdev"))
+        per_ts = disk_reads.get((role, leaf)) or disk_reads.get((role, vdev))
         if per_ts:
             out[name] = [(t, sum(v) / len(v)) for t, v in sorted(per_ts.items())]
     return out

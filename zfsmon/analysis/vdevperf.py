@@ -273,7 +273,8 @@ class _Rows:
 
     def interval_devices(self) -> List[Tuple[Sample, str]]:
         """iostat rows after the first report, of devices among those rows alone (what :func:`role_stats` counts)."""
-        return _not_parents([(s, r) for s, r in self.iostat if not s.since_boot], self.parents_interval)
+        parents = self.parents_interval
+        return [(s, r) for s, r in self.iostat if not s.since_boot and (s.entity.pool, s.entity.name) not in parents]
 
     def traced_devices(self) -> List[Tuple[Sample, str]]:
         return _not_parents(self.traced, self.parents_traced)
@@ -290,8 +291,10 @@ def role_stats(samples: Sequence[Sample]) -> Dict[str, RoleStats]:
 
 def _role_stats(rows: _Rows) -> Dict[str, RoleStats]:
     out: Dict[str, RoleStats] = {}
-    per_ts: Dict[Tuple[str, float], List[Tuple[float, float]]] = {}
+    #: (role, time) -> the role's devices' reads/s, writes/s and reads+writes/s summed, and how many devices
+    per_ts: Dict[Tuple[str, float], List[float]] = {}
     names: Dict[str, Set[Tuple[str, str]]] = {}  # (pool, name) of each role's devices: a tuple, not a string per row
+    named: Set[int] = set()  # the entities already in names (one per stream: asked by identity, not hashed)
     for s, role in rows.interval_devices():
         m = s.metrics
         if "read_ops" not in m and "write_ops" not in m:
@@ -300,22 +303,28 @@ def _role_stats(rows: _Rows) -> Dict[str, RoleStats]:
         if st is None:
             st = out[role] = RoleStats(role)
             names[role] = set()
-        names[role].add((s.entity.pool, s.entity.name))
+        e = s.entity
+        if id(e) not in named:
+            named.add(id(e))
+            names[role].add((e.pool, e.name))
         r, w = float(m.get("read_ops", 0.0)), float(m.get("write_ops", 0.0))
         if s.interval:
             st.read_ops += r * s.interval
             st.write_ops += w * s.interval
             got = per_ts.get((role, s.ts))
             if got is None:
-                per_ts[(role, s.ts)] = [(r, w)]
+                per_ts[(role, s.ts)] = [r, w, r + w, 1]
             else:
-                got.append((r, w))
+                got[0] += r
+                got[1] += w
+                got[2] += r + w
+                got[3] += 1
     totals: Dict[str, List[float]] = {}
-    for (role, _ts), vals in per_ts.items():
+    for (role, _ts), (sr, sw, srw, n) in per_ts.items():
         st = out[role]
-        st.busiest_read_per_device_s = max(st.busiest_read_per_device_s, sum(v[0] for v in vals) / len(vals))
-        st.busiest_write_per_device_s = max(st.busiest_write_per_device_s, sum(v[1] for v in vals) / len(vals))
-        totals.setdefault(role, []).append(sum(v[0] + v[1] for v in vals))
+        st.busiest_read_per_device_s = max(st.busiest_read_per_device_s, sr / n)
+        st.busiest_write_per_device_s = max(st.busiest_write_per_device_s, sw / n)
+        totals.setdefault(role, []).append(srw)
     for role, series in totals.items():
         out[role].peak_iops = max(series)
         out[role].mean_iops = sum(series) / len(series)
@@ -411,12 +420,18 @@ def role_latency(samples: Sequence[Sample]) -> List[LatDist]:
     return _role_latency(_Rows.of(samples))
 
 
+#: per operation, the ``-l`` mean wait's metric and the operations' it is weighted by
+_MEAN_NAMES = tuple((op, f"total_wait_{op}", f"{op}_ops") for op in LAT_OPS)
+
+
 def _role_latency(rows: _Rows) -> List[LatDist]:
     every = rows.devices()
     # -w histograms: the intervals' deltas; the since-import table only when that is all there is (one report).
     # Both sums are made in the one pass over the rows' metrics that also tells whether any has them.
+    # The same pass sums the -l means' numerators and operations per (role, op), in case no better source is there.
     waits: Dict[Tuple[str, str], List[Bucket]] = {}
     waits_every: Dict[Tuple[str, str], List[Bucket]] = {}
+    means: Dict[Tuple[str, str], List[float]] = {}  # (role, op) -> [sum of wait x ops, ops], intervals only
     hist_seen = False
     for s, role in every:
         named, by_op = _wait_buckets(s)
@@ -426,10 +441,20 @@ def _role_latency(rows: _Rows) -> List[LatDist]:
             waits_every.setdefault((role, op), []).extend(bs)
             if not s.since_boot:
                 waits.setdefault((role, op), []).extend(bs)
+        iv = s.interval
+        if iv and not s.since_boot:
+            m = s.metrics
+            for op, wait_name, ops_name in _MEAN_NAMES:
+                w, r = m.get(wait_name), m.get(ops_name)
+                if w is not None and r:
+                    acc = means.get((role, op))
+                    if acc is None:
+                        acc = means[(role, op)] = [0.0, 0.0]
+                    acc[0] += w * r * iv
+                    acc[1] += r * iv
     if not hist_seen:
         waits = waits_every
     traced_by = _by_role(rows.traced_devices())
-    iostat_by = _by_role((s, r) for s, r in every if not s.since_boot)
     out: List[LatDist] = []
     for role in ROLES:
         for op in LAT_OPS:
@@ -452,12 +477,7 @@ def _role_latency(rows: _Rows) -> List[LatDist]:
             if wb:
                 out.append(_dist(role, op, "zpool iostat -w", wb, None))
                 continue
-            tot = n_ops = 0.0
-            for s in iostat_by.get(role, ()):
-                w, r = s.metrics.get(f"total_wait_{op}"), s.metrics.get(f"{op}_ops")
-                if w is not None and r and s.interval:
-                    tot += w * r * s.interval
-                    n_ops += r * s.interval
+            tot, n_ops = means.get((role, op), (0.0, 0.0))
             if n_ops:
                 out.append(LatDist(role, op, "zpool iostat -l", n_ops, tot / n_ops / 1e6))
     return out

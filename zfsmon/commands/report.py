@@ -25,6 +25,7 @@ from zfsmon.views import report_pdf as view
 
 NAME = "report"
 HELP = "plotted post-mortem report of a recording (PDF, PNG or HTML)"
+BATCH = True  # reads a long window whole: zfsmon.cli.batch_gc
 EPILOG = """\
 examples:
   zfsmon report soak.zfsmon                              soak.pdf next to the recording
