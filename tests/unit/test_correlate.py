@@ -6,6 +6,8 @@ import math
 from typing import List
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import fixture_files
 from zfsmon.analysis import correlate as c
@@ -233,3 +235,9 @@ def test_warmup_on_real_lab_soak_log() -> None:
     assert w.numbers["tps_start"] == 290.196226  # median of runs 1-3: 195.4, 290.2, 440.6
     assert w.numbers["factor"] > 5 and w.numbers["time_to_90pct_s"] >= 120
     assert "TPS warmed up from 290 to a plateau of" in w.text
+
+
+@given(st.lists(st.integers(-5, 5).map(float) | st.floats(-1e6, 1e6), max_size=60))
+def test_ranks_are_one_based_with_ties_at_their_average_rank(xs):
+    """By definition: 1 + the values below, + half of the other values equal to it (the fast path must agree)."""
+    assert c.ranks(xs) == [1.0 + sum(y < x for y in xs) + (sum(y == x for y in xs) - 1) / 2.0 for x in xs]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_left
-from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon import metrics, names
@@ -65,22 +64,22 @@ def _as_is(kind: Kind, name: str, interval: Optional[float], every: float) -> bo
     return kind is Kind.WORKLOAD and interval is not None and name != names.PGBENCH
 
 
-@dataclass
 class _Step:
-    """One stream's interval rows within one step: sums over slices of its columns."""
+    """One stream's interval rows within one step: sums over slices of its columns. (A plain class with slots: a
+    long window makes one per stream and step, a million for 8 hours at 2 s steps.)"""
 
-    index: int
-    names: Tuple[str, ...]
-    rules: Tuple[str, ...]
-    by: Tuple[Optional[int], ...]  # for a wait averaged per read or write: the column of those operations
-    last: Row
-    covered: float = 0.0
-    totals: List[float] = field(default_factory=list)
-    weights: List[float] = field(default_factory=list)
+    __slots__ = ("index", "names", "rules", "by", "last", "covered", "totals", "weights")
 
-    def __post_init__(self) -> None:
-        self.totals = [0.0] * len(self.names)
-        self.weights = [0.0] * len(self.names)
+    def __init__(self, index: int, names: Tuple[str, ...], rules: Tuple[str, ...], by: Tuple[Optional[int], ...],
+                 last: Row) -> None:
+        self.index = index
+        self.names = names
+        self.rules = rules
+        self.by = by  # for a wait averaged per read or write: the column of those operations
+        self.last = last
+        self.covered = 0.0
+        self.totals = [0.0] * len(names)
+        self.weights = [0.0] * len(names)
 
     def add(self, cols: Sequence[Sequence[float]], ivs: Sequence[Optional[float]], i: int, j: int,
             row: Row) -> None:
@@ -160,6 +159,8 @@ class _Fold:
             return
         every = self.every
         ts = sb.ts
+        key = (ent.key, sb.source)
+        plan = self._plan(sb)
         mode = self._block_mode(ent.kind, ent.name, ivs)
         if mode is not None and all(map(operator.le, ts, ts[1:])):  # one mode, times in order: cut by bisection
             i = 0
@@ -170,7 +171,7 @@ class _Fold:
                     j -= 1
                 while j < n and int(ts[j] // every) == b:
                     j += 1
-                self._run(sb, mode, b, i, j, ivs)
+                self._run(sb, key, plan, mode, b, i, j, ivs)
                 i = j
             return
         modes = [self._mode(ent.kind, ent.name, iv) for iv in ivs]
@@ -180,7 +181,7 @@ class _Fold:
             j = i + 1
             while j < n and int(ts[j] // every) == b and modes[j] == modes[i]:
                 j += 1
-            self._run(sb, modes[i], b, i, j, ivs)
+            self._run(sb, key, plan, modes[i], b, i, j, ivs)
             i = j
 
     def _mode(self, kind: Kind, name: str, iv: Optional[float]) -> int:
@@ -195,17 +196,19 @@ class _Fold:
         lo, hi = self._mode(kind, name, min(ivs)), self._mode(kind, name, max(ivs))  # type: ignore[type-var]
         return lo if lo == hi else None
 
-    def _run(self, sb: SampleBlock, mode: int, b: int, i: int, j: int, ivs: Sequence[Optional[float]]) -> None:
-        if mode == AS_IS:
+    def _run(self, sb: SampleBlock, key: Tuple[str, str], plan: _Plan, mode: int, b: int, i: int, j: int,
+             ivs: Sequence[Optional[float]]) -> None:
+        """Readings i..j of ``sb``, all in step ``b`` and of one ``mode``; ``key``: its stream's (entity key,
+        source), ``plan``: its layout's (asked once per block, not per step)."""
+        if mode == FOLDED:
+            self._interval_rows(sb, key, plan, b, i, j, ivs)
+        elif mode == SNAPSHOT:
+            self._snapshots(sb, key, b, i, j)
+        else:
             for k in range(i, j):
                 self._emit((sb, k))
-        elif mode == SNAPSHOT:
-            self._snapshots(sb, b, i, j)
-        else:
-            self._interval_rows(sb, b, i, j, ivs)
 
-    def _snapshots(self, sb: SampleBlock, b: int, i: int, j: int) -> None:
-        key = (sb.entity.key, sb.source)
+    def _snapshots(self, sb: SampleBlock, key: Tuple[str, str], b: int, i: int, j: int) -> None:
         held = self.snaps.get(key)
         if held is None:  # the window's first reading too: a counter's increase over the window starts there
             self._emit((sb, i))
@@ -217,9 +220,9 @@ class _Fold:
             held = (b, (sb, j - 1), False)
         self.snaps[key] = held
 
-    def _interval_rows(self, sb: SampleBlock, b: int, i: int, j: int, ivs: Sequence[Optional[float]]) -> None:
-        key = (sb.entity.key, sb.source)
-        rules, by = self._plan(sb)
+    def _interval_rows(self, sb: SampleBlock, key: Tuple[str, str], plan: _Plan, b: int, i: int, j: int,
+                       ivs: Sequence[Optional[float]]) -> None:
+        rules, by = plan
         step = self.steps.get(key)
         if step is not None and (step.index != b or step.names != sb.names):
             self._put(step.sample())

@@ -146,17 +146,22 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
 
 def ranks(xs: Sequence[float]) -> List[float]:
     """1-based ranks, ties get their average rank (what Spearman needs)."""
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    out = [0.0] * len(xs)
+    n = len(xs)
+    order = sorted(range(n), key=xs.__getitem__)
+    out = [0.0] * n
     i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+    while i < n:  # a run of equal values is order[i:j] (analyze ranks each series at 21 lags: kept tight)
+        v = xs[order[i]]
+        j = i + 1
+        while j < n and xs[order[j]] == v:
             j += 1
-        r = (i + j) / 2.0 + 1.0
-        for k in range(i, j + 1):
-            out[order[k]] = r
-        i = j + 1
+        if j == i + 1:
+            out[order[i]] = i + 1.0
+        else:
+            r = (i + j - 1) / 2.0 + 1.0
+            for k in range(i, j):
+                out[order[k]] = r
+        i = j
     return out
 
 
