@@ -9,6 +9,7 @@ window at the cursor from the recording. Marks go to an ``on_mark`` callable
 
 from __future__ import annotations
 
+import gc
 import os
 import queue
 import time
@@ -196,6 +197,7 @@ class TopApp(App):
         #: the whole run in coarse buckets: live, fed with the records; replay, read from the recording in a worker
         self.timeline: Optional[Timeline] = Timeline() if replay is None else None
         self._timeline_key: Optional[tuple] = None
+        self._frozen = False  # the heap left out of the cyclic collector's passes (_freeze_heap)
 
     # ---------------------------------------------------------------------------------------------- setup
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
@@ -246,8 +248,24 @@ class TopApp(App):
             self.notify(f"timeline unavailable: {type(err).__name__}: {err}", severity="warning")
             tl = Timeline()
         self.timeline = tl
+        self._freeze_heap()
         if self._panels_mounted():
             self.redraw()
+
+    def _freeze_heap(self) -> None:
+        """Replay holds a large heap for its whole life (the states kept around the cursor, the whole-run
+        timeline). A full collection of the cyclic collector walked all of it, 44-60 ms on a 7-day recording, and
+        now and then landed in a key press (a step back of 115 ms against 30-40 ms). Once the timeline is read it
+        is collected once and left out of later collections (``gc.freeze``; reference counting still frees it:
+        docs/performance.md, "Long soaks"); :meth:`on_unmount` puts it back."""
+        gc.collect()
+        gc.freeze()
+        self._frozen = True
+
+    def on_unmount(self) -> None:
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
 
     def on_resize(self, _event) -> None:
         if self._panels_mounted():
