@@ -273,14 +273,13 @@ class _Rows:
 
     def interval_devices(self) -> List[Tuple[Sample, str]]:
         """iostat rows after the first report, of devices among those rows alone (what :func:`role_stats` counts)."""
-        parents = self.parents_interval
-        return [(s, r) for s, r in self.iostat if not s.since_boot and (s.entity.pool, s.entity.name) not in parents]
+        return _not_parents((row for row in self.iostat if not row[0].since_boot), self.parents_interval)
 
     def traced_devices(self) -> List[Tuple[Sample, str]]:
         return _not_parents(self.traced, self.parents_traced)
 
 
-def _not_parents(rows: List[Tuple[Sample, str]], parents: Set[Tuple[str, str]]) -> List[Tuple[Sample, str]]:
+def _not_parents(rows: Iterable[Tuple[Sample, str]], parents: Set[Tuple[str, str]]) -> List[Tuple[Sample, str]]:
     """The rows whose (pool, name) no row names as its parent: the devices."""
     return [(s, r) for s, r in rows if (s.entity.pool, s.entity.name) not in parents]
 
@@ -294,7 +293,6 @@ def _role_stats(rows: _Rows) -> Dict[str, RoleStats]:
     #: (role, time) -> the role's devices' reads/s, writes/s and reads+writes/s summed, and how many devices
     per_ts: Dict[Tuple[str, float], List[float]] = {}
     names: Dict[str, Set[Tuple[str, str]]] = {}  # (pool, name) of each role's devices: a tuple, not a string per row
-    named: Set[int] = set()  # the entities already in names (one per stream: asked by identity, not hashed)
     for s, role in rows.interval_devices():
         m = s.metrics
         if "read_ops" not in m and "write_ops" not in m:
@@ -303,10 +301,7 @@ def _role_stats(rows: _Rows) -> Dict[str, RoleStats]:
         if st is None:
             st = out[role] = RoleStats(role)
             names[role] = set()
-        e = s.entity
-        if id(e) not in named:
-            named.add(id(e))
-            names[role].add((e.pool, e.name))
+        names[role].add((s.entity.pool, s.entity.name))
         r, w = float(m.get("read_ops", 0.0)), float(m.get("write_ops", 0.0))
         if s.interval:
             st.read_ops += r * s.interval
