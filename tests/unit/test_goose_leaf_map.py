@@ -119,6 +119,9 @@ def test_analyze_names_the_by_id_leaf_a_goose_egg(tmp_path, vdb_moves) -> None:
         assert [eggs[leaf] for leaf in DATA_LEAVES] == [1, 1, 1, 1]
         worst = summary.worst["virtio-data0"]
         assert (worst.device, worst.zfs_ops, worst.device_ops) == ("vdb", DATA0_OPS, 0.0)
+        # the window words only its worst intervals: the sentence is judge's for the same numbers
+        [alone] = goose.judge({"virtio-data0": DATA0_OPS}, {"vdb": 0.0}, {"virtio-data0": ["vdb"]})
+        assert worst == alone
     report = findings.analyze(samples, start=T0 - 2, end=T0 + 2)
     [finding] = [f for f in report.findings if f.topic == "goose_eggs"]
     assert finding.text.startswith("Goose eggs: ")

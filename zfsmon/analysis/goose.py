@@ -26,8 +26,9 @@ which kernel device a leaf path is (symlinks, sysfs) is I/O and lives in
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Entity, Kind, Sample
@@ -144,6 +145,19 @@ def judge(zfs_ops: Mapping[str, float], device_ops: Mapping[str, float],
     the device saw no more than ``far_below`` times that (ZFS and the block
     layer both merge adjacent I/Os, so a fraction, not equality, is the test).
     """
+    decided, on_device = _decide(zfs_ops, device_ops, leaf_devices, min_ops, far_below)
+    return [_verdict(d, on_device, leaf_devices, min_ops, far_below) for d in decided]
+
+
+#: one leaf's verdict before it is put in words: (leaf, verdict, device, ZFS ops/s, device ops/s)
+_Decided = Tuple[str, str, Optional[str], float, Optional[float]]
+
+
+def _decide(zfs_ops: Mapping[str, float], device_ops: Mapping[str, float],
+            leaf_devices: Mapping[str, Sequence[str]], min_ops: float, far_below: float
+            ) -> Tuple[List[_Decided], Dict[str, List[str]]]:
+    """:func:`judge`'s rules without the sentences (a window judges tens of thousands of leaf-intervals and
+    words only a few): the decisions in leaf order, and the leaves each device serves."""
     chosen: Dict[str, Optional[str]] = {}
     for leaf in zfs_ops:
         chosen[leaf] = next((d for d in leaf_devices.get(leaf, ()) if d in device_ops), None)
@@ -153,26 +167,35 @@ def judge(zfs_ops: Mapping[str, float], device_ops: Mapping[str, float],
         if dev is not None:
             per_device[dev] = per_device.get(dev, 0.0) + max(0.0, zfs_ops[leaf])
             on_device.setdefault(dev, []).append(leaf)
-    out: List[Verdict] = []
+    out: List[_Decided] = []
     for leaf in sorted(zfs_ops):
         dev = chosen[leaf]
         if dev is None:
-            cands = ", ".join(leaf_devices.get(leaf, ())) or "none found"
-            out.append(Verdict(leaf, UNKNOWN, None, zfs_ops[leaf], None,
-                               f"no device-level numbers for {leaf} (candidates: {cands})"))
+            out.append((leaf, UNKNOWN, None, zfs_ops[leaf], None))
             continue
         zops, dops = per_device[dev], device_ops[dev]
-        shared = [other for other in on_device[dev] if other != leaf]
-        on = f"{dev}" + (f" (shared with {', '.join(sorted(shared))})" if shared else "")
-        if zops < min_ops:
-            v, why = IDLE, f"ZFS issued {zops:.1f} ops/s to {on}: below {min_ops:g}, nothing to judge"
-        elif dops <= far_below * zops:
-            v, why = GOOSE_EGG, (f"ZFS issued {zops:.1f} ops/s to {on} but the device saw {dops:.1f} ops/s "
-                                 f"(<= {far_below:.0%}): the device view is blind here; trust ZFS")
-        else:
-            v, why = NOT_GOOSE_EGG, f"ZFS issued {zops:.1f} ops/s to {on}, the device saw {dops:.1f} ops/s"
-        out.append(Verdict(leaf, v, dev, zops, dops, why))
-    return out
+        v = IDLE if zops < min_ops else GOOSE_EGG if dops <= far_below * zops else NOT_GOOSE_EGG
+        out.append((leaf, v, dev, zops, dops))
+    return out, on_device
+
+
+def _verdict(decided: _Decided, on_device: Mapping[str, List[str]], leaf_devices: Mapping[str, Sequence[str]],
+             min_ops: float, far_below: float) -> Verdict:
+    """A decision of :func:`_decide` with the sentence that gives its numbers."""
+    leaf, v, dev, zops, dops = decided
+    if dev is None:
+        cands = ", ".join(leaf_devices.get(leaf, ())) or "none found"
+        return Verdict(leaf, UNKNOWN, None, zops, None, f"no device-level numbers for {leaf} (candidates: {cands})")
+    shared = [other for other in on_device[dev] if other != leaf]
+    on = f"{dev}" + (f" (shared with {', '.join(sorted(shared))})" if shared else "")
+    if v == IDLE:
+        why = f"ZFS issued {zops:.1f} ops/s to {on}: below {min_ops:g}, nothing to judge"
+    elif v == GOOSE_EGG:
+        why = (f"ZFS issued {zops:.1f} ops/s to {on} but the device saw {dops:.1f} ops/s "
+               f"(<= {far_below:.0%}): the device view is blind here; trust ZFS")
+    else:
+        why = f"ZFS issued {zops:.1f} ops/s to {on}, the device saw {dops:.1f} ops/s"
+    return Verdict(leaf, v, dev, zops, dops, why)
 
 
 def summarize(verdicts: Sequence[Verdict]) -> Tuple[int, int, int, int]:
@@ -185,9 +208,9 @@ def summarize(verdicts: Sequence[Verdict]) -> Tuple[int, int, int, int]:
 
 # ------------------------------------------------------------------------------------------------- a window
 
-@dataclass(frozen=True)
-class Span:
-    """A device's ops/s over (start, end]: one interval row, or the rate between two counter readings."""
+class Span(NamedTuple):
+    """A device's ops/s over (start, end]: one interval row, or the rate between two counter readings (a tuple:
+    a window makes one per device and reading)."""
 
     start: float
     end: float
@@ -274,6 +297,18 @@ class WindowVerdicts:
         if v.verdict == GOOSE_EGG and (v.leaf not in self.worst or v.zfs_ops > self.worst[v.leaf].zfs_ops):
             self.worst[v.leaf] = v
 
+    def add_decided(self, decided: Sequence[_Decided], words: Callable[[_Decided], Verdict]) -> None:
+        """:meth:`add` of one interval's :func:`_decide` results; ``words`` makes the Verdict of a new worst only."""
+        per_leaf, worst = self.per_leaf, self.worst
+        for d in decided:
+            leaf, v = d[0], d[1]
+            tally = per_leaf.get(leaf)
+            if tally is None:
+                tally = per_leaf[leaf] = {}
+            tally[v] = tally.get(v, 0) + 1
+            if v == GOOSE_EGG and (leaf not in worst or d[3] > worst[leaf].zfs_ops):
+                worst[leaf] = words(d)
+
     def eggs(self) -> Dict[str, int]:
         return {leaf: t.get(GOOSE_EGG, 0) for leaf, t in self.per_leaf.items()}
 
@@ -325,6 +360,7 @@ def summarize_window(samples: Iterable[Sample], min_ops: float = 1.0,
             ops = ops_over(spans[dev], ends[dev], start, end)
             if ops is not None:
                 devs[dev] = ops
-        for v in judge(zfs, devs, cands, min_ops, far_below):
-            out.add(v)
+        decided, on_device = _decide(zfs, devs, cands, min_ops, far_below)
+        out.add_decided(decided, functools.partial(_verdict, on_device=on_device, leaf_devices=cands,
+                                                   min_ops=min_ops, far_below=far_below))
     return out
