@@ -138,6 +138,9 @@ def main() -> int:
               f"{rp['step_first_s'] * 1000:.0f} ms ({rp['step_first_cpu_s'] * 1000:.0f} ms CPU) / "
               f"{rp['step_rest_s'] * 1000:.0f} ms ({rp['step_rest_cpu_s'] * 1000:.0f} ms CPU) | | |")
         print(f"| replay: jump to the start | {rp['home_s']:.2f} s | | |")
+        print(f"| replay: the window at the end and 10 steps back, checked against the file read afresh "
+              f"(every sparkline series, pgbench's TPS readings, the findings) | "
+              f"{' and '.join(map(str, rp['series_checked']))} series: the same | | |")
     for k, aim in (("analyze", "< 60 s"), ("report", "< 120 s"), ("export", "< 60 s")):
         if k in res:
             x = res[k]

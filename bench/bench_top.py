@@ -113,6 +113,27 @@ def _paint_times(app: TopApp) -> List[float]:
     return stamps
 
 
+def check_window(path: str, state: TopState) -> int:
+    """The cursor's window (``state``) against the recording read afresh; the number of series compared.
+
+    Every sparkline series equals the one of a cursor opened at the same time on the file anew (no kept states, no
+    block read around an earlier position), pgbench's TPS line equals the recorded readings, and the findings are
+    the same. A difference ends the bench: a timing of a wrong screen says nothing."""
+    lo, hi = state.window()
+    with Recording.open(path) as rec:
+        fresh = ReplayCursor(rec, state.window_s).move_to(hi)
+        wrong = [k for k in sorted(set(state.series) | set(fresh.series)) if state.spark(*k) != fresh.spark(*k)]
+        tps = state.spark("workload", "tps")  # the dashboard keeps pgbench's line under "workload"
+        raw = [(s.ts, float(s.metrics["tps"])) for s in rec.samples(entity_keys=["workload:pgbench"], start=lo, end=hi)]
+        if not tps or tps != raw:
+            wrong.append(("workload:pgbench", "tps: not the recorded readings"))
+        if state.findings_job()().render() != fresh.findings_job()().render():
+            wrong.append(("findings", "differ"))
+    if wrong:
+        raise SystemExit(f"replay at {hi:.0f}: the window differs from the recording read afresh: {wrong[:5]}")
+    return len(state.series)
+
+
 async def _open_replay(path: str) -> dict:
     t0 = time.perf_counter()
     c0 = time.process_time()
@@ -124,6 +145,9 @@ async def _open_replay(path: str) -> dict:
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         t_first = time.perf_counter() - t0
+        c_check = time.process_time()
+        checked = [check_window(path, cur.state)]  # at the end of the run (day 7 of a week), before the steps
+        c_check = time.process_time() - c_check
         while app.timeline is None:  # the whole-run timeline's read (a worker thread) done: steps measured alone
             await pilot.pause(0.05)
         t_rest = time.perf_counter()
@@ -142,11 +166,14 @@ async def _open_replay(path: str) -> dict:
             # the pilot's own wall time, its CPU, and the key's latency: from sending it to the last screen update
             steps.append((time.perf_counter() - s0, time.process_time() - c1, max(paints) - s0))
         t_step = sum(w for w, _c, _p in steps) / len(steps)
+        c1 = time.process_time()
+        checked.append(check_window(path, cur.state))  # after 10 steps back: kept states and forward steps
+        c_check += time.process_time() - c1
         s0 = time.perf_counter()
         await pilot.press("home")
         await pilot.pause()
         t_home = time.perf_counter() - s0
-    cpu = time.process_time() - c0
+    cpu = time.process_time() - c0 - c_check
     lo, hi = cur.start, cur.end
     rec.close()
     t0, c0 = time.perf_counter(), time.process_time()  # the timeline panel's read (the app does it in a worker)
@@ -158,7 +185,8 @@ async def _open_replay(path: str) -> dict:
             "step_rest_s": sum(w for w, _c, _p in steps[1:]) / 9,
             "step_rest_cpu_s": sum(c for _w, c, _p in steps[1:]) / 9,
             "home_s": t_home, "cpu_s": cpu, "samples_in_window": len(cur.state.samples),
-            "timeline_s": tl_wall, "timeline_cpu_s": tl_cpu, "timeline_every": tl.every, "rest_s": t_rest}
+            "timeline_s": tl_wall, "timeline_cpu_s": tl_cpu, "timeline_every": tl.every, "rest_s": t_rest,
+            "series_checked": checked}
 
 
 def breakdown(rounds: int = 20) -> Dict[str, float]:
@@ -235,7 +263,8 @@ def main() -> int:
     print(f"\nReplay of a {rp['hours']:.0f}-hour recording ({rp['bytes'] / 2 ** 20:.0f} MiB, 64 leaves at 1 s): "
           f"open + first 5-minute window {rp['cursor_s']:.2f} s, first paint {rp['first_paint_s']:.2f} s; "
           f"a step {rp['step_s'] * 1000:.0f} ms; jump to the start {rp['home_s']:.2f} s "
-          f"({rp['samples_in_window']} samples in the window). The whole-run timeline's read: "
+          f"({rp['samples_in_window']} samples in the window; {' and '.join(map(str, rp['series_checked']))} sparkline series checked "
+          "against the file read afresh). The whole-run timeline's read: "
           f"{rp['timeline_s']:.2f} s ({rp['timeline_cpu_s']:.2f} s CPU, {rp['timeline_every']:g} s buckets).")
     return 0
 
