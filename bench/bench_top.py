@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import sys
 import time
@@ -77,6 +78,8 @@ async def _refresh_cpu(size, warm: int, n: int) -> dict:
         app.redraw()
         await pilot.pause()
         batches = [syn.records(i) for i in range(warm, warm + n)]  # made before timing: not the dashboard's cost
+        collector = _Collections()
+        gc.callbacks.append(collector)
         cpu0, wall0 = time.process_time(), time.perf_counter()
         for i, batch in zip(range(warm, warm + n), batches):
             clock[0] = T0 + i
@@ -85,8 +88,26 @@ async def _refresh_cpu(size, warm: int, n: int) -> dict:
             app.redraw()
             await pilot.pause()
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        gc.callbacks.remove(collector)
     return {"size": f"{size[0]}x{size[1]}", "records": per_tick, "cpu_ms": 1000 * cpu / n, "wall_ms": 1000 * wall / n,
-            "redraws": app.redraws}
+            "redraws": app.redraws, "gc_ms": 1000 * collector.cpu / n, "gc_runs": dict(sorted(collector.runs.items()))}
+
+
+class _Collections:
+    """The cyclic collector's runs per generation and their CPU time (all threads': the findings run in a worker),
+    from ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.runs: Dict[int, int] = {}
+        self.cpu = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.cpu += time.process_time() - self._start
+            self.runs[info["generation"]] = self.runs.get(info["generation"], 0) + 1
 
 
 def make_recording(path: str, hours: float) -> None:
@@ -222,11 +243,13 @@ def breakdown(rounds: int = 20) -> Dict[str, float]:
 
 
 def _print_refresh(results: List[dict]) -> None:
-    print("| screen | records per interval | CPU per refresh | wall per refresh | share of one core at 1 Hz |")
-    print("|---|---|---|---|---|")
+    print("| screen | records per interval | CPU per refresh | of it, the cyclic collector (runs per generation) "
+          "| wall per refresh | share of one core at 1 Hz |")
+    print("|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['size']} | {r['records']} | {r['cpu_ms']:.1f} ms | {r['wall_ms']:.1f} ms | "
-              f"{r['cpu_ms'] / 10:.1f}% |")
+        runs = ", ".join(f"{n} x gen {g}" for g, n in r["gc_runs"].items()) or "none"
+        print(f"| {r['size']} | {r['records']} | {r['cpu_ms']:.1f} ms | {r['gc_ms']:.1f} ms ({runs}) | "
+              f"{r['wall_ms']:.1f} ms | {r['cpu_ms'] / 10:.1f}% |")
 
 
 def main() -> int:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import nullcontext
 from types import ModuleType
-from typing import Iterator, Optional, Sequence, Tuple
+from typing import ContextManager, Optional, Sequence, Tuple
 
-from zfsmon import __version__
+from zfsmon import __version__, gcpolicy
 from zfsmon.errors import UserError, printable
 from zfsmon.outfile import os_message
 
@@ -24,11 +23,6 @@ COMMAND_MODULES: Tuple[str, ...] = (
 )
 #: the commands whose name is not their module's (``import`` is a Python keyword)
 _MODULE_OF = {"import": "import_"}
-#: CPython's young-generation threshold while a batch command runs (a module's ``BATCH = True``: it reads a long
-#: window whole). Its millions of Samples, dicts and tuples are freed by reference counting, never cyclic garbage,
-#: but at the default 700 the collector kept re-examining them: ~20 % of ``zfsmon analyze``'s CPU on an 8-hour
-#: recording, none at 100,000 (peak RSS unchanged; docs/performance.md, "Long soaks")
-BATCH_GC_THRESHOLD = 100_000
 
 
 def command_module(module: str) -> ModuleType:
@@ -97,17 +91,10 @@ def _only(args: Sequence[str]) -> Optional[str]:
     return module if module in COMMAND_MODULES else None
 
 
-@contextmanager
-def batch_gc(batch: bool) -> Iterator[None]:
-    """For a batch command, the cyclic collector's young threshold raised to :data:`BATCH_GC_THRESHOLD`
-    (restored after: a test may run commands in one process)."""
-    old = gc.get_threshold()
-    if batch:
-        gc.set_threshold(BATCH_GC_THRESHOLD, *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
+def batch_gc(batch: bool) -> ContextManager[None]:
+    """A batch command (its module's ``BATCH = True``: it reads a long window whole) runs with fewer collections of
+    the cyclic collector (:func:`zfsmon.gcpolicy.fewer_collections`); any other with the interpreter's own."""
+    return gcpolicy.fewer_collections() if batch else nullcontext()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from zfsmon import cli
+from zfsmon import cli, gcpolicy
 from zfsmon.cli import COMMANDS, build_parser
 from zfsmon.errors import UserError
 
@@ -119,4 +119,4 @@ def test_batch_commands_run_with_fewer_collections_and_restore_the_threshold(mon
         monkeypatch.setattr(mod, "run", probe(mod.NAME, fail))
         assert cli.main(argv) == (2 if fail else 0)
         assert gc.get_threshold() == before
-    assert seen == {"analyze": cli.BATCH_GC_THRESHOLD, "export": cli.BATCH_GC_THRESHOLD, "info": before[0]}
+    assert seen == {"analyze": gcpolicy.YOUNG_THRESHOLD, "export": gcpolicy.YOUNG_THRESHOLD, "info": before[0]}

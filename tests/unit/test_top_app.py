@@ -18,6 +18,7 @@ from rich.text import Text
 
 from tests.conftest import wait_until_async
 from tests.unit import top_data
+from zfsmon import gcpolicy
 from zfsmon.model import EventKind, Kind, Role
 from zfsmon.store import Recorder, Recording
 from zfsmon.views.top import panels
@@ -215,6 +216,22 @@ def _live_app(tmp_path, on_mark=None):
     app = TopApp(TopState(300), info, 1.0, feed=feed, on_mark=on_mark, export_dir=str(tmp_path),
                  clock=lambda: top_data.T_END)
     return app, feed
+
+
+def test_the_dashboard_runs_with_fewer_collections_and_puts_the_threshold_back(tmp_path):
+    """A refresh makes thousands of short-lived objects: while the app runs, the cyclic collector's young threshold
+    is raised (zfsmon.gcpolicy; ~5 ms of each 1 Hz refresh at 64 leaves went to the collector), and its exit puts
+    the interpreter's own back."""
+    before = gc.get_threshold()
+    assert before[0] != gcpolicy.YOUNG_THRESHOLD
+
+    async def go():
+        app, _feed = _live_app(tmp_path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _settle(pilot)
+            assert gc.get_threshold() == (gcpolicy.YOUNG_THRESHOLD, *before[1:])
+        assert gc.get_threshold() == before
+    run(go())
 
 
 def test_pause_stops_updates(tmp_path, fixtures):

@@ -29,7 +29,7 @@ MAX_LAG = 10_000
 
 NAME = "analyze"
 HELP = "findings of a soak recording: warm-up, cache fill, TPS correlations, decay, read path"
-BATCH = True  # reads a long window whole: zfsmon.cli.batch_gc
+BATCH = True  # reads a long window whole: zfsmon.gcpolicy
 EPILOG = """\
 examples:
   zfsmon analyze soak.zfsmon

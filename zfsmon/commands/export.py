@@ -31,7 +31,7 @@ from zfsmon.views import csv_export as view
 
 NAME = "export"
 HELP = "export a recording to CSV (per entity kind or long) or JSON lines"
-BATCH = True  # reads a long window whole: zfsmon.cli.batch_gc
+BATCH = True  # reads a long window whole: zfsmon.gcpolicy
 EPILOG = """\
 examples:
   zfsmon export run.zfsmon --csv out/                        out/pool.csv, out/vdev.csv, ..., out/events.csv

@@ -25,7 +25,7 @@ from zfsmon.views import report_pdf as view
 
 NAME = "report"
 HELP = "plotted post-mortem report of a recording (PDF, PNG or HTML)"
-BATCH = True  # reads a long window whole: zfsmon.cli.batch_gc
+BATCH = True  # reads a long window whole: zfsmon.gcpolicy
 EPILOG = """\
 examples:
   zfsmon report soak.zfsmon                              soak.pdf next to the recording

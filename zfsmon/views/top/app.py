@@ -9,6 +9,7 @@ window at the cursor from the recording. Marks go to an ``on_mark`` callable
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import queue
@@ -24,6 +25,7 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from zfsmon import gcpolicy
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.queues import drain
 from zfsmon.views import csv_export as export
@@ -198,6 +200,7 @@ class TopApp(App):
         self.timeline: Optional[Timeline] = Timeline() if replay is None else None
         self._timeline_key: Optional[tuple] = None
         self._frozen = False  # the heap left out of the cyclic collector's passes (_freeze_heap)
+        self._gc = contextlib.ExitStack()  # fewer collections while the app runs (on_mount)
 
     # ---------------------------------------------------------------------------------------------- setup
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
@@ -225,6 +228,10 @@ class TopApp(App):
         # scrolls with up/down/pgup/pgdn through the app's actions, and the mouse wheel needs no focus)
         for box in self.query(VerticalScroll):
             box.can_focus = False
+        # a refresh makes thousands of short-lived objects (rich Text, points, findings' tuples): at the default
+        # young threshold the collector ran ~6 times a second and walked the whole heap every ~20 s, ~5 ms of each
+        # 1 Hz refresh at 64 leaves (docs/performance.md, "Dashboard"); put back on unmount
+        self._gc.enter_context(gcpolicy.fewer_collections())
         self._layout()
         self.set_interval(0.25, self._pump)
         self.set_interval(1.0, self.redraw)
@@ -263,6 +270,7 @@ class TopApp(App):
         self._frozen = True
 
     def on_unmount(self) -> None:
+        self._gc.close()
         if self._frozen:
             gc.unfreeze()
             self._frozen = False
