@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 from rich.text import Text
@@ -216,6 +217,37 @@ def _live_app(tmp_path, on_mark=None):
     app = TopApp(TopState(300), info, 1.0, feed=feed, on_mark=on_mark, export_dir=str(tmp_path),
                  clock=lambda: top_data.T_END)
     return app, feed
+
+
+def test_replay_works_out_the_findings_once_per_cursor_time(recording, monkeypatch):
+    """A resting cursor's window does not change: its findings are not worked out again every 30 s (0.5-1 s of CPU
+    each at 64 leaves), however long the user looks; a step makes new ones."""
+    started = []
+
+    async def go():
+        app = replay_app(recording)
+        start = app._start_findings
+        def counted(now):  # a job starts unless one is running
+            if not app._findings_busy:
+                started.append(app.state.now)
+            start(now)
+
+        monkeypatch.setattr(app, "_start_findings", counted)
+        async with app.run_test(size=(160, 50)) as pilot:
+            await _until(pilot, lambda: app.report is not None and not app._findings_busy, "the first findings")
+            assert started == [app.state.now]
+            later = time.time() + 3600.0
+            app.clock = lambda: later  # an hour at the same cursor
+            for _ in range(3):
+                app.redraw()
+                await _settle(pilot)
+            assert len(started) == 1
+            at = app.state.now
+            await pilot.press("left")
+            await _until(pilot, lambda: app._report_ts is not None and app._report_ts < at and not app._findings_busy,
+                         "the findings of the cursor's new time")
+            assert len(started) == 2 and started[1] == app.state.now < at
+    run(go())
 
 
 def test_the_dashboard_runs_with_fewer_collections_and_puts_the_threshold_back(tmp_path):

@@ -350,8 +350,13 @@ class TopApp(App):
             return self.report
         if self.replay is not None and time.monotonic() < self._settle_until:
             return self.report  # the cursor is moving: keep the last findings until it rests
-        due = self.replay is not None and self._report_ts != self.state.now
-        if self.report is None or due or now - self._report_at >= FINDINGS_EVERY_S:
+        if self.replay is not None:
+            # a recording's window at a resting cursor does not change, nor do its findings: worked out once per
+            # cursor time, not every FINDINGS_EVERY_S (0.5-1 s of CPU each at 64 leaves, for the same answer)
+            due = self._report_ts != self.state.now
+        else:
+            due = self.report is None or now - self._report_at >= FINDINGS_EVERY_S
+        if due:
             self._start_findings(now)
         return self.report
 
