@@ -250,6 +250,52 @@ def test_replay_works_out_the_findings_once_per_cursor_time(recording, monkeypat
     run(go())
 
 
+def test_live_findings_wait_for_new_records(tmp_path, fixtures):
+    """Live, the findings run every 30 s as the window slides; when no record came since the last run (a source
+    with a long interval, a stalled one) the window is the same, and so would be the answer: no run."""
+    batches = top_data.batches()
+    first = [r for ts, b in batches if ts <= 1795332271.0 for r in b]
+    later = [r for ts, b in batches if ts > 1795332271.0 for r in b]
+    started = []
+
+    async def go():
+        app, feed = _live_app(tmp_path)
+        start = app._start_findings
+
+        def counted(now):  # a job starts unless one is running
+            if not app._findings_busy:
+                started.append(app.state.fed)
+            start(now)
+
+        app._start_findings = counted
+        clock = [top_data.T_END]
+        app.clock = lambda: clock[0]
+        async with app.run_test(size=(160, 50)) as pilot:
+            feed.sink(first)
+            await _until(pilot, lambda: app.state.fed > 0, "the first records to be fed")
+            n = app.state.fed
+            for _ in range(2):  # the run at start (an empty window) may still be running: then one more, 30 s on
+                app.redraw()
+                await _until(pilot, lambda: not app._findings_busy, "a findings run")
+                if started[-1] == n:
+                    break
+                clock[0] += 31.0
+            assert started[-1] == n and app.report is not None
+            runs = len(started)
+            clock[0] += 31.0  # due by the clock, but nothing new came
+            for _ in range(3):
+                app.redraw()
+                await _settle(pilot)
+            assert len(started) == runs
+            feed.sink(later)
+            await _until(pilot, lambda: app.state.fed > n, "the later records to be fed")
+            app.redraw()
+            await _until(pilot, lambda: len(started) == runs + 1 and not app._findings_busy,
+                         "the findings of the new window")
+            assert started[-1] == app.state.fed > n
+    run(go())
+
+
 def test_the_dashboard_runs_with_fewer_collections_and_puts_the_threshold_back(tmp_path):
     """A refresh makes thousands of short-lived objects: while the app runs, the cyclic collector's young threshold
     is raised (zfsmon.gcpolicy; ~5 ms of each 1 Hz refresh at 64 leaves went to the collector), and its exit puts

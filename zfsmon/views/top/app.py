@@ -194,6 +194,7 @@ class TopApp(App):
         self._settle_until = 0.0
         self._findings_busy = False
         self._report_ts: Optional[float] = None
+        self._report_fed = -1  # the records the model had been fed when the last findings run started
         self._shown: dict = {}
         self._findings_lines = 0
         #: the whole run in coarse buckets: live, fed with the records; replay, read from the recording in a worker
@@ -354,8 +355,9 @@ class TopApp(App):
             # a recording's window at a resting cursor does not change, nor do its findings: worked out once per
             # cursor time, not every FINDINGS_EVERY_S (0.5-1 s of CPU each at 64 leaves, for the same answer)
             due = self._report_ts != self.state.now
-        else:
-            due = self.report is None or now - self._report_at >= FINDINGS_EVERY_S
+        else:  # live: the window slides as records come; with none since the last run it is the same window
+            due = self.report is None or (now - self._report_at >= FINDINGS_EVERY_S
+                                          and self.state.fed != self._report_fed)
         if due:
             self._start_findings(now)
         return self.report
@@ -364,7 +366,7 @@ class TopApp(App):
         if self._findings_busy:
             return
         self._findings_busy = True
-        self._report_at = now
+        self._report_at, self._report_fed = now, self.state.fed
         job, at = self.state.findings_job(), self.state.now
 
         def work() -> None:
