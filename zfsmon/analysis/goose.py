@@ -291,14 +291,8 @@ class WindowVerdicts:
     #: per leaf, its busiest goose-egg interval (the example a reader can check)
     worst: Dict[str, Verdict] = field(default_factory=dict)
 
-    def add(self, v: Verdict) -> None:
-        tally = self.per_leaf.setdefault(v.leaf, {})
-        tally[v.verdict] = tally.get(v.verdict, 0) + 1
-        if v.verdict == GOOSE_EGG and (v.leaf not in self.worst or v.zfs_ops > self.worst[v.leaf].zfs_ops):
-            self.worst[v.leaf] = v
-
-    def add_decided(self, decided: Sequence[_Decided], words: Callable[[_Decided], Verdict]) -> None:
-        """:meth:`add` of one interval's :func:`_decide` results; ``words`` makes the Verdict of a new worst only."""
+    def add(self, decided: Sequence[_Decided], words: Callable[[_Decided], Verdict]) -> None:
+        """One interval's decisions (:func:`_decide`) counted; ``words`` makes the Verdict of a leaf's new worst."""
         per_leaf, worst = self.per_leaf, self.worst
         for d in decided:
             leaf, v = d[0], d[1]
@@ -361,6 +355,6 @@ def summarize_window(samples: Iterable[Sample], min_ops: float = 1.0,
             if ops is not None:
                 devs[dev] = ops
         decided, on_device = _decide(zfs, devs, cands, min_ops, far_below)
-        out.add_decided(decided, functools.partial(_verdict, on_device=on_device, leaf_devices=cands,
-                                                   min_ops=min_ops, far_below=far_below))
+        out.add(decided, functools.partial(_verdict, on_device=on_device, leaf_devices=cands, min_ops=min_ops,
+                                           far_below=far_below))
     return out
