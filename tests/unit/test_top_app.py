@@ -244,9 +244,14 @@ def test_replay_works_out_the_findings_once_per_cursor_time(recording, monkeypat
             assert len(started) == 1
             at = app.state.now
             await pilot.press("left")
-            await _until(pilot, lambda: app._report_ts is not None and app._report_ts < at and not app._findings_busy,
-                         "the findings of the cursor's new time")
+            await _until(pilot, lambda: app._report_key is not None and app._report_key[0] < at
+                         and not app._findings_busy, "the findings of the cursor's new time")
             assert len(started) == 2 and started[1] == app.state.now < at
+            window = app.state.window_s
+            await pilot.press("minus")  # a shorter window at the same cursor: another window, other findings
+            await _until(pilot, lambda: app._report_key == (app.state.now, app.state.window_s) and app.report
+                         and not app._findings_busy, "the findings of the shorter window")
+            assert app.state.window_s < window and len(started) == 3
     run(go())
 
 

@@ -193,8 +193,8 @@ class TopApp(App):
         self._laid_out = None
         self._settle_until = 0.0
         self._findings_busy = False
-        self._report_ts: Optional[float] = None
-        self._report_fed = -1  # the records the model had been fed when the last findings run started
+        #: the window (:meth:`_window_key`) whose findings ``report`` holds
+        self._report_key: Optional[tuple] = None
         self._shown: dict = {}
         self._findings_lines = 0
         #: the whole run in coarse buckets: live, fed with the records; replay, read from the recording in a worker
@@ -351,41 +351,42 @@ class TopApp(App):
             return self.report
         if self.replay is not None and time.monotonic() < self._settle_until:
             return self.report  # the cursor is moving: keep the last findings until it rests
-        if self.replay is not None:
-            # a recording's window at a resting cursor does not change, nor do its findings: worked out once per
-            # cursor time, not every FINDINGS_EVERY_S (0.5-1 s of CPU each at 64 leaves, for the same answer)
-            due = self._report_ts != self.state.now
-        else:  # live: the window slides as records come; with none since the last run it is the same window
-            due = self.report is None or (now - self._report_at >= FINDINGS_EVERY_S
-                                          and self.state.fed != self._report_fed)
-        if due:
+        # the same window gives the same findings (0.5-1 s of CPU a run at 64 leaves): a replay cursor at rest, or a
+        # live window no record came to since the last run, is not analysed again
+        new = self.report is None or self._report_key != self._window_key()
+        if new and (self.replay is not None or self.report is None or now - self._report_at >= FINDINGS_EVERY_S):
             self._start_findings(now)
         return self.report
+
+    def _window_key(self) -> tuple:
+        """What a window's findings depend on: the cursor's time (replay) or the records fed so far (live), and the
+        window's length."""
+        return (self.state.now if self.replay is not None else self.state.fed), self.state.window_s
 
     def _start_findings(self, now: float) -> None:
         if self._findings_busy:
             return
         self._findings_busy = True
-        self._report_at, self._report_fed = now, self.state.fed
-        job, at = self.state.findings_job(), self.state.now
+        self._report_at = now
+        job, key = self.state.findings_job(), self._window_key()
 
         def work() -> None:
             try:
                 report, err = job(), None
             except Exception as exc:  # analysis is another module: a bug there must not end the dashboard
                 report, err = None, exc
-            self.call_from_thread(self._findings_done, report, at, err)
+            self.call_from_thread(self._findings_done, report, key, err)
 
         self.run_worker(work, thread=True, group="findings")
 
-    def _findings_done(self, report, at: Optional[float], err: Optional[Exception]) -> None:
+    def _findings_done(self, report, key: tuple, err: Optional[Exception]) -> None:
         self._findings_busy = False
         if not self._panels_mounted():
             return
         if err is not None:
             self.notify(f"findings unavailable: {type(err).__name__}: {err}", severity="warning")
             return
-        self.report, self._report_ts = report, at
+        self.report, self._report_key = report, key
         if not self.paused and self.size.width >= MIN_SIZE[0] and self.size.height >= MIN_SIZE[1]:
             narrow = self.size.width < NARROW
             side_w = self._width("#arc", 30)
