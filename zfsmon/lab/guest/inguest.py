@@ -31,15 +31,39 @@ LABEL={ROOT_LABEL} / ext4 rw,errors=remount-ro 0 1
 {OUT_TAG} {OUT_MOUNT} 9p {_9P} 0 0
 """
 
+#: mounts the two shares if their mount at boot failed. systemd mounts them in parallel, early, and on a loaded host
+#: a mount can come before the virtio device's 9p channel exists ("9pnet_virtio: no channels available for device
+#: zfsmon_out"): the fstab line has nofail, the runner's unit, which required the mount, never ran, and the host
+#: waited for its timeout (45 min). Tried again for two minutes; then the guest powers off, so the host sees a run
+#: without an exit code at once.
+MOUNT_SHARES = "/usr/local/sbin/zfsmon-mount-shares"
+MOUNT_SHARES_TEXT = f"""\
+#!/bin/sh
+i=0
+while [ "$i" -lt 120 ]; do
+    mountpoint -q {SRC_MOUNT} || mount {SRC_MOUNT} 2>/dev/null
+    mountpoint -q {OUT_MOUNT} || mount {OUT_MOUNT} 2>/dev/null
+    if mountpoint -q {SRC_MOUNT} && mountpoint -q {OUT_MOUNT}; then
+        [ "$i" -eq 0 ] || echo "zfsmon: the 9p shares mounted at the $i-th retry"
+        exit 0
+    fi
+    i=$((i + 1))
+    sleep 1
+done
+echo "zfsmon: the 9p shares did not mount" >&2
+grep -qw zfsmon.keep=1 /proc/cmdline || systemctl poweroff --no-block
+exit 1
+"""
+
 UNIT_TEXT = f"""\
 [Unit]
 Description=zfsmon: run the host's command, then power off
 ConditionKernelCommandLine=zfsmon.run=1
-RequiresMountsFor={SRC_MOUNT} {OUT_MOUNT}
 After=multi-user.target
 
 [Service]
 Type=oneshot
+ExecStartPre={MOUNT_SHARES}
 ExecStart=/bin/bash {OUT_MOUNT}/{RUNNER_NAME}
 TimeoutStartSec=infinity
 StandardOutput=journal+console
@@ -75,10 +99,11 @@ def files(arc_max_mib: int) -> Dict[str, str]:
         "/etc/postgresql-common/createcluster.d/zfsmon.conf": "create_main_cluster = false\n",
         "/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf": AUTOLOGIN,
         f"/etc/systemd/system/{UNIT}": UNIT_TEXT,
+        MOUNT_SHARES: MOUNT_SHARES_TEXT,
         "/usr/local/bin/zfsmon": WRAPPER,
         "/etc/dpkg/dpkg.cfg.d/zfsmon-nodoc": "path-exclude=/usr/share/doc/*\npath-include=/usr/share/doc/*/copyright\n"
                                             "path-exclude=/usr/share/man/*\npath-exclude=/usr/share/locale/*\n",
     }
 
 
-EXECUTABLE = ("/usr/local/bin/zfsmon",)
+EXECUTABLE = ("/usr/local/bin/zfsmon", MOUNT_SHARES)
