@@ -6,11 +6,16 @@ from __future__ import annotations
 import asyncio
 from typing import List
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
+from textual.strip import Strip
 
-from zfsmon.views.top.lines import Lines
+from zfsmon.views.top.lines import Lines, _strip
 
 
 class Counting(Lines):
@@ -19,7 +24,8 @@ class Counting(Lines):
         self.rendered: List[int] = []
 
     def render_line(self, y: int):
-        if y < len(self.texts) and y not in self._strips:
+        kept = self._strips.get(y)
+        if y < len(self.texts) and (kept is None or kept[0] != (self._pass_style or self.rich_style)):
             self.rendered.append(y)
         return super().render_line(y)
 
@@ -64,4 +70,49 @@ def test_only_lines_on_screen_and_lines_that_changed_are_rendered():
             await pilot.pause()
             await pilot.pause()
             assert w.size.height == 5
+    asyncio.run(go())
+
+
+_STYLES = ["", "bold", "red", "reverse green", "dim italic", "on blue"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.tuples(st.text(alphabet="ab 0.%|\u2581\u2588\u4e2d\u00e9", max_size=12),
+                                st.sampled_from(_STYLES)), max_size=8),
+       base=st.sampled_from(_STYLES), width=st.integers(0, 40))
+def test_a_line_is_the_strip_textual_would_make_cut_or_padded_to_the_width(parts, base, width):
+    """The one-Strip rendering equals Textual's way (render, then crop_extend to the width on the widget's
+    style): the same segments and cells, a line shorter or longer than the panel and wide characters included."""
+    console = Console(width=200, color_system="truecolor")
+    line = Text()
+    for text, style in parts:
+        line.append(text, style=style or None)
+    style = Style.parse(base) if base else Style()
+    t = line.copy()
+    t.no_wrap = True
+    t.stylize_before(style)
+    want = Strip(t.render(console)).crop_extend(0, width, style)
+    got = _strip(line, style, width, console)
+    assert got == want and got.cell_length == want.cell_length == width
+    assert line == Text.assemble(*[(x, s or None) for x, s in parts])  # the panel's text is left as it was
+
+
+def test_a_line_is_rendered_again_when_the_widgets_style_changes():
+    """A kept line is drawn in the style it was made in: a new background (a theme, a class on the panel) gets
+    every line again, not only the ones whose text changed."""
+    async def go():
+        app = Box()
+        async with app.run_test(size=(60, 12)) as pilot:
+            w = app.query_one(Counting)
+            w.set_lines([Text(f"row {i}") for i in range(5)])
+            await pilot.pause()
+            await pilot.pause()
+            before = w.rich_style
+            w.rendered.clear()
+            w.styles.background = "red"
+            await pilot.pause()
+            await pilot.pause()
+            assert w.rich_style != before
+            assert sorted(set(w.rendered)) == [0, 1, 2, 3, 4]
+            assert {seg.style.bgcolor.triplet for seg in w._strips[0][1]} == {(255, 0, 0)}
     asyncio.run(go())
