@@ -104,3 +104,14 @@ def test_collector_with_roles_from_status(tmp_path):
     assert "status zguest" in calls and "iostat -T u -w -p -y -v zguest 2" in calls
     leaf = next(s for s in got if s.entity.name == "virtio-log0")
     assert leaf.entity.role == Role.LOG and leaf.entity.kind == Kind.VDEV and leaf.source == "zpool iostat -w"
+
+
+def test_the_histograms_come_every_ten_seconds_or_at_a_longer_interval():
+    """The source's child reports every HISTOGRAM_EVERY_S at the shortest: the histograms are added up over
+    windows, and at one second they were most of collection's CPU and of the recording's values; a longer
+    sampling interval is used as it is, and the samples say the interval they cover."""
+    assert zpool_latency.HISTOGRAM_EVERY_S == 10.0
+    for interval, want in ((1.0, "10"), (5.0, "10"), (10.0, "10"), (30.0, "30")):
+        c = zpool_latency.SOURCE.collector(None, interval, ["tank"])
+        assert c.argv[-2:] == ["tank", want] and c.interval == float(want)
+        assert c.parser.interval == float(want)

@@ -12,6 +12,16 @@ buckets. The tables are read by :mod:`zfsmon.sources.zpool_iostat`
 come from ``zpool status``, read when the child starts and every
 :data:`TOPOLOGY_EVERY_S` seconds.
 
+The histograms come every :data:`HISTOGRAM_EVERY_S` seconds, or at the
+sampling interval if that is longer. They are what the analyses add up over
+a window (a role's latency distribution, the exporter's cumulative buckets),
+not a per-second figure (the ``zpool_iostat`` source's ``-l`` means are, every
+interval), and they are most of the cost: 37 buckets x 11 columns per vdev
+and interval, zeros included, so 79 % of every value a small OpenZFS 2.3 pool's
+recording held at a 5 s interval, and at 1 s their child and its parsing were
+44-45 % of collecting every source in the OpenZFS guest (docs/performance.md,
+"Collection").
+
 ``-w`` came with ZoL 0.7 (OpenZFS on Linux and FreeBSD); illumos, FreeBSD's
 legacy ZFS and zfs-fuse do not have it (there, the trace scripts give
 latency distributions).
@@ -39,6 +49,8 @@ FLAGS = ("-T", "u", "-w", "-p", "-y")
 TOPOLOGY_EVERY_S = 60.0
 #: ``zpool iostat -w`` exists since ZoL 0.7
 SINCE = (0, 7)
+#: seconds between two histogram reports at the shortest (a longer sampling interval is used as it is)
+HISTOGRAM_EVERY_S = 10.0
 
 
 class LatencyCollector(StreamCollector):
@@ -92,11 +104,17 @@ def check_host(host: Host) -> Check:
     if not v or v[:2] < SINCE:
         return Check(NAME, False, f"{host.flavour} {host.zfs_version}: zpool iostat has no -w (OpenZFS/ZoL 0.7+); "
                      "`zfsmon trace vdevlat` gives latency distributions there".replace("  ", " "))
-    return Check(NAME, True, f"zpool iostat {' '.join(FLAGS)} -v INTERVAL: interval deltas per vdev and queue")
+    return Check(NAME, True, f"zpool iostat {' '.join(FLAGS)} -v INTERVAL: interval deltas per vdev and queue, "
+                 f"every {HISTOGRAM_EVERY_S:g} s or the interval if longer")
+
+
+def histogram_interval(interval: float) -> float:
+    """The seconds between histogram reports for a sampling ``interval``."""
+    return max(float(interval), HISTOGRAM_EVERY_S)
 
 
 def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
-    return LatencyCollector(pools, interval)
+    return LatencyCollector(pools, histogram_interval(interval))
 
 
 def histogram_records(text: str, pools: Sequence[str] = (), topology=None, interval: Optional[float] = None,
@@ -111,5 +129,6 @@ def histogram_records(text: str, pools: Sequence[str] = (), topology=None, inter
     return out
 
 
-SOURCE = Source(name=NAME, help="per-vdev latency histograms per queue and op, interval deltas (zpool iostat -w)",
+SOURCE = Source(name=NAME, help=f"per-vdev latency histograms per queue and op, interval deltas (zpool iostat -w), "
+                f"every {HISTOGRAM_EVERY_S:g} s or the interval if longer",
                 order=11, check=check_host, collector=_collector, family="latency")
