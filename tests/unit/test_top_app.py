@@ -255,6 +255,51 @@ def test_replay_works_out_the_findings_once_per_cursor_time(recording, monkeypat
     run(go())
 
 
+def test_live_findings_costing_more_than_their_share_of_a_core_come_less_often(tmp_path, fixtures, monkeypatch):
+    """A findings run is timed in its thread; live, the next one comes FINDINGS_CPU_SHARE of a core later at the
+    most: a run that took 0.9 s of CPU is followed 90 s later, not 30 s (a large pool's window costs more to
+    analyse, and the goose-egg line is judged every interval anyway). New records came in both cases."""
+    batches = top_data.batches()
+    half = len(batches) // 2
+    first = [r for _ts, b in batches[:half] for r in b]
+    later = [r for _ts, b in batches[half:] for r in b]
+    started = []
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(time, "thread_time", lambda: 0.9 * next(ticks))  # each run: 0.9 s between its two reads
+
+    async def go():
+        app, feed = _live_app(tmp_path)
+        start = app._start_findings
+
+        def counted(now):
+            if not app._findings_busy:
+                started.append(now)
+            start(now)
+
+        app._start_findings = counted
+        clock = [top_data.T_END]
+        app.clock = lambda: clock[0]
+        async with app.run_test(size=(160, 50)) as pilot:
+            feed.sink(first)
+            await _until(pilot, lambda: app.state.fed > 0, "the first records to be fed")
+            app.redraw()
+            await _until(pilot, lambda: started and not app._findings_busy, "a findings run")
+            assert app.findings_every() == pytest.approx(90.0)  # 0.9 s of CPU at 1 % of a core
+            runs = len(started)
+            feed.sink(later)
+            await _until(pilot, lambda: app.state.fed == len(first) + len(later), "the later records to be fed")
+            clock[0] += 31.0  # FINDINGS_EVERY_S has passed, but not 90 s
+            for _ in range(3):
+                app.redraw()
+                await _settle(pilot)
+            assert len(started) == runs
+            clock[0] += 60.0
+            app.redraw()
+            await _until(pilot, lambda: len(started) == runs + 1 and not app._findings_busy, "the next run")
+            assert started[-1] - started[-2] >= 90.0
+    run(go())
+
+
 def test_live_findings_wait_for_new_records(tmp_path, fixtures):
     """Live, the findings run every 30 s as the window slides; when no record came since the last run (a source
     with a long interval, a stalled one) the window is the same, and so would be the answer: no run."""

@@ -42,6 +42,9 @@ NARROW = 120
 #: live batches held back while paused (they are recorded anyway)
 MAX_HELD = 10_000
 FINDINGS_EVERY_S = 30.0
+#: live, the findings take at most this share of one core: a run that took 0.45 s of CPU (64 leaves and their
+#: devices) comes every 45 s instead of 30 (the goose-egg line is judged every interval regardless)
+FINDINGS_CPU_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,7 @@ class TopApp(App):
         self._laid_out = None
         self._settle_until = 0.0
         self._findings_busy = False
+        self._findings_cpu = 0.0  # the last run's CPU seconds (its thread's)
         #: the window (:meth:`_window_key`) whose findings ``report`` holds
         self._report_key: Optional[tuple] = None
         self._shown: dict = {}
@@ -354,9 +358,14 @@ class TopApp(App):
         # the same window gives the same findings (0.5-1 s of CPU a run at 64 leaves): a replay cursor at rest, or a
         # live window no record came to since the last run, is not analysed again
         new = self.report is None or self._report_key != self._window_key()
-        if new and (self.replay is not None or self.report is None or now - self._report_at >= FINDINGS_EVERY_S):
+        if new and (self.replay is not None or self.report is None or now - self._report_at >= self.findings_every()):
             self._start_findings(now)
         return self.report
+
+    def findings_every(self) -> float:
+        """Seconds between live findings runs: :data:`FINDINGS_EVERY_S`, or longer where the last run's CPU would
+        be more than :data:`FINDINGS_CPU_SHARE` of a core at that pace."""
+        return max(FINDINGS_EVERY_S, self._findings_cpu / FINDINGS_CPU_SHARE)
 
     def _window_key(self) -> tuple:
         """What a window's findings depend on: the cursor's time (replay) or the records fed so far (live), and the
@@ -371,16 +380,18 @@ class TopApp(App):
         job, key = self.state.findings_job(), self._window_key()
 
         def work() -> None:
+            cpu = time.thread_time()
             try:
                 report, err = job(), None
             except Exception as exc:  # analysis is another module: a bug there must not end the dashboard
                 report, err = None, exc
-            self.call_from_thread(self._findings_done, report, key, err)
+            self.call_from_thread(self._findings_done, report, key, err, time.thread_time() - cpu)
 
         self.run_worker(work, thread=True, group="findings")
 
-    def _findings_done(self, report, key: tuple, err: Optional[Exception]) -> None:
+    def _findings_done(self, report, key: tuple, err: Optional[Exception], cpu: float = 0.0) -> None:
         self._findings_busy = False
+        self._findings_cpu = cpu
         if not self._panels_mounted():
             return
         if err is not None:
