@@ -8,6 +8,11 @@ Two arms (``--arm``):
 - ``record``: ``zfsmon record --pool POOL --interval 1`` (every source this host has) as its own process,
   started before and stopped (SIGTERM) after each "on" run.
 
+The trace arm also measures the tracer's own CPU directly, which the TPS difference (pgbench's spread on 2
+shared cores is +-15-25 % a run) cannot resolve: the kernel's run count and run time of every BPF program the
+tracer holds (``/proc/PID/fdinfo``, with ``kernel.bpf_stats_enabled`` set for the run and put back after) and the
+tracer process's own CPU time, over each traced pgbench run.
+
 Runs are ABBA-ordered so drift (ARC and L2ARC warm-up, txg timing) does not masquerade as overhead; each
 round's two runs are neighbours in time, so the paired difference is the estimate: the median of the
 per-round differences with a bootstrap confidence interval (resampling the rounds).
@@ -71,8 +76,32 @@ def prewarm(cluster: PgCluster, db: str) -> None:
         raise SystemExit(f"pg_prewarm failed: {res.stderr.strip()[-300:]}")
 
 
+BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+
+def probe_counters(pid: int) -> Tuple[int, int, float]:
+    """(runs, run time in ns) summed over the BPF programs process ``pid`` holds, and its own CPU seconds (user +
+    system). The run figures count only while ``kernel.bpf_stats_enabled`` is 1."""
+    runs = ns = 0
+    fds = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(fds):
+        try:
+            with open(os.path.join(fds, fd)) as fh:
+                info = dict(line.split(":", 1) for line in fh if ":" in line)
+        except OSError:  # closed meanwhile
+            continue
+        if "prog_type" in info:
+            runs += int(info.get("run_cnt", "0"))
+            ns += int(info.get("run_time_ns", "0"))
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    return runs, ns, cpu
+
+
 def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespace, pool: str) -> Dict[str, float]:
-    """One pgbench run with the tracer attached; also how many ops the tracer saw (proof it was tracing)."""
+    """One pgbench run with the tracer attached; also how many ops the tracer saw (proof it was tracing), and
+    the tracer's own cost over the run: its BPF programs' runs and run time in the kernel, its process's CPU."""
     coll = TraceCollector(script, 1, pools=(pool,))
     problem = coll.preflight()
     if problem:
@@ -87,6 +116,10 @@ def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespac
         result: Dict[str, float] = {}
         t = threading.Thread(target=lambda: result.update(
             tps=run_pgbench(cluster, db, args.clients, args.seconds, args.select_only)))
+        pid = coll._proc.pid if coll._proc is not None else None
+        if pid is None:
+            raise SystemExit("the tracer is not running")
+        before, w0 = probe_counters(pid), time.monotonic()
         t.start()
         while t.is_alive():
             for r in coll.poll():
@@ -95,9 +128,11 @@ def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespac
                         traced += sum(v for k, v in r.metrics.items() if k.endswith("_ops"))
             time.sleep(0.5)
         t.join()
+        after, wall = probe_counters(pid), time.monotonic() - w0
     finally:
         coll.stop()
-    return {"tps": result["tps"], "traced_ops": traced}
+    return {"tps": result["tps"], "traced_ops": traced, "probe_runs": after[0] - before[0],
+            "probe_ns": after[1] - before[1], "tracer_cpu": after[2] - before[2], "wall": wall}
 
 
 def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: str, out: str) -> Dict[str, float]:
@@ -133,7 +168,22 @@ def bootstrap_median(diffs: List[float], resamples: int, seed: int = 15) -> Tupl
     return float(lo), float(hi)
 
 
-def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[float], done: int) -> str:
+def cost_table(costs: List[Dict[str, float]]) -> str:
+    """The tracer's own cost per traced run, measured directly (not through TPS), and the median."""
+    rows = []
+    for c in costs:
+        rows.append((c["probe_runs"] / c["wall"], c["probe_ns"] / c["probe_runs"] if c["probe_runs"] else 0.0,
+                     100.0 * c["probe_ns"] / 1e9 / c["wall"], 100.0 * c["tracer_cpu"] / c["wall"],
+                     c["traced_ops"] / c["wall"]))
+    med = [statistics.median(r[i] for r in rows) for i in range(5)]
+    cells = " | ".join(", ".join(f"{r[i]:.{d}f}" for r in rows) + f" (median {med[i]:.{d}f})"
+                       for i, d in ((4, 0), (0, 0), (1, 0), (2, 2), (3, 2)))
+    return ("| traced I/Os per s | probe runs per s | ns per probe run | probes' CPU, % of a core | the tracer "
+            "process's CPU, % of a core |\n|---|---|---|---|---|\n| " + cells + " |\n")
+
+
+def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[float], done: int,
+            costs: Optional[List[Dict[str, float]]] = None) -> str:
     off, on = statistics.median(tps["off"]), statistics.median(tps["on"])
     # each round's two runs are neighbours in time: their difference is the drift-free estimate
     paired = [100.0 * (a - b) / a for a, b in zip(tps["off"], tps["on"]) if a]
@@ -169,7 +219,12 @@ Per round (paired runs, loss in % of the run without): {", ".join(f"{x:+.1f}" fo
 Median paired loss {med:+.2f} %, 95 % bootstrap interval [{lo:+.2f}, {hi:+.2f}] % ({args.resamples} resamples
 of the {len(paired)} rounds, numpy percentile bootstrap). {seen} Load average at the end:
 {os.getloadavg()[0]:.1f}.
-"""
+""" + (f"""
+The tracer's own cost in each traced run, measured directly (the kernel's run count and run time of its BPF
+programs with `kernel.bpf_stats_enabled`, which adds its own timing to each run; its process's CPU from
+/proc), per traced run:
+
+{cost_table(costs)}""" if costs else "")
 
 
 def _terminate(signum, frame):  # SIGTERM: leave through the finally blocks (cluster and lab torn down)
@@ -205,7 +260,14 @@ def main() -> int:
     cluster = PgCluster(datadir=datadir, port=args.port, shared_buffers=args.shared_buffers)
     tps: Dict[str, List[float]] = {"off": [], "on": []}
     extra: List[float] = []
+    costs: List[Dict[str, float]] = []
     recording = f"/var/tmp/{args.pool}-overhead.zfsmon"
+    stats_were: Optional[str] = None
+    if args.arm == "trace":  # the BPF programs' run time is counted only while this is on: put back after
+        with open(BPF_STATS) as fh:
+            stats_were = fh.read().strip()
+        with open(BPF_STATS, "w") as fh:
+            fh.write("1")
     text: Optional[str] = None
     try:
         if not cluster.is_initialized():
@@ -226,6 +288,7 @@ def main() -> int:
                     r = traced_run(args.script, cluster, "bench", args, args.pool)
                     tps["on"].append(r["tps"])
                     extra.append(r["traced_ops"])
+                    costs.append(r)
                 else:
                     if os.path.exists(recording):
                         os.unlink(recording)
@@ -233,12 +296,15 @@ def main() -> int:
                     tps["on"].append(r["tps"])
                     extra.append(r["bytes"])
                 print(f"round {i + 1} {arm}: {tps[arm][-1]:.1f} tps", file=sys.stderr, flush=True)
-            text = section(args, tps, extra, i + 1)
+            text = section(args, tps, extra, i + 1, costs)
             if args.out:
                 Path(args.out).write_text(text)
     except KeyboardInterrupt:
         print("stopped: the rounds completed so far are reported", file=sys.stderr)
     finally:
+        if stats_were is not None:
+            with open(BPF_STATS, "w") as fh:
+                fh.write(stats_were)
         if not args.keep:
             cluster.stop()
             if not existed:
