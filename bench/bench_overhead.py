@@ -28,6 +28,7 @@ docs/performance.md after every round (to --out if given), so a stopped run stil
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import signal
@@ -42,6 +43,9 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bpfstats  # noqa: E402
 
 from zfsmon import lab as labmod  # noqa: E402
 from zfsmon.lab.config import LabConfig  # noqa: E402
@@ -76,29 +80,6 @@ def prewarm(cluster: PgCluster, db: str) -> None:
         raise SystemExit(f"pg_prewarm failed: {res.stderr.strip()[-300:]}")
 
 
-BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
-
-
-def probe_counters(pid: int) -> Tuple[int, int, float]:
-    """(runs, run time in ns) summed over the BPF programs process ``pid`` holds, and its own CPU seconds (user +
-    system). The run figures count only while ``kernel.bpf_stats_enabled`` is 1."""
-    runs = ns = 0
-    fds = f"/proc/{pid}/fdinfo"
-    for fd in os.listdir(fds):
-        try:
-            with open(os.path.join(fds, fd)) as fh:
-                info = dict(line.split(":", 1) for line in fh if ":" in line)
-        except OSError:  # closed meanwhile
-            continue
-        if "prog_type" in info:
-            runs += int(info.get("run_cnt", "0"))
-            ns += int(info.get("run_time_ns", "0"))
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
-    return runs, ns, cpu
-
-
 def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespace, pool: str) -> Dict[str, float]:
     """One pgbench run with the tracer attached; also how many ops the tracer saw (proof it was tracing), and
     the tracer's own cost over the run: its BPF programs' runs and run time in the kernel, its process's CPU."""
@@ -119,7 +100,7 @@ def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespac
         pid = coll._proc.pid if coll._proc is not None else None
         if pid is None:
             raise SystemExit("the tracer is not running")
-        before, w0 = probe_counters(pid), time.monotonic()
+        before, w0 = bpfstats.probe_counters(pid), time.monotonic()
         t.start()
         while t.is_alive():
             for r in coll.poll():
@@ -128,11 +109,10 @@ def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespac
                         traced += sum(v for k, v in r.metrics.items() if k.endswith("_ops"))
             time.sleep(0.5)
         t.join()
-        after, wall = probe_counters(pid), time.monotonic() - w0
+        after, wall = bpfstats.probe_counters(pid), time.monotonic() - w0
     finally:
         coll.stop()
-    return {"tps": result["tps"], "traced_ops": traced, "probe_runs": after[0] - before[0],
-            "probe_ns": after[1] - before[1], "tracer_cpu": after[2] - before[2], "wall": wall}
+    return {"tps": result["tps"], "traced_ops": traced, "wall": wall, **bpfstats.cost(before, after, wall)}
 
 
 def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: str, out: str) -> Dict[str, float]:
@@ -170,16 +150,15 @@ def bootstrap_median(diffs: List[float], resamples: int, seed: int = 15) -> Tupl
 
 def cost_table(costs: List[Dict[str, float]]) -> str:
     """The tracer's own cost per traced run, measured directly (not through TPS), and the median."""
-    rows = []
-    for c in costs:
-        rows.append((c["probe_runs"] / c["wall"], c["probe_ns"] / c["probe_runs"] if c["probe_runs"] else 0.0,
-                     100.0 * c["probe_ns"] / 1e9 / c["wall"], 100.0 * c["tracer_cpu"] / c["wall"],
-                     c["traced_ops"] / c["wall"]))
-    med = [statistics.median(r[i] for r in rows) for i in range(5)]
-    cells = " | ".join(", ".join(f"{r[i]:.{d}f}" for r in rows) + f" (median {med[i]:.{d}f})"
-                       for i, d in ((4, 0), (0, 0), (1, 0), (2, 2), (3, 2)))
-    return ("| traced I/Os per s | probe runs per s | ns per probe run | probes' CPU, % of a core | the tracer "
-            "process's CPU, % of a core |\n|---|---|---|---|---|\n| " + cells + " |\n")
+    cols = (("traced I/Os per s", lambda c: c["traced_ops"] / c["wall"], 0), ("probe runs per s", "runs_per_s", 0),
+            ("ns per probe run", "ns_per_run", 0), ("probes' CPU, % of a core", "probes_pct", 2),
+            ("the tracer process's CPU, % of a core", "tracer_pct", 2))
+    cells = []
+    for _name, key, d in cols:
+        vals = [key(c) if callable(key) else c[key] for c in costs]
+        cells.append(", ".join(f"{v:.{d}f}" for v in vals) + f" (median {statistics.median(vals):.{d}f})")
+    return ("| " + " | ".join(n for n, _k, _d in cols) + " |\n|" + "---|" * len(cols) + "\n| " + " | ".join(cells)
+            + " |\n")
 
 
 def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[float], done: int,
@@ -262,12 +241,9 @@ def main() -> int:
     extra: List[float] = []
     costs: List[Dict[str, float]] = []
     recording = f"/var/tmp/{args.pool}-overhead.zfsmon"
-    stats_were: Optional[str] = None
+    stats = contextlib.ExitStack()
     if args.arm == "trace":  # the BPF programs' run time is counted only while this is on: put back after
-        with open(BPF_STATS) as fh:
-            stats_were = fh.read().strip()
-        with open(BPF_STATS, "w") as fh:
-            fh.write("1")
+        stats.enter_context(bpfstats.stats_enabled())
     text: Optional[str] = None
     try:
         if not cluster.is_initialized():
@@ -302,9 +278,7 @@ def main() -> int:
     except KeyboardInterrupt:
         print("stopped: the rounds completed so far are reported", file=sys.stderr)
     finally:
-        if stats_were is not None:
-            with open(BPF_STATS, "w") as fh:
-                fh.write(stats_were)
+        stats.close()
         if not args.keep:
             cluster.stop()
             if not existed:
