@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -76,7 +77,7 @@ class Lines(Widget):
         return strip
 
 
-def _strip(line: Text, style: Style, width: int, console) -> Strip:
+def _strip(line: Text, style: Style, width: int, console: Console) -> Strip:
     """``line`` on ``style``, exactly ``width`` cells: what ``Strip(rendered).crop_extend(0, width, style)``
     gives, made as one Strip when the line fits (as the panels cut their lines, it does)."""
     text = line.copy()
