@@ -4,8 +4,9 @@ For each ``--script``: ``TraceCollector(SCRIPT, 1)`` (the code path of ``zfsmon 
 bench_collect's workload writes, fsyncs and reads a file in the pool's mountpoint; once the script has reported
 its first interval, for ``--seconds``: the kernel's run count and run time of the tracer's BPF programs
 (``kernel.bpf_stats_enabled`` on for the bench, then as it was) and the tracer process's CPU. A probe run is one
-event the script handles (a function entered or returned, a tracepoint hit), whatever it then keeps. Where bench_overhead's TPS A/B needs the zfs-fuse lab, this runs on any pool the scripts can
-trace: the OpenZFS guest's kprobe scripts (numbers there are emulated CPU: their shape, not their size).
+event the script handles (a function entered or returned, a tracepoint hit), whatever it then keeps. Where
+bench_overhead's TPS A/B needs the zfs-fuse lab, this runs on any pool the scripts can trace: the OpenZFS guest's
+scripts on ZFS tracepoints and kprobes (numbers there are emulated CPU: their shape, not their size).
 
     zfsmon guest run --zfs 2.3 --out DIR -- 'cd /mnt/zfsmon && /opt/zfsmon/venv/bin/python3 \\
         bench/bench_trace_cost.py --pool zguest --seconds 60 --script arc --script zil --script txg \\

@@ -3,7 +3,7 @@
 The kernel counts a program's runs and their time only while ``kernel.bpf_stats_enabled`` is 1 (the counting adds
 its own timing to each run, so the figures are an upper bound of the programs' cost); :func:`stats_enabled`
 turns it on for a measurement and puts the old value back. Shared by bench_overhead (the lab, beside pgbench) and
-bench_trace_cost (any host with a trace script: the OpenZFS guest's kprobe scripts).
+bench_trace_cost (any host with a trace script: the OpenZFS guest's).
 """
 
 from __future__ import annotations
