@@ -37,7 +37,7 @@ from bench_store import T0, Synthetic  # noqa: E402
 from zfsmon.model import Entity, Kind, Record, Sample  # noqa: E402
 from zfsmon.store import Recorder, Recording  # noqa: E402
 from zfsmon.views.top import panels  # noqa: E402
-from zfsmon.views.top.app import FINDINGS_CPU_SHARE, FINDINGS_EVERY_S, LiveFeed, TopApp  # noqa: E402
+from zfsmon.views.top.app import FINDINGS_CPU_SHARE, FINDINGS_EVERY_S, LiveFeed, TopApp, findings_every  # noqa: E402
 from zfsmon.views.top.replay import ReplayCursor  # noqa: E402
 from zfsmon.views.top.state import TopState  # noqa: E402
 from zfsmon.views.top.timeline import read_timeline  # noqa: E402
@@ -238,9 +238,7 @@ def breakdown(rounds: int = 20) -> Dict[str, float]:
     for _ in range(runs):
         st.findings_job()()
     out["findings"] = (time.process_time() - c) / runs * 1000
-    # live, the app runs them every FINDINGS_EVERY_S, or less often where a run would take more than
-    # FINDINGS_CPU_SHARE of a core (TopApp.findings_every)
-    out["findings_per_refresh"] = out["findings"] / max(FINDINGS_EVERY_S, out["findings"] / 1000 / FINDINGS_CPU_SHARE)
+    out["findings_per_refresh"] = out["findings"] / findings_every(out["findings"] / 1000)  # the app's pace
     return out
 
 

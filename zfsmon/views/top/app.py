@@ -47,6 +47,12 @@ FINDINGS_EVERY_S = 30.0
 FINDINGS_CPU_SHARE = 0.01
 
 
+def findings_every(cpu_s: float) -> float:
+    """Seconds between live findings runs when a run takes ``cpu_s`` of CPU: :data:`FINDINGS_EVERY_S`, or longer
+    where that pace would take more than :data:`FINDINGS_CPU_SHARE` of a core."""
+    return max(FINDINGS_EVERY_S, cpu_s / FINDINGS_CPU_SHARE)
+
+
 @dataclass(frozen=True)
 class Key:
     keys: str  # Textual key names, comma separated
@@ -363,9 +369,8 @@ class TopApp(App):
         return self.report
 
     def findings_every(self) -> float:
-        """Seconds between live findings runs: :data:`FINDINGS_EVERY_S`, or longer where the last run's CPU would
-        be more than :data:`FINDINGS_CPU_SHARE` of a core at that pace."""
-        return max(FINDINGS_EVERY_S, self._findings_cpu / FINDINGS_CPU_SHARE)
+        """Seconds between live findings runs, by the last run's CPU (:func:`findings_every`)."""
+        return findings_every(self._findings_cpu)
 
     def _window_key(self) -> tuple:
         """What a window's findings depend on: the cursor's time (replay) or the records fed so far (live), and the
@@ -389,7 +394,7 @@ class TopApp(App):
 
         self.run_worker(work, thread=True, group="findings")
 
-    def _findings_done(self, report, key: tuple, err: Optional[Exception], cpu: float = 0.0) -> None:
+    def _findings_done(self, report, key: tuple, err: Optional[Exception], cpu: float) -> None:
         self._findings_busy = False
         self._findings_cpu = cpu
         if not self._panels_mounted():
