@@ -255,6 +255,22 @@ def test_replay_works_out_the_findings_once_per_cursor_time(recording, monkeypat
     run(go())
 
 
+def _count_findings_starts(app, started: list, what) -> list:
+    """Each findings job the app really starts (one is not started while another runs) appends ``what(now)`` to
+    ``started``; the app's clock becomes the one-element list returned, which the test moves."""
+    start = app._start_findings
+
+    def counted(now):
+        if not app._findings_busy:
+            started.append(what(now))
+        start(now)
+
+    app._start_findings = counted
+    clock = [top_data.T_END]
+    app.clock = lambda: clock[0]
+    return clock
+
+
 def test_live_findings_costing_more_than_their_share_of_a_core_come_less_often(tmp_path, fixtures, monkeypatch):
     """A findings run is timed in its thread; live, the next one comes FINDINGS_CPU_SHARE of a core later at the
     most: a run that took 0.9 s of CPU is followed 90 s later, not 30 s (a large pool's window costs more to
@@ -269,16 +285,7 @@ def test_live_findings_costing_more_than_their_share_of_a_core_come_less_often(t
 
     async def go():
         app, feed = _live_app(tmp_path)
-        start = app._start_findings
-
-        def counted(now):
-            if not app._findings_busy:
-                started.append(now)
-            start(now)
-
-        app._start_findings = counted
-        clock = [top_data.T_END]
-        app.clock = lambda: clock[0]
+        clock = _count_findings_starts(app, started, lambda now: now)
         async with app.run_test(size=(160, 50)) as pilot:
             feed.sink(first)
             await _until(pilot, lambda: app.state.fed > 0, "the first records to be fed")
@@ -310,16 +317,7 @@ def test_live_findings_wait_for_new_records(tmp_path, fixtures):
 
     async def go():
         app, feed = _live_app(tmp_path)
-        start = app._start_findings
-
-        def counted(now):  # a job starts unless one is running
-            if not app._findings_busy:
-                started.append(app.state.fed)
-            start(now)
-
-        app._start_findings = counted
-        clock = [top_data.T_END]
-        app.clock = lambda: clock[0]
+        clock = _count_findings_starts(app, started, lambda now: app.state.fed)
         async with app.run_test(size=(160, 50)) as pilot:
             feed.sink(first)
             await _until(pilot, lambda: app.state.fed > 0, "the first records to be fed")
