@@ -97,9 +97,7 @@ def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespac
         result: Dict[str, float] = {}
         t = threading.Thread(target=lambda: result.update(
             tps=run_pgbench(cluster, db, args.clients, args.seconds, args.select_only)))
-        pid = coll._proc.pid if coll._proc is not None else None
-        if pid is None:
-            raise SystemExit("the tracer is not running")
+        pid = bpfstats.tracer_pid(coll, script)
         before, w0 = bpfstats.probe_counters(pid), time.monotonic()
         t.start()
         while t.is_alive():

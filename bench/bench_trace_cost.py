@@ -47,9 +47,7 @@ def measure(script: str, pool: str, seconds: float, tracer: str) -> Dict[str, fl
                 raise SystemExit(f"{script}: no interval reported in 300 s")
             coll.poll()
             time.sleep(0.2)
-        pid = coll._proc.pid if coll._proc is not None else None
-        if pid is None:
-            raise SystemExit(f"{script}: the tracer is not running")
+        pid = bpfstats.tracer_pid(coll, script)
         before, w0 = bpfstats.probe_counters(pid), time.monotonic()
         while time.monotonic() - w0 < seconds:
             coll.poll()  # as record and top do: the reports are read (and parsed) as they come

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from typing import Iterator, NamedTuple
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.bench_collect import proc_cpu  # noqa: E402
 
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
@@ -19,6 +24,14 @@ class ProbeCounters(NamedTuple):
     runs: int  # runs of the process's BPF programs, all of them
     run_ns: int  # their time in the kernel
     cpu: float  # the process's own CPU seconds (user + system)
+
+
+def tracer_pid(collector, what: str) -> int:
+    """The pid of a started trace collector's tracer (bpftrace, or bcc's python), which holds its BPF programs."""
+    proc = collector._proc
+    if proc is None:
+        raise SystemExit(f"{what}: the tracer is not running")
+    return proc.pid
 
 
 def probe_counters(pid: int) -> ProbeCounters:
@@ -34,10 +47,7 @@ def probe_counters(pid: int) -> ProbeCounters:
         if "prog_type" in info:
             runs += int(info.get("run_cnt", "0"))
             ns += int(info.get("run_time_ns", "0"))
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
-    return ProbeCounters(runs, ns, cpu)
+    return ProbeCounters(runs, ns, proc_cpu(f"/proc/{pid}/stat"))
 
 
 @contextlib.contextmanager
