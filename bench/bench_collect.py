@@ -28,6 +28,8 @@ import threading
 import time
 from typing import Optional
 
+import psutil
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.bench_store import Synthetic  # noqa: E402
@@ -98,6 +100,24 @@ def proc_cpu(path: str) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def tree_cpu(pid: int) -> float:
+    """user+system seconds of process ``pid`` and its descendants: the living ones' own, and what each has of
+    the children it reaped (a ``zpool status`` run that ended is in its parent's). 0 when it is gone."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:  # ended meanwhile: its parent has it once reaped
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
 
 
 class PerSource:

@@ -1,4 +1,4 @@
-"""zfsmon's cost on the workload: pgbench TPS on the zfs-fuse lab with and without zfsmon, interleaved.
+"""zfsmon's cost on the workload: pgbench TPS on the zfs-fuse lab (or a real pool) with and without zfsmon, interleaved.
 
 Two arms (``--arm``):
 
@@ -20,6 +20,8 @@ per-round differences with a bootstrap confidence interval (resampling the round
     python3 bench/bench_overhead.py --arm record --rounds 12 --seconds 60 --pool ztab
     python3 bench/bench_overhead.py --arm trace --script vdevlat --rounds 12 --seconds 60
     python3 bench/bench_overhead.py --pool zlab --keep      # an existing lab, left as it was
+    python3 bench/bench_overhead.py --existing --pool zguest --dataset zguest/db --arm trace --script zfsslower
+        # in the OpenZFS guest (zfsmon guest run): a real pool, nothing built or torn down
 
 Needs root, zfs-fuse, PostgreSQL (and bpftrace for the trace arm). Prints a markdown section for
 docs/performance.md after every round (to --out if given), so a stopped run still leaves its rounds.
@@ -31,6 +33,7 @@ import argparse
 import contextlib
 import os
 import platform
+import random
 import signal
 import statistics
 import subprocess
@@ -40,15 +43,15 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bpfstats  # noqa: E402
+from bench_collect import tree_cpu  # noqa: E402
 
 from zfsmon import lab as labmod  # noqa: E402
 from zfsmon.lab.config import LabConfig  # noqa: E402
+from zfsmon.lab.system import daemon_record  # noqa: E402
 from zfsmon.model import Sample  # noqa: E402
 from zfsmon.names import is_grouping_vdev  # noqa: E402
 from zfsmon.sources.pgbench_text import parse_summaries  # noqa: E402
@@ -113,8 +116,25 @@ def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespac
     return {"tps": result["tps"], "traced_ops": traced, "wall": wall, **bpfstats.cost(before, after, wall)}
 
 
+def watched_run(cluster: PgCluster, db: str, args: argparse.Namespace, watch: Dict[str, int]) -> Dict[str, float]:
+    """One pgbench run, and the CPU each watched process tree used over it (in % of one core): the recorder's
+    own cost measured directly, and zfs-fuse's, which serves the recorder's kstat reads (FUSE) besides the
+    workload's I/O, so only its difference between the arms says anything of zfsmon."""
+    before, w0 = {k: tree_cpu(pid) for k, pid in watch.items()}, time.monotonic()
+    tps = run_pgbench(cluster, db, args.clients, args.seconds, args.select_only)
+    wall = time.monotonic() - w0
+    return {"tps": tps, "wall": wall, **{f"{k}_pct": 100.0 * (tree_cpu(pid) - before[k]) / wall
+                                         for k, pid in watch.items()}}
+
+
+def zfs_fuse_pid() -> Dict[str, int]:
+    pid = daemon_record().get("pid")
+    return {"zfs-fuse": int(pid)} if isinstance(pid, int) else {}
+
+
 def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: str, out: str) -> Dict[str, float]:
-    """One pgbench run while ``zfsmon record`` (every source, 1 s) runs as its own process."""
+    """One pgbench run while ``zfsmon record`` (every source, 1 s) runs as its own process; with the recorder's
+    CPU (its process, its ``zpool`` children) over the run."""
     argv = [sys.executable, "-m", "zfsmon", "record", "--pool", pool, "--interval", "1", "--quiet", "--out", out]
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     proc = subprocess.Popen(argv, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -125,7 +145,7 @@ def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: st
                 raise SystemExit(f"zfsmon record ended: {proc.stderr.read()[-300:]}")
             time.sleep(0.2)
         time.sleep(2)  # past start-up (imports, detection): the steady state is what is measured
-        tps = run_pgbench(cluster, db, args.clients, args.seconds, args.select_only)
+        r = watched_run(cluster, db, args, {"recorder": proc.pid, **zfs_fuse_pid()})
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -133,17 +153,26 @@ def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: st
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    if proc.returncode not in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
+        raise SystemExit(f"zfsmon record failed ({proc.returncode}): {proc.stderr.read()[-300:]}")
     size = os.path.getsize(out) if os.path.exists(out) else 0
-    return {"tps": tps, "bytes": float(size)}
+    return {**r, "bytes": float(size)}
 
 
 def bootstrap_median(diffs: List[float], resamples: int, seed: int = 15) -> Tuple[float, float]:
-    """95 % percentile-bootstrap interval of the median of ``diffs`` (rounds resampled with replacement)."""
-    rng = np.random.default_rng(seed)
-    a = np.asarray(diffs, dtype=float)
-    meds = np.median(rng.choice(a, size=(resamples, len(a)), replace=True), axis=1)
-    lo, hi = np.percentile(meds, [2.5, 97.5])
-    return float(lo), float(hi)
+    """95 % percentile-bootstrap interval of the median of ``diffs`` (rounds resampled with replacement). Plain
+    Python, so that the bench runs where numpy is not installed (the OpenZFS guest's image)."""
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(diffs, k=len(diffs))) for _ in range(resamples))
+    return _percentile(meds, 2.5), _percentile(meds, 97.5)
+
+
+def _percentile(xs: List[float], q: float) -> float:
+    """numpy's default (linear) percentile of sorted ``xs``."""
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def cost_table(costs: List[Dict[str, float]]) -> str:
@@ -159,8 +188,23 @@ def cost_table(costs: List[Dict[str, float]]) -> str:
             + " |\n")
 
 
+def recorder_table(costs: List[Dict[str, float]], fuse_off: List[float]) -> str:
+    """The recorder's own CPU per recorded run, measured directly, and zfs-fuse's in the paired runs."""
+    ncpu = os.cpu_count() or 1
+    rec = [c["recorder_pct"] for c in costs]
+    on = [c.get("zfs-fuse_pct", float("nan")) for c in costs]
+    rows = [("`zfsmon record` and its children, % of one core", rec),
+            ("the same, % of the machine's CPU", [v / ncpu for v in rec]),
+            ("zfs-fuse, % of one core: runs without", fuse_off),
+            ("zfs-fuse, % of one core: runs with", on),
+            ("zfs-fuse: with minus without, per round", [b - a for a, b in zip(fuse_off, on)])]
+    return "| per run | each run | median |\n|---|---|---|\n" + "".join(
+        f"| {name} | {', '.join(f'{v:.2f}' for v in vals)} | {statistics.median(vals) if vals else float('nan'):.2f} |\n"
+        for name, vals in rows)
+
+
 def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[float], done: int,
-            costs: Optional[List[Dict[str, float]]] = None) -> str:
+            costs: Optional[List[Dict[str, float]]] = None, fuse_off: Optional[List[float]] = None) -> str:
     off, on = statistics.median(tps["off"]), statistics.median(tps["on"])
     # each round's two runs are neighbours in time: their difference is the drift-free estimate
     paired = [100.0 * (a - b) / a for a, b in zip(tps["off"], tps["on"]) if a]
@@ -169,6 +213,8 @@ def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[f
     kind = "select-only (-S)" if args.select_only else "TPC-B-like"
     opts = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k in ("scale", "clients", "shared_buffers"))
     opts += " --select-only" * args.select_only + " --prewarm" * args.prewarm
+    if args.existing:
+        opts += f" --existing --pool {args.pool}" + (f" --dataset {args.dataset}" if args.dataset else "")
     if args.arm == "trace":
         title, what = "Tracing", f"`TraceCollector(\"{args.script}\", 1)` polled every 0.5 s"
         label = f"with `{args.script}`"
@@ -185,7 +231,7 @@ def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[f
 `python3 bench/bench_overhead.py {cmd} --rounds {args.rounds} --seconds {args.seconds}{opts}`
 ({platform.node()}, {os.cpu_count()} CPUs; {done} of {args.rounds} rounds completed): pgbench {kind},
 scale {args.scale}, {args.clients} clients, {args.seconds} s per run, shared_buffers {args.shared_buffers}
-{"(prewarmed)" if args.prewarm else ""}, on the zfs-fuse lab, runs interleaved ABBA without and with {what}.
+{"(prewarmed)" if args.prewarm else ""}, on {"pool " + args.pool if args.existing else "the zfs-fuse lab"}, runs interleaved ABBA without and with {what}.
 
 | arm | runs (tps) | median tps |
 |---|---|---|
@@ -194,14 +240,28 @@ scale {args.scale}, {args.clients} clients, {args.seconds} s per run, shared_buf
 
 Per round (paired runs, loss in % of the run without): {", ".join(f"{x:+.1f}" for x in paired)}.
 Median paired loss {med:+.2f} %, 95 % bootstrap interval [{lo:+.2f}, {hi:+.2f}] % ({args.resamples} resamples
-of the {len(paired)} rounds, numpy percentile bootstrap). {seen} Load average at the end:
+of the {len(paired)} rounds, percentile bootstrap). {seen} Load average at the end:
 {os.getloadavg()[0]:.1f}.
 """ + (f"""
+The recorder's own cost in each recorded run, measured directly (the CPU of `zfsmon record`'s process tree over
+the pgbench run, from /proc), and the zfs-fuse daemon's in both arms (it serves the recorder's kstat reads through
+FUSE besides the workload's I/O):
+
+{recorder_table(costs, fuse_off or [])}""" if costs and args.arm == "record" else "") + (f"""
 The tracer's own cost in each traced run, measured directly (the kernel's run count and run time of its BPF
 programs with `kernel.bpf_stats_enabled`, which adds its own timing to each run; its process's CPU from
 /proc), per traced run:
 
-{cost_table(costs)}""" if costs else "")
+{cost_table(costs)}""" if costs and args.arm == "trace" else "")
+
+
+def pool_mountpoint(pool: str) -> str:
+    res = subprocess.run(["zfs", "get", "-H", "-o", "value", "mountpoint", pool], capture_output=True, text=True,
+                         timeout=60)
+    where = res.stdout.strip()
+    if res.returncode != 0 or not where.startswith("/"):
+        raise SystemExit(f"{pool}: no mounted pool ({res.stderr.strip() or where})")
+    return where
 
 
 def _terminate(signum, frame):  # SIGTERM: leave through the finally blocks (cluster and lab torn down)
@@ -214,6 +274,10 @@ def main() -> int:
                     help="what the 'on' runs add: a trace script, or zfsmon record (every source, 1 s)")
     ap.add_argument("--pool", default="ztbench", help="lab pool (built if absent)")
     ap.add_argument("--keep", action="store_true", help="leave the lab and the cluster in place")
+    ap.add_argument("--existing", action="store_true",
+                    help="POOL is a real pool (not a lab): run on it as it is (the OpenZFS guest's zguest)")
+    ap.add_argument("--dataset", help="with --existing: the dataset PostgreSQL's cluster goes in (default: POOL's "
+                                      "root; the guest's zguest/db has recordsize 8k)")
     ap.add_argument("--script", default="vdevlat", help="trace script for --arm trace (default vdevlat)")
     ap.add_argument("--scale", type=int, default=10)
     ap.add_argument("--clients", type=int, default=4)
@@ -231,13 +295,18 @@ def main() -> int:
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, _terminate)
 
-    existed = labmod.info(args.pool) is not None
-    info = labmod.up(LabConfig(pool=args.pool), log=lambda *_: None)
-    datadir = Path(info.mountpoint) / "pg-overhead-bench"
+    if args.existing:  # a real pool (the OpenZFS guest's): used as it is, nothing built or torn down
+        existed = True
+        datadir = Path(pool_mountpoint(args.dataset or args.pool)) / "pg-overhead-bench"
+    else:
+        existed = labmod.info(args.pool) is not None
+        info = labmod.up(LabConfig(pool=args.pool), log=lambda *_: None)
+        datadir = Path(info.mountpoint) / "pg-overhead-bench"
     cluster = PgCluster(datadir=datadir, port=args.port, shared_buffers=args.shared_buffers)
     tps: Dict[str, List[float]] = {"off": [], "on": []}
     extra: List[float] = []
     costs: List[Dict[str, float]] = []
+    fuse_off: List[float] = []  # zfs-fuse's CPU in the runs without the recorder
     recording = f"/var/tmp/{args.pool}-overhead.zfsmon"
     stats = contextlib.ExitStack()
     if args.arm == "trace":  # the BPF programs' run time is counted only while this is on: put back after
@@ -257,7 +326,9 @@ def main() -> int:
         for i in range(args.rounds):
             for arm in (("off", "on") if i % 2 == 0 else ("on", "off")):
                 if arm == "off":
-                    tps["off"].append(run_pgbench(cluster, "bench", args.clients, args.seconds, args.select_only))
+                    r = watched_run(cluster, "bench", args, zfs_fuse_pid())
+                    tps["off"].append(r["tps"])
+                    fuse_off.append(r.get("zfs-fuse_pct", float("nan")))
                 elif args.arm == "trace":
                     r = traced_run(args.script, cluster, "bench", args, args.pool)
                     tps["on"].append(r["tps"])
@@ -269,8 +340,9 @@ def main() -> int:
                     r = recorded_run(cluster, "bench", args, args.pool, recording)
                     tps["on"].append(r["tps"])
                     extra.append(r["bytes"])
+                    costs.append(r)
                 print(f"round {i + 1} {arm}: {tps[arm][-1]:.1f} tps", file=sys.stderr, flush=True)
-            text = section(args, tps, extra, i + 1, costs)
+            text = section(args, tps, extra, i + 1, costs, fuse_off)
             if args.out:
                 Path(args.out).write_text(text)
     except KeyboardInterrupt:

@@ -64,7 +64,7 @@ def num(v: Optional[float]) -> str:
         return ""
     if isinstance(v, int):
         return str(v)
-    if math.isnan(v):
+    if v != v:  # NaN
         return "NaN"
     if v.is_integer() and abs(v) < 1e16:
         return str(int(v))
@@ -124,7 +124,7 @@ def bucket_rows(buckets: Iterable[Bucket]) -> Iterator[Row]:
     for b in buckets:
         cells = [Cell(n, True, c.last, c.delta if c.has_delta else None, c.per_s)
                  for n, c in b.counters.items()]
-        cells += [Cell(n, False, g.mean, min=g.min, max=g.max) for n, g in b.gauges.items()]
+        cells += [Cell(n, False, g.mean, None, None, g.min, g.max) for n, g in b.gauges.items()]
         cells.sort(key=lambda c: c.metric)
         yield Row(b.ts, Sample(b.ts, b.entity, {}, b.every, False, b.source), cells, b.n, b.every)
 
@@ -228,9 +228,10 @@ class WideCSV:
                 if c.delta is not None:
                     line[slot[1]] = num(c.delta)
                     line[slot[2]] = num(c.per_s)
-            elif self.downsampled:
-                line[slot[1]] = num(c.min)
-                line[slot[2]] = num(c.max)
+            elif self.downsampled:  # a gauge's extremes are readings: mostly integers
+                lo, hi = c.min, c.max
+                line[slot[1]] = str(lo) if type(lo) is int else num(lo)
+                line[slot[2]] = str(hi) if type(hi) is int else num(hi)
         w.writerow(line)  # type: ignore[attr-defined]
         self.counts[f] += 1
 
