@@ -128,3 +128,55 @@ def test_mangled_input_only_raises_parse_error(path, data):
             c.update(txgs.parse_txgs(variant), 1.0)
         except ParseError:
             pass
+
+
+def _parsed(text, known=None):
+    """The rows of a read, or the error it raises (its line and text), as comparable values."""
+    try:
+        return [(r.txg, r.birth, r.state, dict(r.values)) for r in txgs.parse_txgs(text, "t", known)]
+    except ParseError as exc:
+        return ("error", str(exc))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([G23, G21]), st.data())
+def test_known_rows_of_the_last_read_give_what_parsing_afresh_gives(path, data):
+    """The collector keeps the last read's rows by line; on any sequence of reads of a ring (windows that move
+    on, lines that change state, mangled reads) every read gives what parsing it afresh gives, errors included,
+    and the kept rows are only the last good read's."""
+    lines = path.read_text().splitlines()
+    head, body = lines[:1], lines[1:]
+    known = {}
+    for _ in range(data.draw(st.integers(1, 6))):
+        lo = data.draw(st.integers(0, len(body) - 1))
+        hi = data.draw(st.integers(lo + 1, len(body)))
+        window = body[lo:hi]
+        if data.draw(st.booleans()):  # the newest line as it was while still open, then committed
+            k = data.draw(st.integers(0, len(window) - 1))
+            window = window[:k] + [window[k].replace(" C ", " S ", 1)] + window[k + 1:]
+        text = "\n".join(head + window) + "\n"
+        if data.draw(st.integers(0, 4)) == 0:
+            text = next(iter(variants(text, data)), text)
+        before = dict(known)
+        got = _parsed(text, known)
+        assert got == _parsed(text)
+        if isinstance(got, tuple):
+            assert known == before  # a read that failed leaves the last good one
+        else:
+            assert len(known) <= len(window) and all(known[ln].txg == row[0] for ln, row in
+                                                      zip([ln for ln in text.splitlines()[1:] if ln.split()], got))
+
+
+def test_the_collector_parses_only_the_new_lines_of_its_ring(tmp_path, monkeypatch):
+    root = tmp_path / "zfs"
+    (root / "zguest").mkdir(parents=True)
+    ring = G23.read_text().splitlines()
+    (root / "zguest" / "txgs").write_text("\n".join(ring[:15]) + "\n")  # header + txgs 41..54
+    c = txgs.TxgsCollector(str(root), clock=lambda: 1.0)
+    c.poll()
+    made = []
+    real = txgs.TxgRow
+    monkeypatch.setattr(txgs, "TxgRow", lambda *a: made.append(a[0]) or real(*a))
+    (root / "zguest" / "txgs").write_text("\n".join(ring[:1] + ring[5:17]) + "\n")  # 45..56: two new
+    (s,) = c.poll()
+    assert made == [55, 56] and s.metrics["txgs_synced"] == 2

@@ -53,12 +53,23 @@ class TxgRow:
         return self.birth + v["otime"] + v["qtime"] + v["wtime"] + v["stime"]
 
 
-def parse_txgs(text: str, where: str = "txgs") -> List[TxgRow]:
-    """The ``txgs`` raw kstat: an optional kstat header (ZoL 0.6), the column line, one row per txg."""
+def parse_txgs(text: str, where: str = "txgs", known: Optional[Dict[str, TxgRow]] = None) -> List[TxgRow]:
+    """The ``txgs`` raw kstat: an optional kstat header (ZoL 0.6), the column line, one row per txg.
+
+    ``known``: the rows of the previous read of the same ring, by their line. A committed txg's line stays the same
+    from read to read, and a ring read every second holds ~100 of them of which one or two are new: those lines are
+    not parsed again. It is left holding this read's rows (so it never grows past the ring)."""
     rows: List[TxgRow] = []
+    seen: Dict[str, TxgRow] = {}
     cols: Optional[List[str]] = None
     seen_header = False
     for no, line in enumerate(text.splitlines(), 1):
+        if known is not None and cols is not None:  # only a data row is known
+            row = known.get(line)
+            if row is not None:
+                rows.append(row)
+                seen[line] = row
+                continue
         parts = line.split()
         if not parts:
             continue
@@ -80,6 +91,7 @@ def parse_txgs(text: str, where: str = "txgs") -> List[TxgRow]:
         if plain_ints(nums) and len(state) == 1 and state.isalpha():  # a well-formed row, checked in a few C calls
             vals = dict(zip(_NUMERIC, map(int, nums)))
             rows.append(TxgRow(vals["txg"], vals["birth"], state, vals))
+            seen[line] = rows[-1]
             continue
         vals: Dict[str, int] = {}
         for c, p in zip(cols, parts):
@@ -91,8 +103,12 @@ def parse_txgs(text: str, where: str = "txgs") -> List[TxgRow]:
                 raise ParseError(where, no, f"{c} is not a number", line)
             vals[c] = int(p)
         rows.append(TxgRow(vals["txg"], vals["birth"], parts[cols.index("state")], vals))
+        seen[line] = rows[-1]
     if cols is None:
         raise ParseError(where, None, "no txgs column line")
+    if known is not None:
+        known.clear()
+        known.update(seen)
     return rows
 
 
@@ -143,10 +159,11 @@ class TxgsCollector(PoolKstatCollector):
 
     def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
         self._counters: Dict[str, TxgCounter] = {}
+        self._known: Dict[str, Dict[str, TxgRow]] = {}  # per pool: the last read's rows by line
         super().__init__(NAME, "txgs", self._parse_pool, root, pools, clock)
 
     def _parse_pool(self, text: str, ts: float, pool: str, path: str) -> List[Record]:
-        rows = parse_txgs(text, path)
+        rows = parse_txgs(text, path, self._known.setdefault(pool, {}))
         counter = self._counters.setdefault(pool, TxgCounter(pool, self.name))
         return counter.update(rows, ts)
 
