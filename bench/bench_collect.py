@@ -120,6 +120,17 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
+def pool_mountpoint(pool: str) -> str:
+    """Where pool (or dataset) ``pool`` is mounted; one line and an exit if it is not."""
+    res = subprocess.run(["zfs", "get", "-H", "-o", "value", "mountpoint", pool], capture_output=True, text=True,
+                         timeout=60)
+    where = res.stdout.strip()
+    if res.returncode != 0 or not where.startswith("/"):
+        why = "; ".join(line for line in res.stderr.splitlines() if line.strip()) or where
+        raise SystemExit(f"{pool}: no mounted pool ({why})")
+    return where
+
+
 class PerSource:
     """Where a sampler's CPU goes, per collector: its ``poll`` (in the sampler's thread), its reader thread (a
     persistent child's parser), its child process, and the sampler's rate derivation."""
@@ -225,9 +236,7 @@ def main() -> int:
           f"{r['samples']} samples) | {r['iostat_cpu_h']:.1f} s |")
     print(f"| replay: parse Linux arcstats once per second | {r['arc_cpu_h']:.1f} s |")
     if a.pool:
-        mnt = subprocess.run(["zfs", "get", "-H", "-o", "value", "mountpoint", a.pool], capture_output=True,
-                             text=True, check=True).stdout.strip()
-        lb = measure(a.pool, mnt, a.seconds, a.profile)
+        lb = measure(a.pool, pool_mountpoint(a.pool), a.seconds, a.profile)
     elif not a.no_lab:
         lb = lab(a.seconds, a.profile)
     if a.pool or not a.no_lab:

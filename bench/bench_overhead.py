@@ -47,8 +47,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bpfstats  # noqa: E402
-from bench_collect import tree_cpu  # noqa: E402
 
+from bench.bench_collect import pool_mountpoint, tree_cpu  # noqa: E402
 from zfsmon import lab as labmod  # noqa: E402
 from zfsmon.lab.config import LabConfig  # noqa: E402
 from zfsmon.lab.system import daemon_record  # noqa: E402
@@ -253,15 +253,6 @@ programs with `kernel.bpf_stats_enabled`, which adds its own timing to each run;
 /proc), per traced run:
 
 {cost_table(costs)}""" if costs and args.arm == "trace" else "")
-
-
-def pool_mountpoint(pool: str) -> str:
-    res = subprocess.run(["zfs", "get", "-H", "-o", "value", "mountpoint", pool], capture_output=True, text=True,
-                         timeout=60)
-    where = res.stdout.strip()
-    if res.returncode != 0 or not where.startswith("/"):
-        raise SystemExit(f"{pool}: no mounted pool ({res.stderr.strip() or where})")
-    return where
 
 
 def _terminate(signum, frame):  # SIGTERM: leave through the finally blocks (cluster and lab torn down)

@@ -28,8 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bpfstats  # noqa: E402
-from bench_collect import WORKLOAD  # noqa: E402
 
+from bench.bench_collect import WORKLOAD, pool_mountpoint  # noqa: E402
 from zfsmon.trace import TraceCollector  # noqa: E402
 
 
@@ -65,8 +65,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60.0, help="measured seconds per script (default 60)")
     ap.add_argument("--tracer", default="", help="bpftrace (default where it runs) or bcc")
     a = ap.parse_args()
-    mnt = subprocess.run(["zfs", "get", "-H", "-o", "value", "mountpoint", a.pool], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    mnt = pool_mountpoint(a.pool)
     rows: List[str] = []
     wl = subprocess.Popen([sys.executable, "-c", WORKLOAD, os.path.join(mnt, "bench-trace-cost.bin"),
                            str(len(a.script) * (a.seconds + 330))])
