@@ -13,11 +13,19 @@ shared cores is +-15-25 % a run) cannot resolve: the kernel's run count and run 
 tracer holds (``/proc/PID/fdinfo``, with ``kernel.bpf_stats_enabled`` set for the run and put back after) and the
 tracer process's own CPU time, over each traced pgbench run.
 
+``--switch SECONDS`` measures the same difference inside one long pgbench run instead (its per-second progress
+reports): the arm is switched on and off every SECONDS, and each pair of neighbouring blocks is a round. Separate
+runs a minute apart differ by up to 2x on this VM when a neighbour's load comes and goes; blocks two seconds apart
+mostly do not, and half an hour gives hundreds of pairs. The recorder is stopped (SIGSTOP to its process group)
+and continued; a tracer is detached and attached again, since a stopped bpftrace's probes still fire.
+
 Runs are ABBA-ordered so drift (ARC and L2ARC warm-up, txg timing) does not masquerade as overhead; each
 round's two runs are neighbours in time, so the paired difference is the estimate: the median of the
 per-round differences with a bootstrap confidence interval (resampling the rounds).
 
     python3 bench/bench_overhead.py --arm record --rounds 12 --seconds 60 --pool ztab
+    python3 bench/bench_overhead.py --arm record --switch 2 --guard 0 --minutes 30 --select-only --prewarm \
+        --shared-buffers 512MB      # one run, the recorder stopped and continued every 2 s, neighbours paired
     python3 bench/bench_overhead.py --arm trace --script vdevlat --rounds 12 --seconds 60
     python3 bench/bench_overhead.py --pool zlab --keep      # an existing lab, left as it was
     python3 bench/bench_overhead.py --existing --pool zguest --dataset zguest/db --arm trace --script zfsslower
@@ -31,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import platform
 import random
@@ -41,7 +50,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -54,7 +63,7 @@ from zfsmon.lab.config import LabConfig  # noqa: E402
 from zfsmon.lab.system import daemon_record  # noqa: E402
 from zfsmon.model import Sample  # noqa: E402
 from zfsmon.names import is_grouping_vdev  # noqa: E402
-from zfsmon.sources.pgbench_text import parse_summaries  # noqa: E402
+from zfsmon.sources.pgbench_text import parse_progress, parse_summaries  # noqa: E402
 from zfsmon.trace import TraceCollector  # noqa: E402
 from zfsmon.workload.pgcluster import PgCluster  # noqa: E402
 
@@ -157,6 +166,217 @@ def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: st
         raise SystemExit(f"zfsmon record failed ({proc.returncode}): {proc.stderr.read()[-300:]}")
     size = os.path.getsize(out) if os.path.exists(out) else 0
     return {**r, "bytes": float(size)}
+
+
+# --------------------------------------------------------------------------- switched: one run, the arm toggled
+# Separate 60-s runs pair two minutes that a neighbour's load can tell apart by 2x on this VM. Switching the arm on
+# and off inside one long pgbench run (its per-second progress lines, stamped with the epoch) pairs neighbouring
+# blocks seconds apart instead, so slow drift cancels within a pair and an hour gives a hundred pairs.
+
+
+class Block(NamedTuple):
+    """A stretch of the switched run with the arm in one state; the seconds in [start, end] are measured."""
+
+    on: bool
+    start: float
+    end: float
+
+
+def abba(k: int) -> bool:
+    """Whether the arm is on in block ``k``: off on, on off, off on, ... (each pair of neighbours holds one of
+    each, and the pairs alternate which comes first, so a steady drift does not favour either)."""
+    return (k % 2 == 1) != (k // 2 % 2 == 1)
+
+
+def block_tps(block: Block, progress: Sequence[Tuple[float, float]]) -> Optional[float]:
+    """The mean TPS of the 1-s progress reports that lie wholly in the block (a report at epoch ``t`` covers the
+    second before it), or None when none does."""
+    inside = [tps for t, tps in progress if block.start <= t - 1.0 and t <= block.end]
+    return statistics.fmean(inside) if inside else None
+
+
+def paired_losses(blocks: Sequence[Block], progress: Sequence[Tuple[float, float]]) -> List[float]:
+    """Per pair of neighbouring blocks (0-1, 2-3, ...), the loss in % of the block without the arm."""
+    out = []
+    for a, b in zip(blocks[0::2], blocks[1::2]):
+        off, on = (a, b) if b.on else (b, a)
+        if off.on or not on.on:
+            raise ValueError("a pair must hold one block of each state")
+        t_off, t_on = block_tps(off, progress), block_tps(on, progress)
+        if t_off and t_on is not None:
+            out.append(100.0 * (t_off - t_on) / t_off)
+    return out
+
+
+class RecorderSwitch:
+    """``zfsmon record`` (every source, 1 s) running throughout in its own process group, stopped (SIGSTOP) while
+    the arm is off: a stopped recorder and its ``zpool iostat`` child use no CPU and read no kstats. Continued, the
+    recorder first takes the ticks it missed, at once (its schedule is fixed): with ``--guard 0`` the "on" blocks
+    hold all of the run's ticks, twice the rate of steady recording; a guard second leaves that burst out."""
+
+    def __init__(self, pool: str, out: str) -> None:
+        argv = [sys.executable, "-m", "zfsmon", "record", "--pool", pool, "--interval", "1", "--quiet", "--out", out]
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.proc = subprocess.Popen(argv, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        t0 = time.monotonic()
+        while not os.path.exists(out) and time.monotonic() - t0 < 30:  # its first commit
+            if self.proc.poll() is not None:
+                raise SystemExit(f"zfsmon record ended: {self.proc.stderr.read()[-300:]}")
+            time.sleep(0.2)
+        time.sleep(2)  # past start-up (imports, detection)
+        self.pid = self.proc.pid
+
+    def set(self, on: bool) -> None:
+        if self.proc.poll() is not None:
+            raise SystemExit(f"zfsmon record ended: {self.proc.stderr.read()[-300:]}")
+        os.killpg(self.pid, signal.SIGCONT if on else signal.SIGSTOP)
+
+    def poll(self) -> None:
+        pass
+
+    def cpu(self) -> float:
+        return tree_cpu(self.pid)
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGCONT)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class TracerSwitch:
+    """``TraceCollector(SCRIPT)`` attached while the arm is on and detached while it is off (a stopped tracer's
+    probes would still fire in the kernel): its start-up and teardown fall between the measured blocks."""
+
+    def __init__(self, script: str, pool: str) -> None:
+        self.script, self.pool = script, pool
+        self.coll: Optional[TraceCollector] = None
+        self.spent = 0.0  # CPU of the tracers stopped so far (their own and their probes')
+        self.base = 0.0
+
+    def set(self, on: bool) -> None:
+        if on and self.coll is None:
+            coll = TraceCollector(self.script, 1, pools=(self.pool,))
+            problem = coll.preflight()
+            if problem:
+                raise SystemExit(f"cannot trace: {problem}")
+            coll.start()
+            t0 = time.monotonic()
+            while coll.intervals() < 1 and time.monotonic() - t0 < 60:
+                coll.poll()
+                time.sleep(0.1)
+            self.coll = coll
+            self.base = self._own()
+        elif not on and self.coll is not None:
+            self.spent += self._own() - self.base
+            self.coll.stop()
+            self.coll = None
+
+    def _own(self) -> float:
+        c = bpfstats.probe_counters(bpfstats.tracer_pid(self.coll, self.script))
+        return c.cpu + c.run_ns / 1e9
+
+    def poll(self) -> None:
+        if self.coll is not None:
+            self.coll.poll()
+
+    def cpu(self) -> float:
+        return self.spent + (self._own() - self.base if self.coll is not None else 0.0)
+
+    def close(self) -> None:
+        self.set(False)
+
+
+def switched_run(cluster: PgCluster, db: str, args: argparse.Namespace, arm) -> Tuple[List[Block], List[Tuple[float, float]], List[float]]:
+    """One pgbench run of ``--minutes`` with per-second progress, the arm switched every ``--switch`` seconds in
+    ABBA order; the first ``--guard`` seconds after each switch are not measured. Returns the blocks, the
+    progress reports (epoch, tps) and the arm's CPU in % of one core per "on" block."""
+    total = int(args.minutes * 60)
+    argv = [cluster.pgbench(), "-n", "-c", str(args.clients), "-j", str(min(args.clients, 2)), "-T", str(total),
+            "-P", "1", "--progress-timestamp"] + (["-S"] if args.select_only else []) + [db]
+    env = {**os.environ, **cluster.env(db)}
+    pg = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    progress: List[Tuple[float, float]] = []
+
+    def read() -> None:
+        for line in pg.stderr:
+            p = parse_progress(line.strip())
+            if p is not None:
+                progress.append((p.t, p.tps))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    blocks: List[Block] = []
+    cpu_on: List[float] = []
+    t_end = time.time() + total - 2
+    try:
+        for k in itertools.count():
+            on = abba(k)
+            arm.set(on)
+            start = time.time() + args.guard
+            end = start + args.switch
+            if end > t_end or pg.poll() is not None:
+                break
+            while time.time() < start:
+                arm.poll()
+                time.sleep(0.25)
+            c0 = arm.cpu() if on else 0.0
+            while time.time() < end:
+                arm.poll()
+                time.sleep(0.25)
+            if on:
+                cpu_on.append(100.0 * (arm.cpu() - c0) / (time.time() - start))
+            blocks.append(Block(on, start, end))
+            if len(blocks) % 20 == 0:
+                print(f"{len(blocks)} blocks, {len(progress)} progress reports", file=sys.stderr, flush=True)
+    finally:
+        arm.set(False)
+        if pg.poll() is None:
+            pg.wait(timeout=total + 120)
+        reader.join(timeout=10)
+    if pg.returncode != 0:
+        raise SystemExit(f"pgbench failed ({pg.returncode})")
+    if len(blocks) % 2:
+        blocks.pop()
+    return blocks, progress, cpu_on
+
+
+def switched_section(args: argparse.Namespace, blocks: List[Block], progress: List[Tuple[float, float]],
+                     cpu_on: List[float]) -> str:
+    losses = paired_losses(blocks, progress)
+    med = statistics.median(losses)
+    lo, hi = bootstrap_median(losses, args.resamples)
+    off = [block_tps(b, progress) for b in blocks if not b.on]
+    on = [block_tps(b, progress) for b in blocks if b.on]
+    kind = "select-only (-S)" if args.select_only else "TPC-B-like"
+    opts = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k in ("scale", "clients", "shared_buffers"))
+    opts += " --select-only" * args.select_only + " --prewarm" * args.prewarm
+    if args.existing:
+        opts += f" --existing --pool {args.pool}" + (f" --dataset {args.dataset}" if args.dataset else "")
+    opts += f" --pool {args.pool} --port {args.port}" * (not args.existing)
+    cmd = f"--arm trace --script {args.script}" if args.arm == "trace" else "--arm record"
+    what = (f"`{args.script}` attached (TraceCollector, polled every 0.25 s) and detached" if args.arm == "trace"
+            else "`zfsmon record --pool POOL --interval 1` (every source) running and stopped (SIGSTOP)")
+    ncpu = os.cpu_count() or 1
+    return f"""`python3 bench/bench_overhead.py {cmd} --minutes {args.minutes} --switch {args.switch} --guard {args.guard}{opts}`
+({platform.node()}, {ncpu} CPUs): one pgbench {kind} run of {args.minutes} min (scale {args.scale}, {args.clients}
+clients, shared_buffers {args.shared_buffers}{", prewarmed" if args.prewarm else ""}), with {what} in turn, in
+blocks of {args.switch} s measured after {args.guard} s of settling, ABBA.
+
+- Blocks: {len(blocks)} ({len(losses)} pairs of neighbours); median TPS without {statistics.median(off):.1f}, with
+  {statistics.median(on):.1f} (block means of pgbench's per-second reports).
+- **Median paired loss {med:+.2f} %, 95 % bootstrap interval [{lo:+.2f}, {hi:+.2f}] %** ({args.resamples}
+  resamples of the pairs). Quartiles of the pairs' losses: {_percentile(sorted(losses), 25):+.2f},
+  {_percentile(sorted(losses), 75):+.2f} %.
+- The arm's own CPU while on: median {statistics.median(cpu_on):.2f} % of one core
+  ({statistics.median(cpu_on) / ncpu:.2f} % of the machine), range {min(cpu_on):.2f}-{max(cpu_on):.2f}.
+- Load average at the end: {os.getloadavg()[0]:.1f}.
+"""
 
 
 def bootstrap_median(diffs: List[float], resamples: int, seed: int = 15) -> Tuple[float, float]:
@@ -283,6 +503,12 @@ def main() -> int:
                     help="load pgbench's tables and indexes into shared_buffers (pg_prewarm) before the rounds")
     ap.add_argument("--port", type=int, default=5497)
     ap.add_argument("--out", help="write the markdown section here after every round")
+    ap.add_argument("--switch", type=int, metavar="SECONDS",
+                    help="instead of rounds of separate runs: one pgbench run of --minutes, the arm switched on and "
+                         "off every SECONDS (ABBA), neighbouring blocks paired")
+    ap.add_argument("--minutes", type=float, default=30.0, help="with --switch: the run's length (default 30)")
+    ap.add_argument("--guard", type=int, default=2,
+                    help="with --switch: seconds after each switch left out of the blocks (default 2)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, _terminate)
 
@@ -306,15 +532,31 @@ def main() -> int:
     try:
         if not cluster.is_initialized():
             cluster.init()
-        cluster.start()
+        if not cluster.is_running():  # a --keep run left it up
+            cluster.start()
         cluster.createdb("bench")
+        held = cluster.query("SHOW shared_buffers", "bench").stdout.strip()
+        if held and held != args.shared_buffers:  # set at initdb: a cluster a --keep run left keeps its own
+            print(f"the cluster's shared_buffers is {held} (set when it was made), not {args.shared_buffers}",
+                  file=sys.stderr)
+            args.shared_buffers = held
         env = {**os.environ, **cluster.env("bench")}
         subprocess.run([cluster.pgbench(), "-i", "-q", "-s", str(args.scale), "bench"], env=env, check=True,
                        capture_output=True, timeout=1800)
         if args.prewarm:
             prewarm(cluster, "bench")
         run_pgbench(cluster, "bench", args.clients, min(10, args.seconds), args.select_only)  # warm-up
-        for i in range(args.rounds):
+        if args.switch:
+            arm = (TracerSwitch(args.script, args.pool) if args.arm == "trace"
+                   else RecorderSwitch(args.pool, recording))
+            try:
+                blocks, progress, cpu_on = switched_run(cluster, "bench", args, arm)
+            finally:
+                arm.close()
+            text = switched_section(args, blocks, progress, cpu_on)
+            if args.out:
+                Path(args.out).write_text(text)
+        for i in range(0 if args.switch else args.rounds):
             for arm in (("off", "on") if i % 2 == 0 else ("on", "off")):
                 if arm == "off":
                     r = watched_run(cluster, "bench", args, zfs_fuse_pid())
