@@ -68,12 +68,16 @@ from zfsmon.trace import TraceCollector  # noqa: E402
 from zfsmon.workload.pgcluster import PgCluster  # noqa: E402
 
 
+def pgbench_argv(cluster: PgCluster, db: str, clients: int, seconds: int, select_only: bool,
+                 extra: Sequence[str] = ()) -> List[str]:
+    return ([cluster.pgbench(), "-n", "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(seconds), *extra]
+            + (["-S"] if select_only else []) + [db])
+
+
 def run_pgbench(cluster: PgCluster, db: str, clients: int, seconds: int, select_only: bool) -> float:
-    argv = [cluster.pgbench(), "-n", "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(seconds)]
-    if select_only:
-        argv.append("-S")
     env = {**os.environ, **cluster.env(db)}
-    res = subprocess.run(argv + [db], capture_output=True, text=True, env=env, timeout=seconds + 120)
+    res = subprocess.run(pgbench_argv(cluster, db, clients, seconds, select_only), capture_output=True, text=True,
+                         env=env, timeout=seconds + 120)
     if res.returncode != 0:
         raise SystemExit(f"pgbench failed: {res.stderr.strip()[-300:]}")
     summaries = parse_summaries(res.stdout)
@@ -95,17 +99,9 @@ def prewarm(cluster: PgCluster, db: str) -> None:
 def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespace, pool: str) -> Dict[str, float]:
     """One pgbench run with the tracer attached; also how many ops the tracer saw (proof it was tracing), and
     the tracer's own cost over the run: its BPF programs' runs and run time in the kernel, its process's CPU."""
-    coll = TraceCollector(script, 1, pools=(pool,))
-    problem = coll.preflight()
-    if problem:
-        raise SystemExit(f"cannot trace: {problem}")
-    coll.start()
+    coll = start_tracer(script, pool, 30)
     traced = 0.0
     try:
-        t0 = time.monotonic()
-        while coll.intervals() < 1 and time.monotonic() - t0 < 30:
-            coll.poll()
-            time.sleep(0.1)
         result: Dict[str, float] = {}
         t = threading.Thread(target=lambda: result.update(
             tps=run_pgbench(cluster, db, args.clients, args.seconds, args.select_only)))
@@ -125,6 +121,20 @@ def traced_run(script: str, cluster: PgCluster, db: str, args: argparse.Namespac
     return {"tps": result["tps"], "traced_ops": traced, "wall": wall, **bpfstats.cost(before, after, wall)}
 
 
+def start_tracer(script: str, pool: str, wait: float) -> TraceCollector:
+    """``TraceCollector(script, 1)`` started, once it has reported its first interval (or ``wait`` seconds)."""
+    coll = TraceCollector(script, 1, pools=(pool,))
+    problem = coll.preflight()
+    if problem:
+        raise SystemExit(f"cannot trace: {problem}")
+    coll.start()
+    t0 = time.monotonic()
+    while coll.intervals() < 1 and time.monotonic() - t0 < wait:
+        coll.poll()
+        time.sleep(0.1)
+    return coll
+
+
 def watched_run(cluster: PgCluster, db: str, args: argparse.Namespace, watch: Dict[str, int]) -> Dict[str, float]:
     """One pgbench run, and the CPU each watched process tree used over it (in % of one core): the recorder's
     own cost measured directly, and zfs-fuse's, which serves the recorder's kstat reads (FUSE) besides the
@@ -141,12 +151,12 @@ def zfs_fuse_pid() -> Dict[str, int]:
     return {"zfs-fuse": int(pid)} if isinstance(pid, int) else {}
 
 
-def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: str, out: str) -> Dict[str, float]:
-    """One pgbench run while ``zfsmon record`` (every source, 1 s) runs as its own process; with the recorder's
-    CPU (its process, its ``zpool`` children) over the run."""
+def start_recorder(pool: str, out: str, own_group: bool) -> subprocess.Popen:
+    """``zfsmon record`` (every source, 1 s) started, past its first commit and its start-up."""
     argv = [sys.executable, "-m", "zfsmon", "record", "--pool", pool, "--interval", "1", "--quiet", "--out", out]
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.Popen(argv, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=own_group)
     try:
         t0 = time.monotonic()
         while not os.path.exists(out) and time.monotonic() - t0 < 30:  # its first commit
@@ -154,14 +164,29 @@ def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: st
                 raise SystemExit(f"zfsmon record ended: {proc.stderr.read()[-300:]}")
             time.sleep(0.2)
         time.sleep(2)  # past start-up (imports, detection): the steady state is what is measured
+    except BaseException:
+        stop_recorder(proc)
+        raise
+    return proc
+
+
+def stop_recorder(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: str, out: str) -> Dict[str, float]:
+    """One pgbench run while ``zfsmon record`` (every source, 1 s) runs as its own process; with the recorder's
+    CPU (its process, its ``zpool`` children) over the run."""
+    proc = start_recorder(pool, out, own_group=False)
+    try:
         r = watched_run(cluster, db, args, {"recorder": proc.pid, **zfs_fuse_pid()})
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_recorder(proc)
     if proc.returncode not in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
         raise SystemExit(f"zfsmon record failed ({proc.returncode}): {proc.stderr.read()[-300:]}")
     size = os.path.getsize(out) if os.path.exists(out) else 0
@@ -215,16 +240,7 @@ class RecorderSwitch:
     hold all of the run's ticks, twice the rate of steady recording; a guard second leaves that burst out."""
 
     def __init__(self, pool: str, out: str) -> None:
-        argv = [sys.executable, "-m", "zfsmon", "record", "--pool", pool, "--interval", "1", "--quiet", "--out", out]
-        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        self.proc = subprocess.Popen(argv, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True)
-        t0 = time.monotonic()
-        while not os.path.exists(out) and time.monotonic() - t0 < 30:  # its first commit
-            if self.proc.poll() is not None:
-                raise SystemExit(f"zfsmon record ended: {self.proc.stderr.read()[-300:]}")
-            time.sleep(0.2)
-        time.sleep(2)  # past start-up (imports, detection)
+        self.proc = start_recorder(pool, out, own_group=True)
         self.pid = self.proc.pid
 
     def set(self, on: bool) -> None:
@@ -241,12 +257,7 @@ class RecorderSwitch:
     def close(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signal.SIGCONT)
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_recorder(self.proc)
 
 
 class TracerSwitch:
@@ -261,16 +272,7 @@ class TracerSwitch:
 
     def set(self, on: bool) -> None:
         if on and self.coll is None:
-            coll = TraceCollector(self.script, 1, pools=(self.pool,))
-            problem = coll.preflight()
-            if problem:
-                raise SystemExit(f"cannot trace: {problem}")
-            coll.start()
-            t0 = time.monotonic()
-            while coll.intervals() < 1 and time.monotonic() - t0 < 60:
-                coll.poll()
-                time.sleep(0.1)
-            self.coll = coll
+            self.coll = start_tracer(self.script, self.pool, 60)
             self.base = self._own()
         elif not on and self.coll is not None:
             self.spent += self._own() - self.base
@@ -297,8 +299,7 @@ def switched_run(cluster: PgCluster, db: str, args: argparse.Namespace, arm) -> 
     ABBA order; the first ``--guard`` seconds after each switch are not measured. Returns the blocks, the
     progress reports (epoch, tps) and the arm's CPU in % of one core per "on" block."""
     total = int(args.minutes * 60)
-    argv = [cluster.pgbench(), "-n", "-c", str(args.clients), "-j", str(min(args.clients, 2)), "-T", str(total),
-            "-P", "1", "--progress-timestamp"] + (["-S"] if args.select_only else []) + [db]
+    argv = pgbench_argv(cluster, db, args.clients, total, args.select_only, ("-P", "1", "--progress-timestamp"))
     env = {**os.environ, **cluster.env(db)}
     pg = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     progress: List[Tuple[float, float]] = []
@@ -354,11 +355,7 @@ def switched_section(args: argparse.Namespace, blocks: List[Block], progress: Li
     off = [block_tps(b, progress) for b in blocks if not b.on]
     on = [block_tps(b, progress) for b in blocks if b.on]
     kind = "select-only (-S)" if args.select_only else "TPC-B-like"
-    opts = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k in ("scale", "clients", "shared_buffers"))
-    opts += " --select-only" * args.select_only + " --prewarm" * args.prewarm
-    if args.existing:
-        opts += f" --existing --pool {args.pool}" + (f" --dataset {args.dataset}" if args.dataset else "")
-    opts += f" --pool {args.pool} --port {args.port}" * (not args.existing)
+    opts = _options(args) + f" --pool {args.pool} --port {args.port}" * (not args.existing)
     cmd = f"--arm trace --script {args.script}" if args.arm == "trace" else "--arm record"
     what = (f"`{args.script}` attached (TraceCollector, polled every 0.25 s) and detached" if args.arm == "trace"
             else "`zfsmon record --pool POOL --interval 1` (every source) running and stopped (SIGSTOP)")
@@ -423,6 +420,15 @@ def recorder_table(costs: List[Dict[str, float]], fuse_off: List[float]) -> str:
         for name, vals in rows)
 
 
+def _options(args: argparse.Namespace) -> str:
+    """The workload's options as the command line gave them, for a section's command."""
+    opts = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k in ("scale", "clients", "shared_buffers"))
+    opts += " --select-only" * args.select_only + " --prewarm" * args.prewarm
+    if args.existing:
+        opts += f" --existing --pool {args.pool}" + (f" --dataset {args.dataset}" if args.dataset else "")
+    return opts
+
+
 def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[float], done: int,
             costs: Optional[List[Dict[str, float]]] = None, fuse_off: Optional[List[float]] = None) -> str:
     off, on = statistics.median(tps["off"]), statistics.median(tps["on"])
@@ -431,10 +437,7 @@ def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[f
     med = statistics.median(paired)
     lo, hi = bootstrap_median(paired, args.resamples) if len(paired) > 1 else (float("nan"), float("nan"))
     kind = "select-only (-S)" if args.select_only else "TPC-B-like"
-    opts = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k in ("scale", "clients", "shared_buffers"))
-    opts += " --select-only" * args.select_only + " --prewarm" * args.prewarm
-    if args.existing:
-        opts += f" --existing --pool {args.pool}" + (f" --dataset {args.dataset}" if args.dataset else "")
+    opts = _options(args)
     if args.arm == "trace":
         title, what = "Tracing", f"`TraceCollector(\"{args.script}\", 1)` polled every 0.5 s"
         label = f"with `{args.script}`"
