@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import math
 import os
 import platform
 import random
@@ -205,6 +206,7 @@ class Block(NamedTuple):
     on: bool
     start: float
     end: float
+    fuse_pct: float = float("nan")  # the zfs-fuse daemon's CPU over the block, % of one core (nan: not measured)
 
 
 def abba(k: int) -> bool:
@@ -314,6 +316,7 @@ def switched_run(cluster: PgCluster, db: str, args: argparse.Namespace, arm) -> 
     reader.start()
     blocks: List[Block] = []
     cpu_on: List[float] = []
+    fuse = zfs_fuse_pid().get("zfs-fuse")  # its CPU per block: what a tracer's uprobes cost it, or kstat reads
     t_end = time.time() + total - 2
     try:
         for k in itertools.count():
@@ -327,12 +330,14 @@ def switched_run(cluster: PgCluster, db: str, args: argparse.Namespace, arm) -> 
                 arm.poll()
                 time.sleep(0.25)
             c0 = arm.cpu() if on else 0.0
+            f0 = tree_cpu(fuse) if fuse else 0.0
             while time.time() < end:
                 arm.poll()
                 time.sleep(0.25)
+            span = time.time() - start
             if on:
-                cpu_on.append(100.0 * (arm.cpu() - c0) / (time.time() - start))
-            blocks.append(Block(on, start, end))
+                cpu_on.append(100.0 * (arm.cpu() - c0) / span)
+            blocks.append(Block(on, start, end, 100.0 * (tree_cpu(fuse) - f0) / span if fuse else float("nan")))
             if len(blocks) % 20 == 0:
                 print(f"{len(blocks)} blocks, {len(progress)} progress reports", file=sys.stderr, flush=True)
     finally:
@@ -372,8 +377,21 @@ blocks of {args.switch} s measured after {args.guard} s of settling, ABBA.
   {_percentile(sorted(losses), 75):+.2f} %.
 - The arm's own CPU while on: median {statistics.median(cpu_on):.2f} % of one core
   ({statistics.median(cpu_on) / ncpu:.2f} % of the machine), range {min(cpu_on):.2f}-{max(cpu_on):.2f}.
-- Load average at the end: {os.getloadavg()[0]:.1f}.
+{fuse_line(blocks)}- Load average at the end: {os.getloadavg()[0]:.1f}.
 """
+
+
+def fuse_line(blocks: Sequence[Block]) -> str:
+    """The zfs-fuse daemon's CPU in the blocks with and without the arm, and the median of the pairs' difference
+    (a tracer's uprobes trap in its threads; the recorder's kstat reads are served by it), or "" if not measured."""
+    pairs = [(a, b) if b.on else (b, a) for a, b in zip(blocks[0::2], blocks[1::2])]
+    pairs = [(off, on) for off, on in pairs if not math.isnan(off.fuse_pct) and not math.isnan(on.fuse_pct)]
+    if not pairs:
+        return ""
+    diff = statistics.median(on.fuse_pct - off.fuse_pct for off, on in pairs)
+    return (f"- zfs-fuse's CPU (its process tree), % of one core: median {statistics.median(off.fuse_pct for off, _ in pairs):.2f} "
+            f"without, {statistics.median(on.fuse_pct for _, on in pairs):.2f} with; median of the pairs' difference "
+            f"{diff:+.2f}.\n")
 
 
 def bootstrap_median(diffs: List[float], resamples: int, seed: int = 15) -> Tuple[float, float]:

@@ -170,6 +170,7 @@ def probe_bpftrace() -> Check:
     kprobes = kprobes_available()
     btf = Path("/sys/kernel/btf/vmlinux").exists()
     extras = f"tracepoints yes, BTF {'yes' if btf else 'no'}, kprobes {'yes' if kprobes else 'no (kernel built without)'}"
+    extras += f", uprobes {'yes' if uprobes_available() else 'no'}"
     extras += ", " + _zfs_detail(Path("/sys/module/zfs").exists(), kprobes)
     return Check("bpftrace", True, f"{ver}; {extras}", "tracing")
 
@@ -177,6 +178,13 @@ def probe_bpftrace() -> Check:
 def kprobes_available() -> bool:
     """The kernel has kprobes (kprobe_events in tracefs); zfsmon's build machine has none."""
     return any(Path(d, "kprobe_events").exists() for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+
+
+def uprobes_available(pmu: str = "/sys/bus/event_source/devices/uprobe") -> bool:
+    """The kernel has uprobes: its perf uprobe PMU, or uprobe_events in a mounted tracefs (zfs-fuse's
+    fusevdevlat.bt traps in the daemon's libc calls instead of enabling syscall tracepoints for every process)."""
+    return Path(pmu).is_dir() or any(Path(d, "uprobe_events").exists()
+                                     for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
 
 
 def zfs_tracepoints(kallsyms: str = "/proc/kallsyms") -> bool:

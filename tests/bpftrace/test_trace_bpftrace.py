@@ -21,14 +21,14 @@ import pytest
 from tests.conftest import REPO, wait_until
 from tests.lab.helpers import collect_lines, drop_host_caches, random_reads, write_file
 from zfsmon.model import Record, Role, Sample
-from zfsmon.trace import TraceCollector
+from zfsmon.trace import TraceCollector, catalog
 from zfsmon.trace.collector import ensure_tracefs
 
 pytestmark = [pytest.mark.bpftrace]
 
 BT = REPO / "bpftrace"
 #: scripts whose probes this kernel knows (tracepoints, or kprobes bpftrace can type-check without attaching)
-COMPILES_HERE = ("blklat", "fusevdevlat", "zil", "txg", "zfsslower", "arc_kprobe")
+COMPILES_HERE = ("blklat", "fusevdevlat", "fusevdevlat_syscalls", "zil", "txg", "zfsslower", "arc_kprobe")
 
 
 def _diskstats(names: List[str]) -> Dict[str, Tuple[int, int]]:
@@ -40,6 +40,12 @@ def _diskstats(names: List[str]) -> Dict[str, Tuple[int, int]]:
             if p[2] in names:
                 out[p[2]] = (int(p[3]), int(p[7]))
     return out
+
+
+def _flushes(names: List[str]) -> Dict[str, int]:
+    """Flush requests completed per device (/proc/diskstats' 19th field, kernel 5.5 and later)."""
+    with open("/proc/diskstats") as f:
+        return {p[2]: int(p[18]) for p in (line.split() for line in f) if p[2] in names and len(p) >= 19}
 
 
 def _sum_ops(records: List[Record], name: str, op: str) -> float:
@@ -119,10 +125,12 @@ def test_script_compiles_to_one_program_per_listed_probe(name: str, tracefs, tmp
     proc = subprocess.run(["bpftrace", "--emit-elf", str(elf), str(BT / f"{name}.bt"), "1", "0", "0"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    programs = {p for s in _elf_sections(elf) if s.startswith("s_")
-                for p in re.sub(r"^s_(.*)_\d+$", r"\1", s).split(",")}  # kprobes of one clause share a program
+    # probes of one clause share a program; bpftrace names a uprobe's library by its resolved path
+    programs = {re.sub(r"^(u(?:ret)?probe):/\S*/libc\.so\.\d+:", r"\1:libc:", p) for s in _elf_sections(elf)
+                if s.startswith("s_") for p in re.sub(r"^s_(.*)_\d+$", r"\1", s).split(",")}
     text = (BT / f"{name}.bt").read_text()
-    declared = set(re.findall(r"^(BEGIN|END|interval:s:\$1|tracepoint:\w+:\w+|k(?:ret)?probe:\w+)\b", text, re.M))
+    declared = set(re.findall(r"^(BEGIN|END|interval:s:\$1|tracepoint:\w+:\w+|k(?:ret)?probe:\w+|u(?:ret)?probe:libc:\w+)\b",
+                              text, re.M))
     assert programs == {p.replace("$1", "1") for p in declared}
 
 
@@ -230,14 +238,20 @@ def test_missing_zfs_module_is_a_clear_error(tracefs):
 
 
 @pytest.mark.lab
-def test_lab_vdevlat_histograms_per_vdev_agree_with_diskstats(lab, tracefs):
-    """Random reads on the lab: histograms for each data vdev and the cache device; counts equal the block layer's."""
+@pytest.mark.parametrize("uprobes", [True, False], ids=["uprobes", "syscall-tracepoints"])
+def test_lab_vdevlat_histograms_per_vdev_agree_with_diskstats(lab, tracefs, uprobes, monkeypatch):
+    """Random reads on the lab: histograms for each data vdev and the cache device; counts equal the block layer's.
+    Then O_DSYNC writes: each a ZIL commit to the log device, whose flushes (zfs-fuse's fsync) equal the block
+    layer's flush requests there. Both zfs-fuse scripts: fusevdevlat.bt (uprobes; this host has them and is x86_64) and, as on a host
+    without uprobes, its variant fusevdevlat_syscalls.bt."""
     path = os.path.join(lab.mountpoint, "trace-lab.bin")
     if not os.path.exists(path):
         write_file(path, 96)  # larger than the lab's 64 MB ARC
     devs = {os.path.basename(d): role for role, ds in lab.devices.items() for d in ds}
+    if not uprobes:
+        monkeypatch.setattr(catalog, "uprobes_available", lambda: False)
     coll = TraceCollector("vdevlat", 1, pools=(lab.pool,))
-    assert coll.spec.name == "fusevdevlat"  # the zfs-fuse syscall script
+    assert coll.spec is (catalog.SCRIPTS if uprobes else catalog.VARIANTS)["fusevdevlat"]
     coll.start()
     recs: List[Record] = []
     try:
@@ -247,6 +261,15 @@ def test_lab_vdevlat_histograms_per_vdev_agree_with_diskstats(lab, tracefs):
             drop_host_caches()
             random_reads(path, 3000, seed=seed)
         after = _diskstats(list(devs))
+        log = os.path.basename(lab.devices["log"][0])
+        flushed = _flushes([log])
+        fd = os.open(os.path.join(lab.mountpoint, "trace-sync.bin"), os.O_WRONLY | os.O_CREAT | os.O_DSYNC)
+        try:
+            for i in range(200):
+                os.pwrite(fd, os.urandom(8192), i * 8192)
+        finally:
+            os.close(fd)
+        flushes = _flushes([log])[log] - flushed[log]
         n = coll.intervals()
         # the interval the I/O ended in and one more: once a third is reported, their records are all queued
         wait_until(lambda: coll.intervals() >= n + 3, 60, "three more intervals")
@@ -267,4 +290,6 @@ def test_lab_vdevlat_histograms_per_vdev_agree_with_diskstats(lab, tracefs):
         traced = _sum_ops(recs, name, "read")
         assert abs(traced - reads) <= max(3, 0.03 * reads), (name, traced, reads)
     assert sum(after[n][0] - before[n][0] for n in devs) > 100  # the workload really reached the vdevs
+    traced_flushes = _sum_ops(recs, log, "flush")
+    assert flushes >= 200 and abs(traced_flushes - flushes) <= 3, (traced_flushes, flushes)
     assert _assert_percentiles_monotonic(samples) > 0

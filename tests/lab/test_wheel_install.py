@@ -150,7 +150,7 @@ def test_installed_zfsmon_traces_the_lab(venv, lab, require_bpftrace, tmp_path):
         assert proc.returncode == 0, err
         assert "Traceback" not in err
         got = rows()
-        assert {r["script"] for r in got} == {"fusevdevlat"}  # vdevlat on zfs-fuse: the syscall script
+        assert {r["script"] for r in got} == {"fusevdevlat"}  # vdevlat on zfs-fuse: the zfs-fuse script
         assert {r["entity"] for r in got if r["pool"] == lab.pool} >= data_leaves | {"mirror-0", "mirror-1"}
     finally:
         if proc.poll() is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.bench_overhead import Block, abba, block_tps, paired_losses
+from bench.bench_overhead import Block, abba, block_tps, fuse_line, paired_losses
 
 
 def test_abba_pairs_hold_one_block_of_each_state_and_alternate_which_comes_first():
@@ -38,3 +38,11 @@ def test_a_pair_with_an_empty_block_is_left_out():
     progress = [(1.0, 100.0), (2.0, 80.0)]
     blocks = [Block(False, 0.0, 1.0), Block(True, 1.0, 2.0), Block(True, 2.0, 3.0), Block(False, 3.0, 4.0)]
     assert paired_losses(blocks, progress) == pytest.approx([20.0])
+
+
+def test_zfs_fuse_cpu_is_compared_within_each_pair_and_left_out_when_not_measured():
+    blocks = [Block(False, 0, 1, 10.0), Block(True, 1, 2, 13.0), Block(True, 2, 3, 12.0), Block(False, 3, 4, 11.0),
+              Block(False, 4, 5, 9.0), Block(True, 5, 6, float("nan"))]  # the last pair: not measured
+    line = fuse_line(blocks)
+    assert "median 10.50 without, 12.50 with" in line and "difference +2.00" in line  # pairs +3, +1
+    assert fuse_line([Block(False, 0, 1), Block(True, 1, 2)]) == ""

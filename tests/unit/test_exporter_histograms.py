@@ -111,9 +111,9 @@ def test_default_queues_keep_cardinality_bounded() -> None:
 
 
 def _fusevdevlat() -> List[Sample]:
-    fds = dict(line.split(None, 1) for line in (TRACE / "fusevdevlat.fds").read_text().splitlines())
+    fds = dict(line.split(None, 1) for line in (TRACE / "fusevdevlat_syscalls.fds").read_text().splitlines())
     names = Names(topology=parse_status((TRACE / "lab.zpool_status").read_text()), fds=fds)
-    recs = parse_trace((TRACE / "fusevdevlat.bt.out").read_text(), resolve=names)
+    recs = parse_trace((TRACE / "fusevdevlat_syscalls.bt.out").read_text(), resolve=names)
     return [r for r in recs if isinstance(r, Sample)]
 
 

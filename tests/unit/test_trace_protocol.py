@@ -45,7 +45,7 @@ def _samples(recs) -> List[Sample]:
 
 def _names(fds: bool) -> Names:
     devices = dict(line.split() for line in (DATA / "blklat.devices").read_text().splitlines())
-    fdmap = dict(line.split(None, 1) for line in (DATA / "fusevdevlat.fds").read_text().splitlines())
+    fdmap = dict(line.split(None, 1) for line in (DATA / "fusevdevlat_syscalls.fds").read_text().splitlines())
     return Names(topology=parse_status((DATA / "lab.zpool_status").read_text()), devices=devices,
                  fds=fdmap if fds else {})
 
@@ -118,7 +118,7 @@ def test_blklat_capture_resolves_lab_devices_to_vdevs_and_roles():
 
 
 def test_fusevdevlat_capture_has_every_data_vdev_and_the_cache_device():
-    recs = parse_text((DATA / "fusevdevlat.bt.out").read_text(), resolve=_names(fds=True))
+    recs = parse_text((DATA / "fusevdevlat_syscalls.bt.out").read_text(), resolve=_names(fds=True))
     reads: Dict[Tuple[str, object], float] = {}
     for s in _samples(recs):
         reads[(s.entity.name, s.entity.role)] = reads.get((s.entity.name, s.entity.role), 0) + s.metrics.get("read_ops", 0)
@@ -130,6 +130,32 @@ def test_fusevdevlat_capture_has_every_data_vdev_and_the_cache_device():
     assert slow and all(e.kind == EventKind.INFO and e.data["slow"] for e in slow)
     assert slow[0].entity == "trace:ztrcap/loop24" and slow[0].data["lat_ns"] == 3417103.0
     assert "3.4 ms on loop24 [cache]" in slow[0].text
+
+
+def test_fusevdevlat_uprobe_capture_has_reads_per_leaf_and_the_slog_flushes():
+    """The uprobe script (libc syscall()/fsync) on lab zcap36: reads on every data leaf and the L2ARC, and the
+    300 O_DSYNC writes' ZIL commits as writes and exactly 300 flushes on the log device."""
+    fdmap = dict(line.split(None, 1) for line in (DATA / "fusevdevlat.fds").read_text().splitlines())
+    names = Names(topology=parse_status((DATA / "fusevdevlat.zpool_status").read_text()), fds=fdmap)
+    recs = parse_text((DATA / "fusevdevlat.bt.out").read_text(), resolve=names)
+    ops: Dict[Tuple[str, object, str, str], float] = {}
+    for s in _samples(recs):
+        for op in ("read", "write", "flush"):
+            key = (s.entity.pool, s.entity.name, s.entity.role, op)
+            ops[key] = ops.get(key, 0) + s.metrics.get(f"{op}_ops", 0)
+    leaves = {"loop6": "mirror-0", "loop7": "mirror-0", "loop8": "mirror-1", "loop9": "mirror-1"}
+    for leaf, parent in leaves.items():
+        assert ops[("zcap36", leaf, Role.DATA, "read")] > 500
+        assert next(s for s in _samples(recs) if s.entity.name == leaf).entity.parent == parent
+    assert ops[("zcap36", "mirror-0", Role.DATA, "read")] == ops[("zcap36", "loop6", Role.DATA, "read")] + ops[
+        ("zcap36", "loop7", Role.DATA, "read")] == 818 + 733
+    assert ops[("zcap36", "loop11", Role.CACHE, "read")] == 319
+    assert ops[("zcap36", "loop10", Role.LOG, "flush")] == 300  # one fsync per O_DSYNC write
+    assert ops[("zcap36", "loop10", Role.LOG, "write")] == 301
+    slow = [r for r in recs if isinstance(r, Event)]
+    flush = next(e for e in slow if e.data["op"] == "flush")
+    assert flush.entity == "trace:zcap36/loop10" and flush.data["lat_ns"] == 3234683.0
+    assert "on loop10 [log]" in flush.text
 
 
 def test_d_examples_carry_counts_and_slow_lines():
@@ -185,7 +211,7 @@ def test_truncated_interval_is_dropped_and_the_next_one_parses():
     assert [s.metrics["hits"] for s in _samples(recs)] == [4] and recs[0].ts == 6.0
 
 
-_REAL = (DATA / "fusevdevlat.bt.out").read_text().splitlines()
+_REAL = (DATA / "fusevdevlat_syscalls.bt.out").read_text().splitlines()
 
 
 @settings(max_examples=150, deadline=None)

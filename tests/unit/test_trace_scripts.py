@@ -98,7 +98,8 @@ def test_balanced_and_clauses_use_declared_probes(path: Path):
                 key = func or name
                 assert provider in probes_doc and key in probes_doc, f"{probe} not declared in PROBES"
             else:
-                assert re.fullmatch(r"BEGIN|END|interval:s:\$1|(tracepoint:\w+|k(ret)?probe):\w+", probe), probe
+                assert re.fullmatch(r"BEGIN|END|interval:s:\$1|(tracepoint:\w+|k(ret)?probe|u(ret)?probe:libc):\w+",
+                                    probe), probe
                 if probe not in ("BEGIN", "END", "interval:s:$1"):
                     assert probe.rsplit(":", 1)[1] in probes_doc, f"{probe} not declared in PROBES"
 

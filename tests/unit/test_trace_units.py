@@ -67,7 +67,7 @@ def test_hist_round_trips_through_sample_metrics():
 
 def _names() -> Names:
     devices = dict(line.split() for line in (DATA / "blklat.devices").read_text().splitlines())
-    fds = dict(line.split(None, 1) for line in (DATA / "fusevdevlat.fds").read_text().splitlines())
+    fds = dict(line.split(None, 1) for line in (DATA / "fusevdevlat_syscalls.fds").read_text().splitlines())
     return Names(topology=parse_status((DATA / "lab.zpool_status").read_text()), devices=devices, fds=fds)
 
 
@@ -118,6 +118,23 @@ def test_vdevlat_picks_the_zfs_fuse_script_only_with_a_daemon():
     assert catalog.resolve("vdevlat", "sunos5", fuse_pid=4242).files["dtrace"] == "dtrace/vdevlat.d"
     with pytest.raises(UserError, match="no trace script called 'nope'"):
         catalog.resolve("nope")
+
+
+def test_fusevdevlat_runs_its_syscall_variant_only_where_uprobes_or_x86_64_numbers_are_missing(monkeypatch):
+    assert catalog.variant_reason("fusevdevlat", machine="x86_64", uprobes=True) is None
+    why = catalog.variant_reason("fusevdevlat", machine="aarch64", uprobes=True)
+    assert why and "aarch64" in why and "fusevdevlat_syscalls.bt" in why
+    assert "no uprobes" in catalog.variant_reason("fusevdevlat", machine="x86_64", uprobes=False)
+    monkeypatch.setattr(catalog.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(catalog, "uprobes_available", lambda: True)
+    own = catalog.resolve("vdevlat", "linux", fuse_pid=4242)
+    assert own is catalog.SCRIPTS["fusevdevlat"] and own.files["bpftrace"] == "bpftrace/fusevdevlat.bt"
+    monkeypatch.setattr(catalog, "uprobes_available", lambda: False)
+    for name in ("vdevlat", "fusevdevlat"):  # vdevlat on zfs-fuse is fusevdevlat, and so is its variant
+        spec = catalog.resolve(name, "linux", fuse_pid=4242)
+        assert spec is catalog.VARIANTS["fusevdevlat"] and spec.name == "fusevdevlat"
+        assert spec.files["bpftrace"] == "bpftrace/fusevdevlat_syscalls.bt" and spec.args == own.args
+    assert catalog.resolve("vdevlat", "linux", fuse_pid=None).name == "vdevlat"  # no daemon: the block script
 
 
 def test_argv():
@@ -173,7 +190,7 @@ def test_collector_reports_a_failed_preflight_as_an_event_and_never_raises():
 # --- report --------------------------------------------------------------------------------------------------
 
 def test_table_csv_and_histograms_from_the_lab_capture():
-    recs = parse_text((DATA / "fusevdevlat.bt.out").read_text(), resolve=_names())
+    recs = parse_text((DATA / "fusevdevlat_syscalls.bt.out").read_text(), resolve=_names())
     samples = [r for r in recs if isinstance(r, Sample)]
     busiest_ts = max({s.ts for s in samples}, key=lambda t: sum(s.metrics.get("read_ops", 0) for s in samples if s.ts == t))
     one = [s for s in samples if s.ts == busiest_ts]

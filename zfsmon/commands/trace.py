@@ -1,7 +1,7 @@
 """Run tracing and show latency distributions per vdev (with roles), not just averages.
 
 NAME is one of zfsmon's traces (see --list): vdevlat (per-vdev I/O latency; on Linux the zfs-fuse
-syscall script when a zfs-fuse daemon runs, else the block-layer one), blklat, fusevdevlat, arc, zil,
+script when a zfs-fuse daemon runs, else the block-layer one), blklat, fusevdevlat, arc, zil,
 zfsslower, txg. Each prints the zfsmon trace protocol (docs/tracing.md); zfsmon parses it into
 per-interval rates and p50/p95/p99/max percentiles, maps devices to vdevs and roles with
 `zpool status`, and prints a table per interval and, at the end, a histogram per device and vdev.
@@ -74,7 +74,8 @@ def _list() -> int:
     for spec in catalog.SCRIPTS.values():
         files = ", ".join(spec.files.values())
         if spec.name in catalog.VARIANTS:  # the script used where this one's probes are missing
-            files += ", " + ", ".join(catalog.VARIANTS[spec.name].files.values()) + " (without zfs tracepoints)"
+            other = catalog.VARIANTS[spec.name]
+            files += ", " + ", ".join(other.files.values()) + f" ({other.used_when})"
         if linux:
             where = "bpftrace" if "bpftrace" in spec.files else ""
             where += (", " if where else "") + "bcc" if catalog.bcc_offers(spec.name) else ""

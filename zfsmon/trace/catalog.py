@@ -2,8 +2,8 @@
 
 One logical trace (``vdevlat``, ``arc``, ``zil``, ...) has a D script for
 illumos/FreeBSD and a bpftrace twin for Linux; both print the same protocol.
-``vdevlat`` on Linux picks the zfs-fuse syscall script when a zfs-fuse daemon
-runs (it sees what ZFS sees, throttling included) and the block-layer script
+``vdevlat`` on Linux picks the zfs-fuse script (uprobes on its libc calls) when a
+zfs-fuse daemon runs (it sees what ZFS sees, throttling included) and the block-layer script
 otherwise.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from zfsmon.errors import UserError
-from zfsmon.host import bcc_facts, detect_flavour, version_tuple, zfs_tracepoints
+from zfsmon.host import bcc_facts, detect_flavour, uprobes_available, version_tuple, zfs_tracepoints
 from zfsmon.trace import bcc_program
 
 #: what a script needs from zfsmon at start, passed as extra positional arguments after INTERVAL
@@ -37,12 +37,14 @@ class TraceScript:
     #: bpftrace: the oldest OpenZFS (major, minor) whose kernel constants the script writes were checked for
     #: (its CONSTANTS header); an older module has them elsewhere, so the script is refused there
     openzfs_min: tuple = ()
+    used_when: str = ""  # a VARIANTS script: where it runs instead of its trace's own script
 
 
 SCRIPTS: Dict[str, TraceScript] = {s.name: s for s in (
     TraceScript("blklat", "block-device I/O latency histograms per device and vdev, read vs write",
                 {"bpftrace": "bpftrace/blklat.bt", "dtrace": "dtrace/vdevlat.d"}, (NEEDS_SLOW,)),
-    TraceScript("fusevdevlat", "zfs-fuse per-vdev latency at its vdev syscalls (Linux AIO, pread64/pwrite64, fsync)",
+    TraceScript("fusevdevlat", "zfs-fuse per-vdev latency at its own libc calls (Linux AIO through syscall(), fsync; "
+                "uprobes)",
                 {"bpftrace": "bpftrace/fusevdevlat.bt"}, (NEEDS_PID, NEEDS_SLOW)),
     TraceScript("vdevlat", "per-vdev I/O latency histograms with roles (picks the right script per platform)",
                 {"bpftrace": "bpftrace/blklat.bt", "dtrace": "dtrace/vdevlat.d"}, (NEEDS_SLOW,)),
@@ -63,16 +65,33 @@ SCRIPTS: Dict[str, TraceScript] = {s.name: s for s in (
 VARIANTS: Dict[str, TraceScript] = {
     "arc": TraceScript("arc", "ARC hits/misses by kind (demand/prefetch, data/metadata), kprobes on arc_read: for an "
                        "OpenZFS module without its tracepoints", {"bpftrace": "bpftrace/arc_kprobe.bt"}, (), True,
-                       openzfs_min=(2, 1)),
+                       openzfs_min=(2, 1), used_when="without zfs tracepoints"),
+    "fusevdevlat": TraceScript("fusevdevlat", "zfs-fuse per-vdev latency at its vdev syscalls (syscall tracepoints: "
+                               "Linux AIO, pread64/pwrite64, fsync): for a host without uprobes or not x86_64",
+                               {"bpftrace": "bpftrace/fusevdevlat_syscalls.bt"}, (NEEDS_PID, NEEDS_SLOW),
+                               used_when="without uprobes, or not x86_64"),
 }
 
+#: the machines whose syscall numbers fusevdevlat.bt writes (its CONSTANTS header); elsewhere its variant runs
+FUSEVDEVLAT_MACHINES = ("x86_64",)
 
-def variant_reason(name: str) -> Optional[str]:
+
+def variant_reason(name: str, machine: Optional[str] = None, uprobes: Optional[bool] = None) -> Optional[str]:
     """Why ``name`` runs its :data:`VARIANTS` script on this host (bpftrace), or None for its own script.
 
-    ``arc``: the OpenZFS module is loaded and has no zfs tracepoints (``host.zfs_tracepoints``)."""
+    ``arc``: the OpenZFS module is loaded and has no zfs tracepoints (``host.zfs_tracepoints``).
+    ``fusevdevlat``: the host is not one whose syscall numbers the uprobe script writes (``machine``, default
+    this one's), or its kernel has no uprobes (``uprobes``, default ``host.uprobes_available``): then the
+    syscall-tracepoint script runs, which costs every process's syscalls a little while it is attached."""
     if name == "arc" and os.path.isdir("/sys/module/zfs") and not zfs_tracepoints():
         return "the OpenZFS module has no zfs tracepoints (built without them): arc runs arc_kprobe.bt (kprobes)"
+    if name == "fusevdevlat":
+        machine = machine or platform.machine()
+        if machine not in FUSEVDEVLAT_MACHINES:
+            return (f"fusevdevlat.bt writes x86_64's syscall numbers and this host is {machine}: fusevdevlat runs "
+                    f"fusevdevlat_syscalls.bt (syscall tracepoints)")
+        if not (uprobes_available() if uprobes is None else uprobes):
+            return "the kernel has no uprobes: fusevdevlat runs fusevdevlat_syscalls.bt (syscall tracepoints)"
     return None
 
 
@@ -140,10 +159,11 @@ def lookup(name: str) -> TraceScript:
 
 
 def resolve(name: str, platform: Optional[str] = None, fuse_pid: Optional[int] = None) -> TraceScript:
-    """The script to run for ``name`` here: ``vdevlat`` on a zfs-fuse host becomes ``fusevdevlat``."""
+    """The script to run for ``name`` here: ``vdevlat`` on a zfs-fuse host becomes ``fusevdevlat``; a trace whose
+    own probes this host lacks becomes its :data:`VARIANTS` script."""
     spec = lookup(name)
     if name == "vdevlat" and tracer_family(platform) == "bpftrace" and fuse_pid:
-        return SCRIPTS["fusevdevlat"]
+        spec, name = SCRIPTS["fusevdevlat"], "fusevdevlat"
     if name in VARIANTS and tracer_family(platform) == "bpftrace" and variant_reason(name):
         return VARIANTS[name]
     return spec

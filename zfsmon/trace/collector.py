@@ -103,7 +103,7 @@ def preflight(spec: TraceScript, family: str, tracer: Optional[str] = None) -> O
         if spec.needs_zfs_module and not os.path.isdir(ZFS_MODULE):
             return (f"trace {spec.name!r} needs the OpenZFS kernel module (kprobes/zfs tracepoints), and this "
                     f"host has none loaded (zfs-fuse runs ZFS in user space: try `zfsmon trace vdevlat`)")
-        if catalog.VARIANTS.get(spec.name) is spec:  # arc_kprobe.bt: its functions must be traceable here
+        if spec is catalog.VARIANTS["arc"]:  # arc_kprobe.bt: its functions must be traceable here
             missing = host.untraceable(host.ARC_KPROBE_FUNCTIONS)
             if missing:
                 return (f"trace {spec.name!r}: the OpenZFS module has no zfs tracepoints, and {', '.join(missing)} "
@@ -172,7 +172,7 @@ class TraceCollector(StreamCollector):
         note = self._load_topology()
         if note:
             self._q.put(Event(self.clock(), EventKind.INFO, note, source=self.name))
-        if self.spec is not None and catalog.VARIANTS.get(self.spec.name) is self.spec:  # arc_kprobe.bt (bcc: no spec)
+        if self.spec is not None and catalog.VARIANTS.get(self.spec.name) is self.spec:  # a variant (bcc: no spec)
             self._q.put(Event(self.clock(), EventKind.INFO, f"{self.name}: {catalog.variant_reason(self.spec.name)}",
                               source=self.name))
         self._read_names()
