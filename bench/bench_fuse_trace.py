@@ -11,7 +11,8 @@ Each trial, with no tracer, then with each script attached (bpftrace, once it ha
 a rotating order: ``--reads`` random 8 KiB reads of a file larger than the ARC on a lab pool (host caches dropped
 first, a fresh seed each trial, so most reach the vdevs), timing the daemon's CPU (its process tree, /proc) per
 vdev read (/proc/diskstats of the pool's leaves); then a bystander, a process making ``--calls`` cheap syscalls
-(``getppid``), timing its CPU per call. The medians over ``--trials`` are printed as a markdown table.
+(``getppid``), timing its CPU per call, once as Python makes it and once through libc's ``syscall()`` (as Rust's
+standard library makes its futex calls: those trap under the uprobe script). The medians over ``--trials`` are printed as a markdown table.
 
     python3 bench/bench_fuse_trace.py --pool zft --trials 5        # builds the lab zft, and removes it after
 
@@ -42,9 +43,11 @@ from zfsmon.trace.collector import ensure_tracefs  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 ARMS = ("none", "fusevdevlat.bt", "fusevdevlat_syscalls.bt")
 
-#: the bystander: CPU seconds of ``n`` getppid() calls, in its own process (what another program pays per syscall)
-BYSTANDER = ("import os, sys, time\nn = int(sys.argv[1])\nt0 = time.process_time()\n"
-             "for _ in range(n):\n    os.getppid()\nprint(time.process_time() - t0)\n")
+#: the bystander: CPU seconds of ``n`` getppid() calls, in its own process (what another program pays per syscall),
+#: made directly (argv[2] == "direct") or through libc's syscall(SYS_getppid) (ctypes; 110 on x86_64)
+BYSTANDER = ("import ctypes, os, sys, time\nn = int(sys.argv[1])\n"
+             "call = os.getppid if sys.argv[2] == 'direct' else (lambda f=ctypes.CDLL(None).syscall: f(110))\n"
+             "t0 = time.process_time()\nfor _ in range(n):\n    call()\nprint(time.process_time() - t0)\n")
 
 
 def disk_reads(names: List[str]) -> int:
@@ -70,26 +73,28 @@ def trial(arm: str, pid: int, path: str, leaves: List[str], reads: int, calls: i
         c0, r0 = tree_cpu(pid), disk_reads(leaves)
         random_reads(path, reads, seed=seed)
         cpu, vdev_reads = tree_cpu(pid) - c0, disk_reads(leaves) - r0
-        out = subprocess.run([sys.executable, "-c", BYSTANDER, str(calls)], capture_output=True, text=True, check=True)
-        by = float(out.stdout)
+        by = {how: float(subprocess.run([sys.executable, "-c", BYSTANDER, str(calls), how], capture_output=True,
+                                        text=True, check=True).stdout) for how in ("direct", "libc")}
     finally:
         if tracer is not None:
             tracer.send_signal(2)
             tracer.wait(timeout=60)
-    return {"us_per_read": 1e6 * cpu / max(vdev_reads, 1), "vdev_reads": vdev_reads, "ns_per_call": 1e9 * by / calls}
+    return {"us_per_read": 1e6 * cpu / max(vdev_reads, 1), "vdev_reads": vdev_reads,
+            "ns_per_call": 1e9 * by["direct"] / calls, "ns_per_libc_call": 1e9 * by["libc"] / calls}
 
 
 def table(results: Dict[str, List[Dict[str, float]]]) -> str:
-    rows = ["| arm | zfs-fuse CPU per vdev read, us (median; trials) | vdev reads a trial (median) | bystander's CPU "
-            "per getppid(), ns (median; trials) |", "|---|---|---|---|"]
+    def cell(xs: List[float], digits: int = 0) -> str:
+        return f"**{statistics.median(xs):.{digits}f}** ({', '.join(f'{x:.0f}' for x in xs)})"
+
+    rows = ["| arm | zfs-fuse CPU per vdev read, us | vdev reads a trial | a bystander's CPU per getppid(), ns | "
+            "the same through libc's syscall(), ns |", "|---|---|---|---|---|"]
     for arm in ARMS:
         rs = results[arm]
-        per_read = [r["us_per_read"] for r in rs]
-        per_call = [r["ns_per_call"] for r in rs]
-        rows.append(f"| {arm} | **{statistics.median(per_read):.1f}** ({', '.join(f'{x:.0f}' for x in per_read)}) | "
-                    f"{statistics.median(r['vdev_reads'] for r in rs):.0f} | **{statistics.median(per_call):.0f}** "
-                    f"({', '.join(f'{x:.0f}' for x in per_call)}) |")
-    return "\n".join(rows)
+        rows.append(f"| {arm} | {cell([r['us_per_read'] for r in rs], 1)} | "
+                    f"{statistics.median(r['vdev_reads'] for r in rs):.0f} | {cell([r['ns_per_call'] for r in rs])} | "
+                    f"{cell([r['ns_per_libc_call'] for r in rs])} |")
+    return "\n".join(rows) + "\n\n(medians in bold, then each trial's value)"
 
 
 def main() -> int:
