@@ -222,13 +222,21 @@ def block_tps(block: Block, progress: Sequence[Tuple[float, float]]) -> Optional
     return statistics.fmean(inside) if inside else None
 
 
-def paired_losses(blocks: Sequence[Block], progress: Sequence[Tuple[float, float]]) -> List[float]:
-    """Per pair of neighbouring blocks (0-1, 2-3, ...), the loss in % of the block without the arm."""
+def block_pairs(blocks: Sequence[Block]) -> List[Tuple[Block, Block]]:
+    """The pairs of neighbouring blocks (0-1, 2-3, ...) as (off, on), whichever came first."""
     out = []
     for a, b in zip(blocks[0::2], blocks[1::2]):
         off, on = (a, b) if b.on else (b, a)
         if off.on or not on.on:
             raise ValueError("a pair must hold one block of each state")
+        out.append((off, on))
+    return out
+
+
+def paired_losses(blocks: Sequence[Block], progress: Sequence[Tuple[float, float]]) -> List[float]:
+    """Per pair of neighbouring blocks (0-1, 2-3, ...), the loss in % of the block without the arm."""
+    out = []
+    for off, on in block_pairs(blocks):
         t_off, t_on = block_tps(off, progress), block_tps(on, progress)
         if t_off and t_on is not None:
             out.append(100.0 * (t_off - t_on) / t_off)
@@ -384,8 +392,8 @@ blocks of {args.switch} s measured after {args.guard} s of settling, ABBA.
 def fuse_line(blocks: Sequence[Block]) -> str:
     """The zfs-fuse daemon's CPU in the blocks with and without the arm, and the median of the pairs' difference
     (a tracer's uprobes trap in its threads; the recorder's kstat reads are served by it), or "" if not measured."""
-    pairs = [(a, b) if b.on else (b, a) for a, b in zip(blocks[0::2], blocks[1::2])]
-    pairs = [(off, on) for off, on in pairs if not math.isnan(off.fuse_pct) and not math.isnan(on.fuse_pct)]
+    pairs = [(off, on) for off, on in block_pairs(blocks)
+             if not math.isnan(off.fuse_pct) and not math.isnan(on.fuse_pct)]
     if not pairs:
         return ""
     diff = statistics.median(on.fuse_pct - off.fuse_pct for off, on in pairs)
