@@ -20,6 +20,9 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import psutil
 
+#: where tracefs is mounted (the first, or the older debugfs path)
+TRACEFS_DIRS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+
 #: doctor's sections, in the order it prints them
 CATEGORIES = ("zfs", "source", "tool", "tracing", "workload")
 
@@ -177,14 +180,14 @@ def probe_bpftrace() -> Check:
 
 def kprobes_available() -> bool:
     """The kernel has kprobes (kprobe_events in tracefs); zfsmon's build machine has none."""
-    return any(Path(d, "kprobe_events").exists() for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+    return any(Path(d, "kprobe_events").exists() for d in TRACEFS_DIRS)
 
 
 def uprobes_available(pmu: str = "/sys/bus/event_source/devices/uprobe") -> bool:
     """The kernel has uprobes: its perf uprobe PMU, or uprobe_events in a mounted tracefs (zfs-fuse's
     fusevdevlat.bt traps in the daemon's libc calls instead of enabling syscall tracepoints for every process)."""
     return Path(pmu).is_dir() or any(Path(d, "uprobe_events").exists()
-                                     for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
+                                     for d in TRACEFS_DIRS)
 
 
 def zfs_tracepoints(kallsyms: str = "/proc/kallsyms") -> bool:
@@ -192,7 +195,7 @@ def zfs_tracepoints(kallsyms: str = "/proc/kallsyms") -> bool:
 
     From tracefs when it is mounted (``events/zfs``); else from the kernel's symbols (a tracepoint is a
     ``__tracepoint_zfs_arc__hit`` symbol of the module), so an unmounted tracefs does not read as "none"."""
-    dirs = [d for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing") if Path(d, "events").is_dir()]
+    dirs = [d for d in TRACEFS_DIRS if Path(d, "events").is_dir()]
     if dirs:
         return any(Path(d, "events", "zfs").is_dir() for d in dirs)
     try:
@@ -210,7 +213,7 @@ def untraceable(functions: Sequence[str]) -> List[str]:
     """Those of ``functions`` that kprobes cannot attach to here: absent from tracefs'
     ``available_filter_functions`` (inlined, notrace or not there; Debian's OpenZFS 2.1.11 build inlines
     ``arc_access``). Empty when the list cannot be read (then attaching decides)."""
-    for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+    for d in TRACEFS_DIRS:
         try:
             with open(os.path.join(d, "available_filter_functions")) as f:
                 have = {line.split(None, 1)[0] for line in f if line.strip()}

@@ -32,7 +32,7 @@ from zfsmon.errors import UserError
 from zfsmon.trace import bcc_program, catalog
 from zfsmon.trace.bcc_format import MAP_NAMES, Printer, SlowEvent, Snapshot
 
-TRACEFS_DIRS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+TRACEFS_DIRS = host.TRACEFS_DIRS
 INSTALL_HINT = "apt install python3-bpfcc"
 PREFIX = "zfsmon-bcc"
 
