@@ -12,7 +12,7 @@ import csv
 import json
 import re
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -349,10 +349,13 @@ def _arc_traced(totals: Dict[str, float], guest_zfs: str) -> Dict[str, float]:
     return {k: totals.get(k, 0) for k in (f"{kind}_{hm}" for kind in _ARC_KINDS for hm in ("hits", "misses"))}
 
 
-def _arc_compare(traced: Dict[str, float], raw: Dict[str, int], guest_zfs: str, slack: float = 0.0) -> None:
+def _arc_compare(traced: Dict[str, float], raw: Dict[str, int], guest_zfs: str, slack: float = 0.0,
+                 edge: Optional[Dict[str, float]] = None) -> None:
+    """``edge``: per counter, what the window's untraced edges may hold (:func:`_arc_edge`), on top of the
+    tolerance."""
     want, got = _arc_expected(raw, guest_zfs), _arc_traced(traced, guest_zfs)
     bad = {k: (got[k], want[k]) for k in want
-           if abs(got[k] - want[k]) > max(slack, arc_tolerance(want[k], guest_zfs))}
+           if abs(got[k] - want[k]) > max(slack, arc_tolerance(want[k], guest_zfs) + (edge or {}).get(k, 0.0))}
     assert not bad, f"traced vs arcstats (+iohits) per counter, beyond tolerance: {bad}; all: {got} vs {want}"
 
 
@@ -384,7 +387,19 @@ def test_arc_trace_split_equals_arcstats(guest_out: Path, guest_zfs: str) -> Non
            if k.startswith(("demand_", "prefetch_"))}
     assert raw["demand_data_hits"] > 100 and raw["demand_metadata_hits"] > 100, raw
     assert raw["demand_data_misses"] > 100, raw
-    _arc_compare(totals, raw, guest_zfs)
+    _arc_compare(totals, raw, guest_zfs, edge=_arc_traced(_arc_edge(guest_out, rows, totals), guest_zfs))
+
+
+def _arc_edge(guest_out: Path, rows: List[Dict[str, str]], totals: Dict[str, float]) -> Dict[str, float]:
+    """What the window's untraced edges may hold, per counter. The first traced interval starts up to one interval
+    before the "before" read, and the recorder (its last row) stops a few seconds before the "after" read. Both
+    edges are idle, but an idle pool still makes a few ARC metadata accesses (8-18 per 5 s interval on 2.3; a run
+    traced 58 fewer of 17,566 than arcstats counted, with 5.6 s untraced at the end): the idle tail's own
+    intervals (the scenario idles 4 intervals after the workload) say how many per interval."""
+    tail = rows[-3:]
+    assert sum(_total(tail, k) for k in totals) < 0.01 * sum(totals.values()), "the tail is not idle"
+    uncovered = INTERVAL + max(0.0, _t(guest_out, "after") - float(rows[-1]["epoch"]))
+    return {k: max(_total([r], k) for r in tail) * uncovered / INTERVAL for k in totals}
 
 
 def test_bcc_arc_split_equals_arcstats(guest_out: Path, guest_zfs: str) -> None:
@@ -653,13 +668,17 @@ def test_pgbench_zil_recorded_equals_zil_kstat(guest_out: Path, ours: str, kstat
     assert rows
     t0, t1 = _t(guest_out, "pg-before"), _t(guest_out, "pg-after")
     a, b = _at(rows, t0), _at(rows, t1)
+    first = next(r for r in rows if float(r["epoch"]) > t0)
     nxt = next((r for r in rows if float(r["epoch"]) > t1), b)
     want = _raw_delta(guest_out, "zil", kstat, "pg-before", "pg-after")
     assert want > 0, kstat
-    # PostgreSQL is stopped before the "after" read, so the window's end is idle and the recorded delta is the
-    # kstat's exactly; should its background writers still flush in the last interval, the kstat's delta lies
-    # between the recorded deltas to the row before and the row after the read (seen once: 348, 357, 357)
-    lo, hi = _num(b[ours]) - _num(a[ours]), _num(nxt[ours]) - _num(a[ours])
+    # The scenario waits for an idle ZIL before the "before" read and stops PostgreSQL before the "after" read, so
+    # both edges are idle and the recorded delta is the kstat's exactly. Should a background writer still flush
+    # at an edge, the kstat's delta lies between the recorded delta of the readings inside the window (the first
+    # after the "before" read to the last before the "after" read) and that of the readings around it (the last
+    # before to the first after; seen once at the end: 348, 357, 357, and once at the start: 347 recorded from the
+    # reading before, 345 read).
+    lo, hi = _num(b[ours]) - _num(first[ours]), _num(nxt[ours]) - _num(a[ours])
     assert lo <= want <= hi, (lo, want, hi)
 
 
@@ -721,8 +740,13 @@ def test_pgbench_bcc_traces_recorded_against_the_kstats(guest_out: Path, guest_z
     t0, t1 = _t(guest_out, "pg-before"), _t(guest_out, "pg-after")
     rows = [r for r in _pg_rows(guest_out, "trace") if t0 < float(r["epoch"]) <= t1 + INTERVAL]
     commits = _raw_delta(guest_out, "zil", "zil_commit_count", "pg-before", "pg-after")
-    traced = _total([r for r in rows if r["source"] == "trace:zil"], "commits")
-    assert commits >= PGTX and abs(traced - commits) <= 1, (traced, commits)
+    zil = [r for r in rows if r["source"] == "trace:zil"]
+    traced = _total(zil, "commits")
+    # a traced interval covers the INTERVAL before its row: the first row's may start before the "before" read.
+    # The scenario waits for an idle ZIL there, so it holds no commit; should one come all the same, the kstat's
+    # delta lies between the intervals wholly inside the window and all of them (within bcc's 1)
+    inside = _total([r for r in zil if float(r["epoch"]) - INTERVAL >= t0], "commits")
+    assert commits >= PGTX and inside - 1 <= commits <= traced + 1, (inside, commits, traced)
     if untraceable:
         pytest.xfail(f"the ZIL part holds; arc: {untraceable}")
     counters = [f"{kind}_{hm}" for kind in _ARC_KINDS for hm in ("hits", "misses")]
