@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -212,22 +213,52 @@ def test_fuse_directory_collector(tmp_path, fixtures):
     assert len(ev) == 1 and ev[0].kind == EventKind.ERROR and "nope" in ev[0].text
 
 
-def test_fuse_collector_follows_statistics_that_come_and_go(tmp_path, fixtures):
-    """The listing is kept between polls; a vanished file, or the periodic re-list, picks up the change."""
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_fuse_collector_follows_statistics_that_come_and_go(tmp_path, fixtures, monkeypatch):
+    """The statistics are held between polls and read afresh each poll; the periodic listing picks up ones that
+    came or went, and one that cannot be opened any more (a restarted daemon) forces a listing at once."""
     src = [p for p in ARC_FILES if "zol-0.6.5" in p.name][0]
     d = _fuse_dir(tmp_path, src)
     (d / "subdir").mkdir()  # not a statistic
+    fds = _open_fds()
     c = arcstats.FuseArcstatsCollector(str(d), clock=lambda: 10.0)
-    assert "hits" in _by_kind(c.poll())[Kind.ARC].metrics
-    (d / "hits").unlink()
-    m = _by_kind(c.poll())[Kind.ARC].metrics
-    assert "hits" not in m and "misses" in m
-    (d / "hits").write_text("42\n")
-    for _ in range(c.RELIST_EVERY):
-        m = _by_kind(c.poll())[Kind.ARC].metrics
-    assert m["hits"] == 42
-    (d / "hits").write_text("43\n")  # a value is read afresh each poll, listing or not
+    assert _by_kind(c.poll())[Kind.ARC].metrics["hits"] == 8772612
+    (d / "hits").write_text("43\n")  # a value is read afresh each poll (zfs-fuse renders it at each open)
     assert _by_kind(c.poll())[Kind.ARC].metrics["hits"] == 43
+    (d / "hits").unlink()
+    (d / "l2_new").write_text("7\n")
+    for _ in range(c.RELIST_EVERY):  # until the listing: the held statistic is still read, the new one not yet
+        m = _by_kind(c.poll())[Kind.ARC].metrics
+        if "hits" not in m:
+            break
+        assert m["hits"] == 43
+    assert "hits" not in m and "misses" in m and _by_kind(c.poll())[Kind.L2ARC].metrics["new"] == 7
+    real = kstat_text._read_small
+
+    def gone(path):  # what a held statistic of a daemon that went away gives
+        raise OSError(errno.ENOTCONN, os.strerror(errno.ENOTCONN), path)
+
+    monkeypatch.setattr(kstat_text, "_read_small", gone)
+    ev = c.poll()
+    assert len(ev) == 1 and ev[0].kind == EventKind.ERROR and "not connected" in ev[0].text
+    monkeypatch.setattr(kstat_text, "_read_small", real)
+    (d / "l2_back").write_text("9\n")  # the daemon back: listed at once, not RELIST_EVERY polls later
+    assert _by_kind(c.poll())[Kind.L2ARC].metrics["back"] == 9
+    d.rename(tmp_path / "away")  # the directory vanishes (a file system mounted over it): an error at once
+    ev = c.poll()
+    assert len(ev) == 1 and ev[0].kind == EventKind.ERROR
+    (tmp_path / "away").rename(d)
+    assert _by_kind(c.poll())[Kind.L2ARC].metrics["back"] == 9
+    d.rename(tmp_path / "old")  # another directory in its place (a new mount): listed at once, not the old one read
+    _fuse_dir(tmp_path, src)
+    m = _by_kind(c.poll())
+    assert m[Kind.ARC].metrics["hits"] == 8772612 and "back" not in m[Kind.L2ARC].metrics
+    c.stop()
+    c.stop()
+    assert _open_fds() == fds, "the held statistics were not let go"
 
 
 def test_torn_fuse_values_are_read_again_or_left_out(tmp_path, monkeypatch):
@@ -239,16 +270,24 @@ def test_torn_fuse_values_are_read_again_or_left_out(tmp_path, monkeypatch):
         (d / name).write_text(text)
     real = kstat_text._read_small
     torn = {"l2_hits": [b"100000"]}  # once torn, then whole
+    paths = []
 
-    def flaky(name, dir_fd):
+    def flaky(path):
+        name = os.path.basename(os.readlink(path) if path.startswith(kstat_text.PROC_FD) else path)
+        if name == "l2_hits":
+            paths.append(path)
         left = torn.get(name)
-        return left.pop() if left else real(name, dir_fd)
+        return left.pop() if left else real(path)
 
     monkeypatch.setattr(kstat_text, "_read_small", flaky)
-    assert kstat_text.read_stat_dir(str(d))["l2_hits"] == "1000000\n"
+    stats = kstat_text.StatDir(str(d))
+    assert stats.read()["l2_hits"] == "1000000\n"
+    # read through its held descriptor, then again by name: a lookup gives the file its new length
+    assert [p.startswith(kstat_text.PROC_FD) for p in paths] == [True, False] and paths[1] == str(d / "l2_hits")
     (d / "hits").write_text("12")  # torn on every try: no value rather than a wrong one
-    got = kstat_text.read_stat_dir(str(d))
+    got = stats.read()
     assert "hits" not in got and got["c"] == "64\n"
+    stats.close()
 
 
 def test_linux_collector_reads_file_and_reports_missing(tmp_path, fixtures):

@@ -132,7 +132,8 @@ def IllumosArcstatsCollector(interval: float = 1.0, clock: Clock = time.time) ->
 
 
 class FuseArcstatsCollector(Collector):
-    """Reads zfs-fuse's ``/zfs-kstat/zfs/arcstats/`` directory each poll.
+    """Reads zfs-fuse's ``/zfs-kstat/zfs/arcstats/`` directory each poll (:class:`~zfsmon.sources.kstat_text.StatDir`:
+    each statistic held, and opened afresh by its inode).
 
     The directory exists only while zfs-fuse runs with a pool imported; its
     absence is an error event, and polling goes on.
@@ -140,25 +141,22 @@ class FuseArcstatsCollector(Collector):
 
     name = "arcstats"
 
-    #: polls between fresh listings of the directory (a statistic that vanishes forces one at once)
+    #: polls between fresh listings of the directory: statistics that appeared, and ones that went (a held one
+    #: stays readable until then; one that cannot be opened forces a listing at once)
     RELIST_EVERY = 60
 
     def __init__(self, directory: str = FUSE_DIR, clock: Clock = time.time) -> None:
         super().__init__(clock)
         self.directory = directory
-        self._names: Optional[List[str]] = None
+        self._dir = kstat_text.StatDir(directory)
         self._polls = 0
 
     def _read(self) -> Dict[str, str]:
         self._polls += 1
-        if self._names is not None and self._polls % self.RELIST_EVERY:
-            try:
-                return kstat_text.read_stat_dir(self.directory, self._names)
-            except FileNotFoundError:
-                pass  # a statistic (or the directory) went away: list again
-        files = kstat_text.read_stat_dir(self.directory)
-        self._names = sorted(files)
-        return files
+        try:
+            return self._dir.read(relist=self._polls % self.RELIST_EVERY == 0)
+        except FileNotFoundError:  # a statistic (or the directory) went away: list again
+            return self._dir.read(relist=True)
 
     def poll(self) -> List[Record]:
         ts = self.clock()
@@ -166,10 +164,13 @@ class FuseArcstatsCollector(Collector):
             files = self._read()
             records: List[Record] = list(parse_stat_files(files, ts, self.name, self.directory))
         except (OSError, ParseError) as exc:
-            self._names = None
+            self._dir.close()  # a restarted daemon is a new mount: list it afresh
             return [self._error(f"{self.name}: {exc}")]
         self._ok()
         return records
+
+    def stop(self) -> None:
+        self._dir.close()
 
 
 def collector_for_host(interval: float = 1.0, fuse_dir: str = FUSE_DIR, linux_path: str = LINUX_PATH,
