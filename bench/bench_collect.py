@@ -120,6 +120,52 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
+def switches(pid: int) -> int:
+    """Context switches (voluntary and not) of every thread of process ``pid`` so far: how often it was woken or
+    preempted (/proc/PID/status counts the main thread only). 0 when it is gone."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                total += sum(int(line.split(":")[1]) for line in f if "ctxt_switches" in line)
+        except OSError:  # the thread ended meanwhile
+            continue
+    return total
+
+
+def machine_busy() -> float:
+    """Seconds of CPU the whole machine has spent busy (every process, kernel threads and interrupts: /proc/stat's
+    first line less idle and iowait)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / TICKS
+
+
+class Daemon:
+    """The zfs-fuse daemon's CPU and context switches over a stretch of time: on the lab it serves every kstat read
+    (53 arcstats files a tick, each a few FUSE round trips), work done for the collector in another process."""
+
+    def __init__(self, pid: Optional[int]) -> None:
+        self.pid = pid
+        self.cpu = self.switches = self.machine = 0.0
+
+    def __enter__(self) -> Daemon:
+        self._m0 = machine_busy()
+        if self.pid is not None:
+            self._c0, self._s0 = proc_cpu(f"/proc/{self.pid}/stat"), switches(self.pid)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.machine = machine_busy() - self._m0
+        if self.pid is not None:
+            self.cpu = proc_cpu(f"/proc/{self.pid}/stat") - self._c0
+            self.switches = switches(self.pid) - self._s0
+
+
 def pool_mountpoint(pool: str) -> str:
     """Where pool (or dataset) ``pool`` is mounted; one line and an exit if it is not."""
     res = subprocess.run(["zfs", "get", "-H", "-o", "value", "mountpoint", pool], capture_output=True, text=True,
@@ -167,44 +213,56 @@ class PerSource:
         return wrapper
 
 
-def measure(pool: str, mountpoint: str, seconds: float, profile: Optional[str] = None) -> dict:
+def measure(pool: str, mountpoint: str, seconds: float, profile: Optional[str] = None,
+            workload: bool = True) -> dict:
     """Every collector this host offers for ``pool`` for ``seconds``, then `zpool iostat -v POOL 1` alone for
-    as long, the WORKLOAD writing and reading a file under ``mountpoint`` throughout. ``profile``: cProfile the
+    as long, the WORKLOAD writing and reading a file under ``mountpoint`` throughout (unless ``workload`` is
+    false: an idle pool, where what the zfs-fuse daemon does is all for the collector). ``profile``: cProfile the
     sampler's thread into that file (the CPU figures then include the profiler's own cost)."""
     from zfsmon import host
     from zfsmon.engine import Sampler
     from zfsmon.sources.registry import build_collectors
 
     wl = subprocess.Popen([sys.executable, "-c", WORKLOAD, os.path.join(mountpoint, "bench-collect.bin"),
-                           str(2 * seconds + 30)])
+                           str(2 * seconds + 30)]) if workload else None
+    fuse = host.zfs_fuse_pid()
     try:
         collectors, _ = build_collectors(host.probe(), 1.0, [pool])
         got = [0]
         s = Sampler(collectors, 1.0, sinks=[lambda recs: got.__setitem__(0, got[0] + len(recs))])
         per = PerSource(s)
-        c_self, c_kids = cpu_self(), cpu_children()
-        if profile:
-            cProfile.runctx("s.run(duration=seconds)", globals(), {"s": s, "seconds": seconds}, profile)
-        else:
-            s.run(duration=seconds)
-        z_self, z_kids = cpu_self() - c_self, cpu_children() - c_kids
+        c_self, c_kids, z_sw = cpu_self(), cpu_children(), switches(os.getpid())
+        with Daemon(fuse) as d_on:
+            if profile:
+                cProfile.runctx("s.run(duration=seconds)", globals(), {"s": s, "seconds": seconds}, profile)
+            else:
+                s.run(duration=seconds)
+        z_self, z_kids, z_sw = cpu_self() - c_self, cpu_children() - c_kids, switches(os.getpid()) - z_sw
         # the baseline: zpool iostat -v alone
         b_kids = cpu_children()
-        p = subprocess.Popen(["zpool", "iostat", "-v", pool, "1"], stdout=subprocess.DEVNULL)
-        time.sleep(seconds)
-        p.terminate()
-        p.wait()
+        with Daemon(fuse) as d_off:
+            p = subprocess.Popen(["zpool", "iostat", "-v", pool, "1"], stdout=subprocess.DEVNULL)
+            time.sleep(seconds)
+            p.terminate()
+            p.wait()
         base = cpu_children() - b_kids
     finally:
-        wl.kill()
-        wl.wait()
+        if wl is not None:
+            wl.kill()
+            wl.wait()
     per_h = 3600.0 / seconds
-    return {"seconds": seconds, "records": got[0], "names": [c.name for c in collectors],
-            "zfsmon_self_h": z_self * per_h, "zfsmon_children_h": z_kids * per_h, "baseline_h": base * per_h,
-            "per_source_h": {k: v * per_h for k, v in sorted(per.cpu.items())}}
+    out = {"seconds": seconds, "records": got[0], "names": [c.name for c in collectors],
+           "zfsmon_self_h": z_self * per_h, "zfsmon_children_h": z_kids * per_h, "baseline_h": base * per_h,
+           "per_source_h": {k: v * per_h for k, v in sorted(per.cpu.items())},
+           "zfsmon_switches_s": z_sw / seconds, "workload": workload,
+           "machine_on_h": d_on.machine * per_h, "machine_off_h": d_off.machine * per_h}
+    if fuse is not None:
+        out.update(fuse_on_h=d_on.cpu * per_h, fuse_off_h=d_off.cpu * per_h, fuse_on_switches_s=d_on.switches / seconds,
+                   fuse_off_switches_s=d_off.switches / seconds)
+    return out
 
 
-def lab(seconds: float, profile: Optional[str] = None) -> dict:
+def lab(seconds: float, profile: Optional[str] = None, workload: bool = True) -> dict:
     from zfsmon import lab as labmod
     from zfsmon.lab.config import LabConfig
 
@@ -212,7 +270,7 @@ def lab(seconds: float, profile: Optional[str] = None) -> dict:
         cfg = LabConfig(pool=f"zbench{os.getpid()}", directory=d, data_mb=256, log_mb=128, cache_mb=256)
         info = labmod.up(cfg, log=lambda *_: None)
         try:
-            return measure(cfg.pool, info.mountpoint, seconds, profile)
+            return measure(cfg.pool, info.mountpoint, seconds, profile, workload)
         finally:
             labmod.down(cfg.pool, log=lambda *_: None)
 
@@ -225,20 +283,24 @@ def main() -> int:
     ap.add_argument("--pool", metavar="POOL", help="measure on this existing pool (kernel OpenZFS, e.g. in the "
                     "OpenZFS guest) instead of a zfs-fuse lab pool; the workload runs in its mountpoint")
     ap.add_argument("--profile", metavar="FILE", help="cProfile the sampler's thread into FILE (pstats)")
+    ap.add_argument("--no-workload", action="store_true", help="no write/read workload on the pool: on the lab, "
+                    "the zfs-fuse daemon's work is then all for the collector (its kstat reads)")
     a = ap.parse_args()
     r = replay(a.replay_hours)
     print("## Collection\n")
     pool = f" --pool {a.pool}" if a.pool else ""
-    print(f"Command: `python3 bench/bench_collect.py --seconds {a.seconds:g} --replay-hours {a.replay_hours:g}{pool}`\n")
+    idle = " --no-workload" if a.no_workload else ""
+    print(f"Command: `python3 bench/bench_collect.py --seconds {a.seconds:g} --replay-hours {a.replay_hours:g}"
+          f"{pool}{idle}`\n")
     print("| what | CPU per hour of 1 s samples |")
     print("|---|---|")
     print(f"| replay: parse `zpool iostat -v 1` of a 64-leaf pool ({r['reports']} reports, {r['lines']} lines, "
           f"{r['samples']} samples) | {r['iostat_cpu_h']:.1f} s |")
     print(f"| replay: parse Linux arcstats once per second | {r['arc_cpu_h']:.1f} s |")
     if a.pool:
-        lb = measure(a.pool, pool_mountpoint(a.pool), a.seconds, a.profile)
+        lb = measure(a.pool, pool_mountpoint(a.pool), a.seconds, a.profile, not a.no_workload)
     elif not a.no_lab:
-        lb = lab(a.seconds, a.profile)
+        lb = lab(a.seconds, a.profile, not a.no_workload)
     if a.pool or not a.no_lab:
         where = "guest" if a.pool else "lab"
         total = lb["zfsmon_self_h"] + lb["zfsmon_children_h"]
@@ -248,6 +310,14 @@ def main() -> int:
               f"{lb['zfsmon_children_h']:.1f} s |")
         print(f"| {where}: zfsmon in all | {total:.1f} s |")
         print(f"| {where}: `zpool iostat -v POOL 1` alone | {lb['baseline_h']:.1f} s |")
+        if "fuse_on_h" in lb:
+            print(f"| {where}: the zfs-fuse daemon while zfsmon collects / while `zpool iostat` runs alone | "
+                  f"{lb['fuse_on_h']:.1f} s / {lb['fuse_off_h']:.1f} s |")
+            print(f"| {where}: context switches a second: zfsmon's threads; zfs-fuse's while zfsmon collects / "
+                  f"while `zpool iostat` runs alone | {lb['zfsmon_switches_s']:.0f}; {lb['fuse_on_switches_s']:.0f} / "
+                  f"{lb['fuse_off_switches_s']:.0f} |")
+        print(f"| {where}: the whole machine busy (every process, the kernel; /proc/stat) while zfsmon collects / "
+              f"while `zpool iostat` runs alone | {lb['machine_on_h']:.1f} s / {lb['machine_off_h']:.1f} s |")
         ratio = total / lb["baseline_h"] if lb["baseline_h"] else float("inf")
         print("\nPer source (CPU per hour; `poll` in the sampler's thread, `thread` a child's reader and parser, "
               "`child` the child process; the children's rest is short-lived `zpool status` runs):\n")
@@ -257,6 +327,11 @@ def main() -> int:
             print(f"| {name} | {part} | {v:.1f} s |")
         print(f"\nCollecting everything costs {ratio:.2f}x the `zpool iostat` child alone "
               f"(aim: at most 1.5x).")
+        if "fuse_on_h" in lb:
+            both = (total + lb["fuse_on_h"]) / (lb["baseline_h"] + lb["fuse_off_h"]) \
+                if lb["baseline_h"] + lb["fuse_off_h"] else float("inf")
+            print(f"Counting the zfs-fuse daemon's CPU on both sides: {both:.2f}x"
+                  + ("" if not lb["workload"] else " (the workload's I/O is in the daemon's CPU on both sides)") + ".")
     return 0
 
 

@@ -60,8 +60,8 @@ import bpfstats  # noqa: E402
 
 from bench.bench_collect import pool_mountpoint, tree_cpu  # noqa: E402
 from zfsmon import lab as labmod  # noqa: E402
+from zfsmon.host import zfs_fuse_pid  # noqa: E402
 from zfsmon.lab.config import LabConfig  # noqa: E402
-from zfsmon.lab.system import daemon_record  # noqa: E402
 from zfsmon.model import Sample  # noqa: E402
 from zfsmon.names import is_grouping_vdev  # noqa: E402
 from zfsmon.sources.pgbench_text import parse_progress, parse_summaries  # noqa: E402
@@ -147,9 +147,10 @@ def watched_run(cluster: PgCluster, db: str, args: argparse.Namespace, watch: Di
                                          for k, pid in watch.items()}}
 
 
-def zfs_fuse_pid() -> Dict[str, int]:
-    pid = daemon_record().get("pid")
-    return {"zfs-fuse": int(pid)} if isinstance(pid, int) else {}
+def fuse_watch() -> Dict[str, int]:
+    """The zfs-fuse daemon to watch, by the name runs report it under (none: no daemon)."""
+    pid = zfs_fuse_pid()
+    return {"zfs-fuse": pid} if pid is not None else {}
 
 
 def start_recorder(pool: str, out: str, own_group: bool) -> subprocess.Popen:
@@ -185,7 +186,7 @@ def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: st
     CPU (its process, its ``zpool`` children) over the run."""
     proc = start_recorder(pool, out, own_group=False)
     try:
-        r = watched_run(cluster, db, args, {"recorder": proc.pid, **zfs_fuse_pid()})
+        r = watched_run(cluster, db, args, {"recorder": proc.pid, **fuse_watch()})
     finally:
         stop_recorder(proc)
     if proc.returncode not in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
@@ -324,7 +325,7 @@ def switched_run(cluster: PgCluster, db: str, args: argparse.Namespace, arm) -> 
     reader.start()
     blocks: List[Block] = []
     cpu_on: List[float] = []
-    fuse = zfs_fuse_pid().get("zfs-fuse")  # its CPU per block: what a tracer's uprobes cost it, or kstat reads
+    fuse = fuse_watch().get("zfs-fuse")  # its CPU per block: what a tracer's uprobes cost it, or kstat reads
     t_end = time.time() + total - 2
     try:
         for k in itertools.count():
@@ -588,7 +589,7 @@ def main() -> int:
         for i in range(0 if args.switch else args.rounds):
             for arm in (("off", "on") if i % 2 == 0 else ("on", "off")):
                 if arm == "off":
-                    r = watched_run(cluster, "bench", args, zfs_fuse_pid())
+                    r = watched_run(cluster, "bench", args, fuse_watch())
                     tps["off"].append(r["tps"])
                     fuse_off.append(r.get("zfs-fuse_pct", float("nan")))
                 elif args.arm == "trace":
