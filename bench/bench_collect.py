@@ -145,25 +145,26 @@ def machine_busy() -> float:
     return (sum(fields[:8]) - fields[3] - fields[4]) / TICKS
 
 
-class Daemon:
-    """The zfs-fuse daemon's CPU and context switches over a stretch of time: on the lab it serves every kstat read
-    (53 arcstats files a tick, each a few FUSE round trips), work done for the collector in another process."""
+class Stretch:
+    """Over a stretch of time: its length, the whole machine's busy CPU, and the zfs-fuse daemon's CPU and context
+    switches (on the lab it serves every kstat read, 53 arcstats files a tick, each a few FUSE round trips: work
+    done for the collector or the recorder in another process)."""
 
-    def __init__(self, pid: Optional[int]) -> None:
-        self.pid = pid
-        self.cpu = self.switches = self.machine = 0.0
+    def __init__(self, fuse: Optional[int]) -> None:
+        self.fuse = fuse
+        self.seconds = self.machine = self.cpu = self.switches = 0.0
 
-    def __enter__(self) -> Daemon:
-        self._m0 = machine_busy()
-        if self.pid is not None:
-            self._c0, self._s0 = proc_cpu(f"/proc/{self.pid}/stat"), switches(self.pid)
+    def __enter__(self) -> Stretch:
+        self._t0, self._m0 = time.monotonic(), machine_busy()
+        if self.fuse is not None:
+            self._c0, self._s0 = proc_cpu(f"/proc/{self.fuse}/stat"), switches(self.fuse)
         return self
 
     def __exit__(self, *exc) -> None:
-        self.machine = machine_busy() - self._m0
-        if self.pid is not None:
-            self.cpu = proc_cpu(f"/proc/{self.pid}/stat") - self._c0
-            self.switches = switches(self.pid) - self._s0
+        self.seconds, self.machine = time.monotonic() - self._t0, machine_busy() - self._m0
+        if self.fuse is not None:
+            self.cpu = proc_cpu(f"/proc/{self.fuse}/stat") - self._c0
+            self.switches = switches(self.fuse) - self._s0
 
 
 def pool_mountpoint(pool: str) -> str:
@@ -232,7 +233,7 @@ def measure(pool: str, mountpoint: str, seconds: float, profile: Optional[str] =
         s = Sampler(collectors, 1.0, sinks=[lambda recs: got.__setitem__(0, got[0] + len(recs))])
         per = PerSource(s)
         c_self, c_kids, z_sw = cpu_self(), cpu_children(), switches(os.getpid())
-        with Daemon(fuse) as d_on:
+        with Stretch(fuse) as d_on:
             if profile:
                 cProfile.runctx("s.run(duration=seconds)", globals(), {"s": s, "seconds": seconds}, profile)
             else:
@@ -240,7 +241,7 @@ def measure(pool: str, mountpoint: str, seconds: float, profile: Optional[str] =
         z_self, z_kids, z_sw = cpu_self() - c_self, cpu_children() - c_kids, switches(os.getpid()) - z_sw
         # the baseline: zpool iostat -v alone
         b_kids = cpu_children()
-        with Daemon(fuse) as d_off:
+        with Stretch(fuse) as d_off:
             p = subprocess.Popen(["zpool", "iostat", "-v", pool, "1"], stdout=subprocess.DEVNULL)
             time.sleep(seconds)
             p.terminate()

@@ -28,7 +28,7 @@ from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.bench_collect import machine_busy, proc_cpu, switches, tree_cpu  # noqa: E402
+from bench.bench_collect import Stretch, tree_cpu  # noqa: E402
 from bench.bench_overhead import start_recorder, stop_recorder  # noqa: E402
 from zfsmon import lab as labmod  # noqa: E402
 from zfsmon.host import zfs_fuse_pid  # noqa: E402
@@ -40,13 +40,12 @@ FIGURES = ("machine", "recorder", "zfs-fuse", "zfs-fuse switches")
 
 def block(seconds: float, recorder: int, fuse: int) -> Dict[str, float]:
     """The figures over one block of ``seconds``."""
-    m0, r0, f0, s0, t0 = machine_busy(), tree_cpu(recorder), proc_cpu(f"/proc/{fuse}/stat"), switches(fuse), \
-        time.monotonic()
-    time.sleep(seconds)
-    m1, r1, f1, s1, dt = machine_busy(), tree_cpu(recorder), proc_cpu(f"/proc/{fuse}/stat"), switches(fuse), \
-        time.monotonic() - t0
-    return {"machine": 100 * (m1 - m0) / dt, "recorder": 100 * (r1 - r0) / dt, "zfs-fuse": 100 * (f1 - f0) / dt,
-            "zfs-fuse switches": (s1 - s0) / dt}
+    r0 = tree_cpu(recorder)
+    with Stretch(fuse) as st:
+        time.sleep(seconds)
+    r1 = tree_cpu(recorder)
+    return {"machine": 100 * st.machine / st.seconds, "recorder": 100 * (r1 - r0) / st.seconds,
+            "zfs-fuse": 100 * st.cpu / st.seconds, "zfs-fuse switches": st.switches / st.seconds}
 
 
 def measure(pool: str, rounds: int, seconds: float, settle: float) -> Dict[str, List[Dict[str, float]]]:
