@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.strip import Strip
 
-from zfsmon.views.top.lines import Lines, _strip
+from zfsmon.views.top.lines import Lines, _segments, _strip
 
 
 class Counting(Lines):
@@ -95,6 +95,24 @@ def test_a_line_is_the_strip_textual_would_make_cut_or_padded_to_the_width(parts
     got = _strip(line, style, width, console)
     assert got == want and got.cell_length == want.cell_length == width
     assert line == Text.assemble(*[(x, s or None) for x, s in parts])  # the panel's text is left as it was
+
+
+@settings(max_examples=300, deadline=None)
+@given(plain=st.text(alphabet="ab 0.%|\u2581\u4e2d", max_size=16), own=st.sampled_from(_STYLES),
+       marks=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20), st.sampled_from(_STYLES[1:])), max_size=5),
+       base=st.sampled_from(_STYLES))
+def test_a_lines_segments_are_richs_whatever_its_spans(plain, own, marks, base):
+    """The one-walk cut (``_segments``) gives rich's segments for a line with its own style and spans in any order,
+    overlapping, empty or past its end (those are left to rich)."""
+    console = Console(width=200, color_system="truecolor")
+    line = Text(plain, style=own)
+    for a, b, style in marks:
+        line.stylize(style, a, b)
+    line.spans.extend(Span(a, b, style) for a, b, style in marks[:1] if a < b <= len(plain))  # out of order
+    style = Style.parse(base) if base else Style()
+    t = line.copy()
+    t.stylize_before(style)
+    assert _segments(line, style, console) == list(t.render(console))
 
 
 def test_a_line_is_rendered_again_when_the_widgets_style_changes():

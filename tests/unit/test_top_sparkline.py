@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
 
-from zfsmon.views.top.fmt import BLOCKS, sparkline
+from zfsmon.views.top.fmt import BLOCKS, runs, sparkline
 
 
 def test_points_are_averaged_into_their_cells_and_scaled_between_the_extremes():
@@ -45,3 +46,15 @@ def test_always_the_width_asked_and_only_blocks_or_blanks(points, width):
     assert len(line.plain) == width
     assert set(line.plain) <= set(BLOCKS) | {" "}
     assert (line.plain.strip() == "") == (not points)
+
+
+@given(st.lists(st.tuples(st.sampled_from("ab|\u2581"), st.sampled_from(["cyan", "bold magenta", "dim"])),
+                max_size=60))
+def test_cells_are_drawn_in_their_styles_with_a_span_per_run(cells):
+    """A sparkline's (or latency band's) cells, one span per run of one style: each cell keeps its style, and two
+    neighbouring spans never share one (a span per cell was a segment per cell to draw)."""
+    line = runs([c for c, _ in cells], [s for _, s in cells])
+    assert line.plain == "".join(c for c, _ in cells)
+    assert [str(line.get_style_at_offset(Console(), i)) for i in range(len(cells))] == [s for _, s in cells]
+    assert all(a.end == b.start and a.style != b.style for a, b in zip(line.spans, line.spans[1:]))
+    assert sum(s.end - s.start for s in line.spans) == len(cells)

@@ -8,9 +8,9 @@ microseconds, a raw mode, percentages, and block-character sparklines.
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from rich.text import Text
+from rich.text import Span, Text
 
 from zfsmon import units
 from zfsmon.views import thresholds
@@ -58,7 +58,6 @@ def sparkline(points: Sequence[Tuple[float, float]], width: int, start: float, e
             counts[i] += 1
     cells = [sums[i] / counts[i] if counts[i] else None for i in range(width)]
     present = [c for c in cells if c is not None]
-    out = Text()
     if not present:
         return Text(" " * width)
     lo = min(present) if lo is None else lo
@@ -68,10 +67,26 @@ def sparkline(points: Sequence[Tuple[float, float]], width: int, start: float, e
         i = int((ts - start) / span * width)
         if 0 <= i <= width:
             marked.add(min(i, width - 1))
+    chars: List[str] = []
+    styles: List[str] = []
     for i, c in enumerate(cells):
         ch = " " if c is None else BLOCKS[0] if hi <= lo else BLOCKS[max(0, min(7, int((c - lo) / (hi - lo) * 7.999)))]
-        out.append("|" if (c is None and i in marked) else ch, style="bold magenta" if i in marked else "cyan")
-    return out
+        chars.append("|" if (c is None and i in marked) else ch)
+        styles.append("bold magenta" if i in marked else "cyan")
+    return runs(chars, styles)
+
+
+def runs(chars: Sequence[str], styles: Sequence[str]) -> Text:
+    """Cells of one character each, a span per run of one style, not per cell: a 5-minute sparkline is 40-70
+    cells of mostly one style, and each span is a segment to draw."""
+    plain = "".join(chars)
+    spans: List[Span] = []
+    start = 0
+    for i in range(1, len(styles) + 1):
+        if i == len(styles) or styles[i] != styles[start]:
+            spans.append(Span(start, i, styles[start]))
+            start = i
+    return Text(plain, spans=spans)
 
 
 def ms(value: Optional[float], raw: bool = False) -> str:
@@ -105,7 +120,8 @@ def band(pct_ms: Dict[str, float], width: int, scale: Tuple[int, int]) -> Text:
     lo, hi = scale
     step = (hi - lo) / width
     edges = [("p50", "p99", 0), ("p99", "p999", 1), ("p999", "max", 2)]
-    out = Text()
+    chars: List[str] = []
+    styles: List[str] = []
     for i in range(width):
         a, b = 10 ** (lo + i * step), 10 ** (lo + (i + 1) * step)
         kind = 3
@@ -117,8 +133,9 @@ def band(pct_ms: Dict[str, float], width: int, scale: Tuple[int, int]) -> Text:
                 kind = k
                 break
         ch, style = BAND[kind]
-        out.append(ch, style=style)
-    return out
+        chars.append(ch)
+        styles.append(style)
+    return runs(chars, styles)
 
 
 def age(seconds: Optional[float]) -> str:

@@ -39,10 +39,12 @@ class Lines(Widget):
             self._strips.clear()
             self.refresh(layout=True)
             return
-        for y, (a, b) in enumerate(zip(old, texts)):
-            if a != b:
-                self._strips.pop(y, None)
-                self.refresh(Region(0, y, self.size.width, 1))
+        width = self.size.width
+        changed = [Region(0, y, width, 1) for y, (a, b) in enumerate(zip(old, texts)) if a != b]
+        for region in changed:
+            self._strips.pop(region.y, None)
+        if changed:  # one call for them all: each call marks the widget and its screen dirty anew
+            self.refresh(*changed)
 
     @property
     def plain(self) -> str:
@@ -80,13 +82,44 @@ class Lines(Widget):
 def _strip(line: Text, style: Style, width: int, console: Console) -> Strip:
     """``line`` on ``style``, exactly ``width`` cells: what ``Strip(rendered).crop_extend(0, width, style)``
     gives, made as one Strip when the line fits (as the panels cut their lines, it does)."""
-    text = line.copy()
-    text.no_wrap = True
-    text.stylize_before(style)
-    segments = list(text.render(console))
-    n = text.cell_len
+    segments = _segments(line, style, console)
+    n = line.cell_len
     if n > width:
         return Strip(segments, n).crop(0, width)
     if n < width:
         segments.append(Segment(" " * (width - n), style))
     return Strip(segments, width)
+
+
+def _segments(line: Text, style: Style, console: Console) -> List[Segment]:
+    """The segments rich renders ``line`` into with ``style`` put beneath its spans (``stylize_before``).
+
+    The panels' lines are cells appended one after another: spans in order, none overlapping. Those are cut here in
+    one walk, a span's style laid on the line's (rich's own render keeps a stack of open spans and sorts their
+    boundaries, most of a line's drawing); anything else is left to rich."""
+    text, spans = line.plain, line.spans
+    n, pos = len(text), 0
+    for sp in spans:
+        if sp.start < pos or sp.end > n or sp.end < sp.start:
+            text_copy = line.copy()
+            text_copy.stylize_before(style)
+            return list(text_copy.render(console))
+        pos = sp.end
+    if not spans and (not style or not n):
+        return [Segment(text)]  # rich draws a line without spans plain, its own style unused (and ``style``
+        # is not put beneath an empty line)
+    get_style = console.get_style
+    under = get_style(line.style, default=Style.null())
+    if style:
+        under = under + style
+    out: List[Segment] = []
+    pos = 0
+    for sp in spans:
+        if sp.start > pos:
+            out.append(Segment(text[pos:sp.start], under))
+        if sp.end > sp.start:
+            out.append(Segment(text[sp.start:sp.end], under + get_style(sp.style, default=Style.null())))
+        pos = sp.end
+    if pos < n:
+        out.append(Segment(text[pos:], under))
+    return out

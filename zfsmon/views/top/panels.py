@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from rich.text import Text
+from rich.text import Span, Text
 
 from zfsmon.analysis import goose
 from zfsmon.analysis.findings import DRIVERS
@@ -82,19 +82,28 @@ def _columns(cells: List[Text], first: int, widths: List[int], style: str = "") 
     """A table row as one line: the first cell left-aligned in ``first`` columns, the others right-aligned.
 
     The cells are the caller's fresh ones and are cut in place (copying them was a tenth of the tree's text: ~800
-    cells per refresh at 64 leaves); one object given as several empty cells is never cut."""
-    out = Text(style=style)
-    head = cells[0]
-    head.truncate(first, overflow="ellipsis", pad=True)
-    out.append_text(head)
-    for c, w in zip(cells[1:], widths):
-        n = c.cell_len
-        if n > w:
-            c.truncate(w, overflow="ellipsis")
+    cells per refresh at 64 leaves); one object given as several empty cells is never cut. The row is made in one
+    go, its text joined and its spans laid out, as ``Text.append_text`` one cell at a time would make it."""
+    parts: List[str] = []
+    spans: List[Span] = []
+    pos = 0
+    cells[0].truncate(first, overflow="ellipsis", pad=True)
+    for i, (c, w) in enumerate(zip(cells, [0, *widths])):
+        if i:  # a right-aligned cell: cut to its column, blanks before it
             n = c.cell_len
-        out.append(" " * (w - n + 1))
-        out.append_text(c)
-    return out
+            if n > w:
+                c.truncate(w, overflow="ellipsis")
+                n = c.cell_len
+            parts.append(" " * (w - n + 1))
+            pos += w - n + 1
+        plain = c.plain
+        if c.style:
+            spans.append(Span(pos, pos + len(plain), c.style))
+        if c.spans:
+            spans.extend(Span(pos + a, pos + b, st) for a, b, st in c.spans)
+        parts.append(plain)
+        pos += len(plain)
+    return Text("".join(parts), style=style, spans=spans)
 
 
 # ------------------------------------------------------------------------------------------------ vdev tree
