@@ -4,7 +4,8 @@ Refresh: the real Textual app (headless, ``App.run_test``) at 160x50 and at 80x2
 records of bench_store's synthetic pool (8 raidz2 vdevs x 8 leaves = 64 leaves, log, cache, ARC, L2ARC
 and ZIL kstats, pgbench) plus a block-device counter sample per leaf (so the goose-egg check runs), with
 a 5-minute window already full. One refresh = draining one interval's records into the model and
-redrawing every panel, as the 1 Hz timer does; CPU is process time (all threads).
+redrawing every panel, as the 1 Hz timer does; CPU is process time (all threads: the findings' worker too), and the
+main thread's own (``time.thread_time``) is split into feeding the model, the panels' text, and Textual's drawing.
 
 Replay: ``Recording.open`` + the cursor's first window (5 min) + the first full redraw, on a 24-hour
 recording written by bench/bench_store.py (or made here with --make-hours).
@@ -80,17 +81,26 @@ async def _refresh_cpu(size, warm: int, n: int) -> dict:
         batches = [syn.records(i) for i in range(warm, warm + n)]  # made before timing: not the dashboard's cost
         collector = _Collections()
         gc.callbacks.append(collector)
-        cpu0, wall0 = time.process_time(), time.perf_counter()
+        parts = {"feed": 0.0, "text": 0.0, "drawing": 0.0}  # the main thread's CPU (time.thread_time) by part
+        cpu0, wall0, main0 = time.process_time(), time.perf_counter(), time.thread_time()
         for i, batch in zip(range(warm, warm + n), batches):
             clock[0] = T0 + i
             feed.sink(batch)
-            app._pump()
-            app.redraw()
-            await pilot.pause()
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            t0 = time.thread_time()
+            app._pump()  # the records into the model
+            t1 = time.thread_time()
+            app.redraw()  # the panels' text, handed to the widgets
+            t2 = time.thread_time()
+            await pilot.pause()  # Textual draws what changed (the line panels' strips included)
+            t3 = time.thread_time()
+            parts["feed"] += t1 - t0
+            parts["text"] += t2 - t1
+            parts["drawing"] += t3 - t2
+        cpu, wall, main = time.process_time() - cpu0, time.perf_counter() - wall0, time.thread_time() - main0
         gc.callbacks.remove(collector)
     return {"size": f"{size[0]}x{size[1]}", "records": per_tick, "cpu_ms": 1000 * cpu / n, "wall_ms": 1000 * wall / n,
-            "redraws": app.redraws, "gc_ms": 1000 * collector.cpu / n, "gc_runs": dict(sorted(collector.runs.items()))}
+            "redraws": app.redraws, "gc_ms": 1000 * collector.cpu / n, "gc_runs": dict(sorted(collector.runs.items())),
+            "main_ms": 1000 * main / n, **{f"{k}_ms": 1000 * v / n for k, v in parts.items()}}
 
 
 class _Collections:
@@ -244,11 +254,12 @@ def breakdown(rounds: int = 20) -> Dict[str, float]:
 
 def _print_refresh(results: List[dict]) -> None:
     print("| screen | records per interval | CPU per refresh | of it, the cyclic collector (runs per generation) "
-          "| wall per refresh | share of one core at 1 Hz |")
-    print("|---|---|---|---|---|---|")
+          "| of it, the main thread: feed + text + drawing | wall per refresh | share of one core at 1 Hz |")
+    print("|---|---|---|---|---|---|---|")
     for r in results:
         runs = ", ".join(f"{n} x gen {g}" for g, n in r["gc_runs"].items()) or "none"
         print(f"| {r['size']} | {r['records']} | {r['cpu_ms']:.1f} ms | {r['gc_ms']:.1f} ms ({runs}) | "
+              f"{r['main_ms']:.1f} ms: {r['feed_ms']:.1f} + {r['text_ms']:.1f} + {r['drawing_ms']:.1f} | "
               f"{r['wall_ms']:.1f} ms | {r['cpu_ms'] / 10:.1f}% |")
 
 
