@@ -153,9 +153,10 @@ def fuse_watch() -> Dict[str, int]:
     return {"zfs-fuse": pid} if pid is not None else {}
 
 
-def start_recorder(pool: str, out: str, own_group: bool) -> subprocess.Popen:
-    """``zfsmon record`` (every source, 1 s) started, past its first commit and its start-up."""
-    argv = [sys.executable, "-m", "zfsmon", "record", "--pool", pool, "--interval", "1", "--quiet", "--out", out]
+def start_recorder(pool: str, out: str, own_group: bool, sources: Sequence[str] = ()) -> subprocess.Popen:
+    """``zfsmon record`` (every source, or ``sources``, 1 s) started, past its first commit and its start-up."""
+    argv = [sys.executable, "-m", "zfsmon", "record", "--pool", pool, "--interval", "1", "--quiet", "--out", out,
+            *sources]
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     proc = subprocess.Popen(argv, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=own_group)
@@ -184,7 +185,7 @@ def stop_recorder(proc: subprocess.Popen) -> None:
 def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: str, out: str) -> Dict[str, float]:
     """One pgbench run while ``zfsmon record`` (every source, 1 s) runs as its own process; with the recorder's
     CPU (its process, its ``zpool`` children) over the run."""
-    proc = start_recorder(pool, out, own_group=False)
+    proc = start_recorder(pool, out, own_group=False, sources=args.sources)
     try:
         r = watched_run(cluster, db, args, {"recorder": proc.pid, **fuse_watch()})
     finally:
@@ -250,8 +251,8 @@ class RecorderSwitch:
     recorder first takes the ticks it missed, at once (its schedule is fixed): with ``--guard 0`` the "on" blocks
     hold all of the run's ticks, twice the rate of steady recording; a guard second leaves that burst out."""
 
-    def __init__(self, pool: str, out: str) -> None:
-        self.proc = start_recorder(pool, out, own_group=True)
+    def __init__(self, pool: str, out: str, sources: Sequence[str] = ()) -> None:
+        self.proc = start_recorder(pool, out, own_group=True, sources=sources)
         self.pid = self.proc.pid
 
     def set(self, on: bool) -> None:
@@ -372,7 +373,7 @@ def switched_section(args: argparse.Namespace, blocks: List[Block], progress: Li
     opts = _options(args) + f" --pool {args.pool} --port {args.port}" * (not args.existing)
     cmd = f"--arm trace --script {args.script}" if args.arm == "trace" else "--arm record"
     what = (f"`{args.script}` attached (TraceCollector, polled every 0.25 s) and detached" if args.arm == "trace"
-            else "`zfsmon record --pool POOL --interval 1` (every source) running and stopped (SIGSTOP)")
+            else f"`zfsmon record --pool POOL --interval 1` ({recorded(args)}) running and stopped (SIGSTOP)")
     ncpu = os.cpu_count() or 1
     return f"""`python3 bench/bench_overhead.py {cmd} --minutes {args.minutes} --switch {args.switch} --guard {args.guard}{opts}`
 ({platform.node()}, {ncpu} CPUs): one pgbench {kind} run of {args.minutes} min (scale {args.scale}, {args.clients}
@@ -447,10 +448,17 @@ def recorder_table(costs: List[Dict[str, float]], fuse_off: List[float]) -> str:
         for name, vals in rows)
 
 
+def recorded(args: argparse.Namespace) -> str:
+    """What the recorder reads, in words: every source, or the ones named."""
+    return "only " + ", ".join(args.sources) if getattr(args, "sources", None) else "every source"
+
+
 def _options(args: argparse.Namespace) -> str:
     """The workload's options as the command line gave them, for a section's command."""
     opts = "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k in ("scale", "clients", "shared_buffers"))
     opts += " --select-only" * args.select_only + " --prewarm" * args.prewarm
+    if args.arm == "record" and args.sources:
+        opts += " --sources " + " ".join(args.sources)
     if args.existing:
         opts += f" --existing --pool {args.pool}" + (f" --dataset {args.dataset}" if args.dataset else "")
     return opts
@@ -472,7 +480,7 @@ def section(args: argparse.Namespace, tps: Dict[str, List[float]], extra: List[f
         seen = (f"The tracer handled a median {statistics.median(extra):.0f} vdev ops per run "
                 f"({statistics.median(extra) / args.seconds:.0f} events/s)." if extra else "")
     else:
-        title, what = "Recording's cost on the workload", "`zfsmon record --pool POOL --interval 1` (every source)"
+        title, what = "Recording's cost on the workload", f"`zfsmon record --pool POOL --interval 1` ({recorded(args)})"
         label = "with `zfsmon record`"
         cmd = "--arm record"
         seen = (f"The recording grew by a median {statistics.median(extra) / 1024:.0f} KiB per run." if extra else "")
@@ -520,6 +528,9 @@ def main() -> int:
     ap.add_argument("--dataset", help="with --existing: the dataset PostgreSQL's cluster goes in (default: POOL's "
                                       "root; the guest's zguest/db has recordsize 8k)")
     ap.add_argument("--script", default="vdevlat", help="trace script for --arm trace (default vdevlat)")
+    ap.add_argument("--sources", nargs="+", default=[], metavar="SOURCE",
+                    help="with --arm record: record only these sources (zfsmon record's SOURCES; default every one), "
+                         "to tell which of them the cost is")
     ap.add_argument("--scale", type=int, default=10)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--seconds", type=int, default=20)
@@ -578,7 +589,7 @@ def main() -> int:
         run_pgbench(cluster, "bench", args.clients, min(10, args.seconds), args.select_only)  # warm-up
         if args.switch:
             arm = (TracerSwitch(args.script, args.pool) if args.arm == "trace"
-                   else RecorderSwitch(args.pool, recording))
+                   else RecorderSwitch(args.pool, recording, args.sources))
             try:
                 blocks, progress, cpu_on = switched_run(cluster, "bench", args, arm)
             finally:
