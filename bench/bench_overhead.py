@@ -5,8 +5,8 @@ Two arms (``--arm``):
 - ``trace``: ``TraceCollector(SCRIPT)`` (the exact code path of ``zfsmon top --trace`` / ``record --trace``,
   polled every 0.5 s like the dashboard). A trace script costs CPU per traced event (a few map updates per
   I/O or syscall), and on a 2-core machine that CPU competes with PostgreSQL and zfs-fuse.
-- ``record``: ``zfsmon record --pool POOL --interval 1`` (every source this host has) as its own process,
-  started before and stopped (SIGTERM) after each "on" run.
+- ``record``: ``zfsmon record --pool POOL --interval 1`` (every source this host has, or the ``--sources`` named)
+  as its own process, started before and stopped (SIGTERM) after each "on" run.
 
 The trace arm also measures the tracer's own CPU directly, which the TPS difference (pgbench's spread on 2
 shared cores is +-15-25 % a run) cannot resolve: the kernel's run count and run time of every BPF program the
@@ -183,7 +183,7 @@ def stop_recorder(proc: subprocess.Popen) -> None:
 
 
 def recorded_run(cluster: PgCluster, db: str, args: argparse.Namespace, pool: str, out: str) -> Dict[str, float]:
-    """One pgbench run while ``zfsmon record`` (every source, 1 s) runs as its own process; with the recorder's
+    """One pgbench run while ``zfsmon record`` (every source or ``--sources``, 1 s) runs as its own process; with the recorder's
     CPU (its process, its ``zpool`` children) over the run."""
     proc = start_recorder(pool, out, own_group=False, sources=args.sources)
     try:
@@ -450,7 +450,7 @@ def recorder_table(costs: List[Dict[str, float]], fuse_off: List[float]) -> str:
 
 def recorded(args: argparse.Namespace) -> str:
     """What the recorder reads, in words: every source, or the ones named."""
-    return "only " + ", ".join(args.sources) if getattr(args, "sources", None) else "every source"
+    return "only " + ", ".join(args.sources) if args.sources else "every source"
 
 
 def _options(args: argparse.Namespace) -> str:

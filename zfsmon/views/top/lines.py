@@ -98,13 +98,7 @@ def _segments(line: Text, style: Style, console: Console) -> List[Segment]:
     one walk, a span's style laid on the line's (rich's own render keeps a stack of open spans and sorts their
     boundaries, most of a line's drawing); anything else is left to rich."""
     text, spans = line.plain, line.spans
-    n, pos = len(text), 0
-    for sp in spans:
-        if sp.start < pos or sp.end > n or sp.end < sp.start:
-            text_copy = line.copy()
-            text_copy.stylize_before(style)
-            return list(text_copy.render(console))
-        pos = sp.end
+    n = len(text)
     if not spans and (not style or not n):
         return [Segment(text)]  # rich draws a line without spans plain, its own style unused (and ``style``
         # is not put beneath an empty line)
@@ -115,6 +109,10 @@ def _segments(line: Text, style: Style, console: Console) -> List[Segment]:
     out: List[Segment] = []
     pos = 0
     for sp in spans:
+        if sp.start < pos or sp.end > n or sp.end < sp.start:  # not cells one after another: rich's own way
+            text_copy = line.copy()
+            text_copy.stylize_before(style)
+            return list(text_copy.render(console))
         if sp.start > pos:
             out.append(Segment(text[pos:sp.start], under))
         if sp.end > sp.start:
