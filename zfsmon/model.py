@@ -162,8 +162,10 @@ class SampleBlock:
         return ent
 
     def sample(self, i: int) -> Sample:
-        """Row ``i`` as a Sample (for the few readings that need one)."""
-        return Sample(self.ts[i], self.entity_at(self.ts[i]), {n: c[i] for n, c in zip(self.names, self.cols)},
+        """Row ``i`` as a Sample (for the few readings that need one); an array column's value (a numpy scalar,
+        :mod:`zfsmon.store.arrays`) becomes the Python number it holds."""
+        return Sample(self.ts[i], self.entity_at(self.ts[i]),
+                      {n: c[i] if isinstance(c, (list, tuple)) else c.item(i) for n, c in zip(self.names, self.cols)},
                       interval=self.intervals[i] if self.intervals is not None else None, source=self.source,
                       since_boot=self.since_boot)
 

@@ -3,6 +3,7 @@ and that analyze says the same of the real 100-minute lab soak folded or whole."
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Dict, List, Tuple
 
@@ -154,19 +155,46 @@ def _same(a: List[Sample], b: List[Sample]) -> None:
             assert v == pytest.approx(y.metrics[k], rel=1e-9, abs=1e-9), (x.entity.key, k)
 
 
+@pytest.mark.parametrize("how", ["lists", "arrays"])
 @pytest.mark.parametrize("every", [60.0, 7.0])
-def test_column_blocks_fold_as_samples_do(lab_soak_file, every) -> None:
-    """What analyze reads (the store's column blocks, no Sample per reading) is what folding the samples gives."""
-    from zfsmon.store import Recording
+def test_column_blocks_fold_as_samples_do(lab_soak_file, every, how) -> None:
+    """What analyze reads (the store's column blocks, no Sample per reading; its chunks' columns as numpy arrays,
+    as analyze reads them, or as lists) is what folding the samples gives."""
+    from zfsmon.store import Recording, arrays
 
     with Recording.open(lab_soak_file) as rec:
-        by_blocks = cz.coarsen_blocks(rec.blocks(rec.select_streams(kinds=findings.KINDS),
-                                                 metrics=findings.reads_metric), every)
+        read = rec.blocks if how == "lists" else functools.partial(arrays.blocks, rec)
+        by_blocks = cz.coarsen_blocks(read(rec.select_streams(kinds=findings.KINDS), metrics=findings.reads_metric),
+                                      every)
         by_samples = cz.coarsen(rec.samples(kinds=findings.KINDS, metrics=findings.reads_metric), every)
-        whole = cz.coarsen_blocks(rec.blocks(), every)  # every kind and metric, as report reads
+        whole = cz.coarsen_blocks(read(), every)  # every kind and metric, as report reads
         assert {s.entity.kind for s in whole} > {s.entity.kind for s in by_blocks}
         _same(whole, cz.coarsen(rec.samples(), every))
     _same(by_blocks, by_samples)
+    assert all(type(v) in (int, float) for s in whole for v in s.metrics.values())  # no numpy scalar leaks out
+
+
+@pytest.mark.parametrize("every", [60.0, 7.0])
+def test_array_blocks_fold_the_guests_latencies_as_samples_do(real_recordings, every, monkeypatch) -> None:
+    """The OpenZFS 2.3 guest's rows hold ``zpool iostat -l`` means, folded weighted by the writes of each
+    interval: the arrays' fold weighs them as the lists' does. (Against the samples' fold, this recording's
+    column blocks give a few more steps: a pool's ``txgs`` rows come in two layouts and a cache vdev's in three.)"""
+    from zfsmon.store import Recording, arrays
+
+    weighted = []
+    fold_arrays = cz._Fold._array_rows
+
+    def spy(self, sb, key, plan, steps, ivs):
+        weighted.extend(n for n, how in zip(sb.names, plan[0]) if how is cz.BY_WRITES)
+        return fold_arrays(self, sb, key, plan, steps, ivs)
+
+    monkeypatch.setattr(cz._Fold, "_array_rows", spy)
+    with Recording.open(real_recordings["guest"]) as rec:
+        got = cz.coarsen_blocks(arrays.blocks(rec), every)
+        _same(got, cz.coarsen_blocks(rec.blocks(), every))
+    assert "total_wait_write" in weighted  # the weighted means went through the arrays' fold
+    assert any(s.metrics.get("total_wait_write", 0) > 0 for s in got if s.source == "zpool iostat")
+    assert all(type(v) in (int, float) for s in got for v in s.metrics.values())
 
 
 def test_analyze_command_folds_on_a_coarse_step(lab_soak_file, capsys) -> None:
@@ -230,11 +258,13 @@ def test_analyze_folds_a_long_window_and_keeps_its_totals(six_hours, capsys) -> 
 
 
 def test_column_blocks_fold_six_hours_as_samples_do(six_hours) -> None:
-    from zfsmon.store import Recording
+    from zfsmon.store import Recording, arrays
 
     path, _reads = six_hours
     with Recording.open(path) as rec:
-        _same(cz.coarsen_blocks(rec.blocks(), 2.0), cz.coarsen(rec.samples(), 2.0))
+        by_samples = cz.coarsen(rec.samples(), 2.0)
+        _same(cz.coarsen_blocks(rec.blocks(), 2.0), by_samples)
+        _same(cz.coarsen_blocks(arrays.blocks(rec), 2.0), by_samples)
 
 
 def test_report_folds_a_long_window_and_says_so(six_hours) -> None:

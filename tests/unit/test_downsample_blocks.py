@@ -12,7 +12,7 @@ import pytest
 from zfsmon.analysis.downsample import Bucket, downsample, downsample_blocks
 from zfsmon.analysis.findings import reads_metric
 from zfsmon.model import Entity, Kind, Sample
-from zfsmon.store import Recorder, Recording
+from zfsmon.store import Recorder, Recording, arrays
 
 NAMES = ["ceiling", "l2arc", "slog", "guest", "v2"]
 
@@ -79,11 +79,17 @@ def test_blocks_of_a_window_and_of_some_entities(real_recordings):
         assert min(t for t, _k, _s in got) >= start and max(t for t, _k, _s in got) <= end
 
 
+def _blocks(rec: Recording, how: str):
+    """The recording's blocks with lists for columns, or its chunks' columns as numpy arrays (export's read)."""
+    return rec.blocks() if how == "lists" else arrays.blocks(rec)
+
+
+@pytest.mark.parametrize("how", ["lists", "arrays"])
 @pytest.mark.parametrize("every", [1, 7, 60])
-@pytest.mark.parametrize("name", NAMES)
-def test_column_wise_equals_reading_by_reading(real_recordings, name, every):
-    with Recording.open(real_recordings[name]) as rec:
-        fast = list(downsample_blocks(rec.blocks(), every))
+@pytest.mark.parametrize("name", NAMES + ["soak"])
+def test_column_wise_equals_reading_by_reading(real_recordings, lab_soak_file, name, every, how):
+    with Recording.open(lab_soak_file if name == "soak" else real_recordings[name]) as rec:
+        fast = list(downsample_blocks(_blocks(rec, how), every))
         slow = list(downsample(rec.samples(), every))
         assert len(fast) == len(slow) > 0
         for a, b in zip(fast, slow):
@@ -151,9 +157,11 @@ def test_a_counter_reset_inside_a_compacted_block(real_recordings, tmp_path):
         assert rec._db.execute("SELECT count(*) FROM chunk").fetchone()[0] >= 2
         fast = list(downsample_blocks(rec.blocks(), 60))
         slow = list(downsample(rec.samples(), 60))
-    assert len(fast) == len(slow) == 12
-    for a, b in zip(fast, slow):
+        as_arrays = list(downsample_blocks(arrays.blocks(rec), 60))
+    assert len(fast) == len(slow) == len(as_arrays) == 12
+    for a, b, c in zip(fast, slow, as_arrays):
         _same(a, b)
+        _same(c, b)
     hits = [b.counters["hits"] for b in fast]
     assert all(h.delta >= 0 for h in hits)  # wrap-arounds of the replay and the restart: never negative
     assert fast[6].n == 60 and first["hits"] <= hits[6].last

@@ -28,6 +28,8 @@ import operator
 from bisect import bisect_left
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from zfsmon import metrics, names
 from zfsmon.metrics.latency import split_metric
 from zfsmon.model import Kind, Sample, SampleBlock
@@ -111,7 +113,8 @@ class _Step:
         out: Dict[str, float] = {}
         for k, (name, how) in enumerate(zip(self.names, self.rules)):
             if how is LAST:
-                out[name] = sb.cols[k][i]
+                col = sb.cols[k]
+                out[name] = col[i] if isinstance(col, (list, tuple)) else col.item(i)
             elif how is SUM:
                 out[name] = self.totals[k]
             else:
@@ -163,16 +166,12 @@ class _Fold:
         plan = self._plan(sb)
         mode = self._block_mode(ent.kind, ent.name, ivs)
         if mode is not None and all(map(operator.le, ts, ts[1:])):  # one mode, times in order: cut by bisection
-            i = 0
-            while i < n:
-                b = int(ts[i] // every)
-                j = max(i + 1, bisect_left(ts, (b + 1) * every, i))
-                while j > i + 1 and int(ts[j - 1] // every) != b:  # float rounding at the step's edge
-                    j -= 1
-                while j < n and int(ts[j] // every) == b:
-                    j += 1
+            steps = _steps(ts, every)
+            if mode == FOLDED and all(isinstance(c, np.ndarray) for c, how in zip(sb.cols, plan[0]) if how is not LAST):
+                self._array_rows(sb, key, plan, steps, ivs)
+                return
+            for b, i, j in steps:
                 self._run(sb, key, plan, mode, b, i, j, ivs)
-                i = j
             return
         modes = [self._mode(ent.kind, ent.name, iv) for iv in ivs]
         i = 0
@@ -220,16 +219,49 @@ class _Fold:
             held = (b, (sb, j - 1), False)
         self.snaps[key] = held
 
-    def _interval_rows(self, sb: SampleBlock, key: Tuple[str, str], plan: _Plan, b: int, i: int, j: int,
-                       ivs: Sequence[Optional[float]]) -> None:
-        rules, by = plan
+    def _step(self, sb: SampleBlock, key: Tuple[str, str], plan: _Plan, b: int, i: int) -> _Step:
+        """The stream's open step for step ``b`` of ``sb``'s layout: the one open, or a new one (the one open, of
+        another step or layout, is handed on)."""
         step = self.steps.get(key)
         if step is not None and (step.index != b or step.names != sb.names):
             self._put(step.sample())
             step = None
         if step is None:
-            step = self.steps[key] = _Step(b, sb.names, rules, by, (sb, i))
-        step.add(sb.cols, ivs, i, j, (sb, j - 1))
+            step = self.steps[key] = _Step(b, sb.names, plan[0], plan[1], (sb, i))
+        return step
+
+    def _interval_rows(self, sb: SampleBlock, key: Tuple[str, str], plan: _Plan, b: int, i: int, j: int,
+                       ivs: Sequence[Optional[float]]) -> None:
+        self._step(sb, key, plan, b, i).add(sb.cols, ivs, i, j, (sb, j - 1))
+
+    def _array_rows(self, sb: SampleBlock, key: Tuple[str, str], plan: _Plan, steps: List[Tuple[int, int, int]],
+                    ivs: Sequence[Optional[float]]) -> None:
+        """:meth:`_interval_rows` for each step of a block whose folded columns are numpy arrays
+        (:mod:`zfsmon.store.arrays`): every step's sums from one ``numpy.add.reduceat`` per rule, then added to the
+        steps as lists (the sums agree with the slices' to float rounding)."""
+        rules, by = plan
+        starts = [i for _b, i, _j in steps]
+        iv = np.array(ivs, dtype=np.float64) if None not in ivs else np.array([float(v or 0.0) for v in ivs])
+        covered = np.add.reduceat(iv, starts)
+        totals = np.zeros((len(rules), len(steps)))
+        weights = np.zeros((len(rules), len(steps)))
+        for how in (SUM, MEAN):
+            ks = [k for k, r in enumerate(rules) if r is how]
+            if ks:
+                m = np.vstack([sb.cols[k] for k in ks]).astype(np.float64)
+                totals[ks] = np.add.reduceat(m if how is SUM else m * iv, starts, axis=1)
+                weights[ks] = np.diff(starts + [len(iv)]) if how is SUM else covered
+        for k, how in enumerate(rules):
+            if how is BY_READS or how is BY_WRITES:
+                w = iv * sb.cols[by[k]] if by[k] is not None else np.zeros_like(iv)
+                totals[k] = np.add.reduceat(sb.cols[k] * w, starts)
+                weights[k] = np.add.reduceat(w, starts)
+        for (b, i, j), span, tot, wt in zip(steps, covered.tolist(), totals.T.tolist(), weights.T.tolist()):
+            step = self._step(sb, key, plan, b, i)
+            step.last = (sb, j - 1)
+            step.covered += span
+            step.totals = list(map(operator.add, step.totals, tot))
+            step.weights = list(map(operator.add, step.weights, wt))
 
     def finish(self) -> List[Sample]:
         for step in self.steps.values():
@@ -239,6 +271,23 @@ class _Fold:
                 self._emit(row)
         self.out.sort(key=lambda x: (x[0], x[1]))
         return [s for _t, _q, s in self.out]
+
+
+def _steps(ts: Sequence[float], every: float) -> List[Tuple[int, int, int]]:
+    """Times in order cut into steps of ``every`` seconds: (step index, first reading, one past its last)."""
+    n = len(ts)
+    out = []
+    i = 0
+    while i < n:
+        b = int(ts[i] // every)
+        j = max(i + 1, bisect_left(ts, (b + 1) * every, i))
+        while j > i + 1 and int(ts[j - 1] // every) != b:  # float rounding at the step's edge
+            j -= 1
+        while j < n and int(ts[j] // every) == b:
+            j += 1
+        out.append((b, i, j))
+        i = j
+    return out
 
 
 def coarsen_blocks(blocks: Iterable[Sequence[SampleBlock]], every: float) -> List[Sample]:

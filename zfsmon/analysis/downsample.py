@@ -21,6 +21,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from zfsmon import metrics
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Entity, Sample, SampleBlock
@@ -166,7 +168,8 @@ def _steady(sb: SampleBlock, flags: Tuple[bool, ...]) -> bool:
     ts = sb.ts
     if not all(map(operator.lt, ts, ts[1:])):
         return False
-    return all(all(map(operator.le, col, col[1:])) for col, c in zip(sb.cols, flags) if c)
+    return all(bool((col[1:] >= col[:-1]).all()) if isinstance(col, np.ndarray) else all(map(operator.le, col, col[1:]))
+               for col, c in zip(sb.cols, flags) if c)
 
 
 def _bucket(key: Tuple[str, str], b0: float, every: float, sb: SampleBlock, open_: Dict[Tuple[str, str], Bucket],
@@ -195,13 +198,10 @@ def _add_readings(sbs: Sequence[SampleBlock], flags: Sequence[Tuple[bool, ...]],
         b.add(s, d.deltas if d is not None else None, d.elapsed if d is not None else 0.0, counters)
 
 
-def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tuple[str, str],
-                 open_: Dict[Tuple[str, str], Bucket], finished: List[Bucket], rates: RateDeriver) -> None:
-    """A steady run (:func:`_steady`), bucket by bucket over slices of its columns."""
-    ts = sb.ts
+def _spans(ts: Sequence[float], every: float) -> List[Tuple[float, int, int]]:
+    """A steady run's buckets: (bucket start, first reading, one past its last) for each bucket its times touch."""
     n = len(ts)
-    has_counters = any(flags)
-    first = rates.update(sb.sample(0))[0] if has_counters else None  # the step from the previous block's reading
+    out = []
     i = 0
     while i < n:
         b0 = bucket_start(ts[i], every)
@@ -210,11 +210,56 @@ def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tu
             j -= 1
         while j < n and bucket_start(ts[j], every) == b0:
             j += 1
+        out.append((b0, i, j))
+        i = j
+    return out
+
+
+def _reduced_gauges(names: Sequence[str], cols: Sequence[Sequence[float]], flags: Tuple[bool, ...],
+                    starts: List[int]) -> Dict[str, Tuple[list, list, list]]:
+    """The array columns' gauges (:mod:`zfsmon.store.arrays`): per name, each bucket's sum, minimum and maximum
+    (the buckets start at ``starts``) as Python numbers, from one ``numpy.*.reduceat`` per dtype over them all.
+    Columns of thousandths are summed as the integers they were stored as: the exact sum, rounded once."""
+    groups: Dict[str, List[Tuple[str, np.ndarray]]] = {}
+    for name, col, is_counter in zip(names, cols, flags):
+        if not is_counter and isinstance(col, np.ndarray):
+            groups.setdefault(col.dtype.kind, []).append((name, col))
+    out: Dict[str, Tuple[list, list, list]] = {}
+    for kind, group in groups.items():
+        m = np.vstack([c for _n, c in group])
+        if kind == "f":
+            sums = np.add.reduceat(np.rint(m * 1000).astype(np.int64), starts, axis=1) / 1000
+        else:
+            sums = np.add.reduceat(m, starts, axis=1)
+        lows, highs = np.minimum.reduceat(m, starts, axis=1), np.maximum.reduceat(m, starts, axis=1)
+        for (name, _c), t, lo, hi in zip(group, sums.tolist(), lows.tolist(), highs.tolist()):
+            out[name] = (t, lo, hi)
+    return out
+
+
+def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tuple[str, str],
+                 open_: Dict[Tuple[str, str], Bucket], finished: List[Bucket], rates: RateDeriver) -> None:
+    """A steady run (:func:`_steady`): its buckets found once, then a column at a time over them. A counter takes
+    its value at each bucket's edge; a gauge's sum, minimum and maximum per bucket come from its slices, or, for
+    the array columns of :mod:`zfsmon.store.arrays`, from ``numpy.*.reduceat`` over all of them at once (integers
+    sum exactly, as Python's ``sum`` does; thousandths too, where ``sum`` of their floats may differ in the last
+    digits)."""
+    ts = sb.ts
+    n = len(ts)
+    has_counters = any(flags)
+    cols = [c.tolist() if f and isinstance(c, np.ndarray) else c for c, f in zip(sb.cols, flags)]
+    first = rates.update(sb.sample(0))[0] if has_counters else None  # the step from the previous block's reading
+    spans = []
+    for b0, i, j in _spans(ts, every):
         b = _bucket(key, b0, every, sb, open_, finished)
         b.n += j - i
         b.entity = sb.entity_at(ts[j - 1])
-        for name, col, is_counter in zip(sb.names, sb.cols, flags):
-            if is_counter:
+        spans.append((b, i, j))
+    starts = [i for _b, i, _j in spans]
+    reduced = _reduced_gauges(sb.names, cols, flags, starts)
+    for name, col, is_counter in zip(sb.names, cols, flags):
+        if is_counter:
+            for b, i, j in spans:
                 c = b.counters.get(name)
                 if c is None:
                     c = b.counters[name] = Counter(col[i])
@@ -232,17 +277,25 @@ def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tu
                     c.delta += float(col[j - 1]) - float(col[i - 1])
                     c.elapsed += ts[j - 1] - ts[i - 1]
                     c.has_delta = True
-            else:
+        elif name in reduced:
+            for (b, i, j), t, lo, hi in zip(spans, *reduced[name]):
+                _gauge(b, name, t, j - i, lo, hi)
+        else:
+            for b, i, j in spans:
                 part = col[i:j]
-                g = b.gauges.get(name)
-                if g is None:
-                    b.gauges[name] = Gauge(sum(part), j - i, min(part), max(part))
-                else:
-                    g.total += sum(part)
-                    g.n += j - i
-                    g.min = min(g.min, min(part))
-                    g.max = max(g.max, max(part))
-        i = j
+                _gauge(b, name, sum(part), j - i, min(part), max(part))
     if has_counters and n > 1:
-        rates.follow(key[0], key[1], ts[-1], {name: float(col[-1]) for name, col, c in zip(sb.names, sb.cols, flags)
+        rates.follow(key[0], key[1], ts[-1], {name: float(col[-1]) for name, col, c in zip(sb.names, cols, flags)
                                               if c})
+
+
+def _gauge(b: Bucket, name: str, total: float, n: int, lo: float, hi: float) -> None:
+    """Add a slice's sum, count and extremes to the bucket's gauge ``name``."""
+    g = b.gauges.get(name)
+    if g is None:
+        b.gauges[name] = Gauge(total, n, lo, hi)
+    else:
+        g.total += total
+        g.n += n
+        g.min = min(g.min, lo)
+        g.max = max(g.max, hi)

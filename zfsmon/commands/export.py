@@ -26,7 +26,7 @@ from zfsmon.analysis.downsample import downsample_blocks
 from zfsmon.commands._timearg import When, seconds
 from zfsmon.errors import UserError
 from zfsmon.model import Kind
-from zfsmon.store import Recording
+from zfsmon.store import Recording, arrays
 from zfsmon.views import csv_export as view
 
 NAME = "export"
@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
         if start is not None and end is not None and end < start:
             raise UserError("--to is before --from")
         keys = select_entities(rec, args.entities)
-        if args.every:  # column-wise, a block of readings at a time: no Sample per reading of a long run
+        if args.every:  # column-wise, a block of readings at a time, chunks as arrays: no Sample per reading
             streams = rec.select_streams(keys) if keys is not None else None
-            rows = view.bucket_rows(downsample_blocks(rec.blocks(streams, start, end), args.every))
+            rows = view.bucket_rows(downsample_blocks(arrays.blocks(rec, streams, start, end), args.every))
         else:
             rows = view.rows(rec.samples(entity_keys=keys, start=start, end=end))
         events = rec.events(start, args.end.resolve(span) if args.end else None)

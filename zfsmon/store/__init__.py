@@ -23,6 +23,7 @@ Reading (replay, export, info; safe while a recorder is still writing)::
         r.topology(at=ts)           # Entities present at ts, with roles then
         r.samples(entity_keys=None, kinds=None, start=None, end=None)  # iterator of Sample
         r.blocks(streams, start, end)  # the same samples a block at a time, column-wise (model.SampleBlock)
+        arrays.blocks(r, streams, start, end)  # the same, compacted columns as numpy arrays (zfsmon.store.arrays)
         r.events(start, end)        # list of Event (marks, run boundaries, topology, resets, errors)
         r.series("leaf:tank/sda", "read_bytes", start, end)            # [(ts, value), ...]
         r.refresh()                 # pick up entities a live recorder added since open

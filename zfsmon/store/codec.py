@@ -28,7 +28,7 @@ import sys
 import zlib
 from array import array
 from itertools import accumulate
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 _DOUBLE = struct.Struct("<d")
 
@@ -216,7 +216,8 @@ def _encode_column(col: Sequence[float]) -> bytes:
     return bytes((_PACKED,)) + pack(col)
 
 
-def _decode_column(data: bytes, n: int) -> List[float]:
+def decode_column(data: bytes, n: int) -> List[float]:
+    """One metric's column of a chunk (``n`` values) as numbers: ints, or floats where they were stored so."""
     flag = data[0]
     if flag == _PACKED:
         vals = unpack(data[1:])
@@ -263,11 +264,14 @@ def decode_chunk(blob: bytes) -> Tuple[List[int], List[Optional[float]], List[tu
     return offsets, ivs, rows
 
 
-def decode_chunk_columns(blob: bytes, keep: Optional[Sequence[int]] = None, width: Optional[int] = None
-                         ) -> Tuple[List[int], List[Optional[float]], List[List[float]]]:
+def decode_chunk_columns(blob: bytes, keep: Optional[Sequence[int]] = None, width: Optional[int] = None,
+                         column: Optional[Callable[[bytes, int], Sequence[float]]] = None
+                         ) -> Tuple[List[int], List[Optional[float]], List[Sequence[float]]]:
     """Like :func:`decode_chunk`, but the values as they are stored: one list per metric (what a column-wise
     reader such as downsampling wants, without building a tuple per sample). ``keep``: only these columns are
-    decoded and returned (a reader that wants a few metrics of many); ``width``: the columns the chunk must hold."""
+    decoded and returned (a reader that wants a few metrics of many); ``width``: the columns the chunk must hold;
+    ``column(data, n)``: decodes one metric's column instead of :func:`decode_column` (an array decoder:
+    :mod:`zfsmon.store.arrays`)."""
     if not blob or blob[0] != CHUNK_ZLIB:
         raise ValueError("unknown chunk format")
     try:
@@ -291,7 +295,7 @@ def decode_chunk_columns(blob: bytes, keep: Optional[Sequence[int]] = None, widt
     want = 2 + (2 if k else 0) + (held if n else 0)
     if len(sections) != want:
         raise ValueError("damaged chunk: wrong number of columns")
-    offsets = _decode_column(sections[1], n)
+    offsets = decode_column(sections[1], n)
     ivs: List[Optional[float]] = [None] * n
     if k:
         where, what = unpack(sections[2]), unpack(sections[3])
@@ -300,5 +304,6 @@ def decode_chunk_columns(blob: bytes, keep: Optional[Sequence[int]] = None, widt
         for j, v in zip(where, what):
             ivs[j] = float(v)  # an index out of range raises IndexError: damage
     values = sections[want - held:] if n else []
-    cols = [_decode_column(s, n) for s in values] if keep is None else [_decode_column(values[j], n) for j in keep]
+    dec = column or decode_column
+    cols = [dec(s, n) for s in values] if keep is None else [dec(values[j], n) for j in keep]
     return offsets, ivs, cols

@@ -449,12 +449,13 @@ class Recording:
 
     @_guard_iter
     def blocks(self, streams: Optional[Sequence[int]] = None, start: Optional[float] = None,
-               end: Optional[float] = None, metrics: Optional[Callable[[Kind, str], bool]] = None
-               ) -> Iterator[List[SampleBlock]]:
+               end: Optional[float] = None, metrics: Optional[Callable[[Kind, str], bool]] = None,
+               column: Optional[Callable[[bytes, int], Sequence[float]]] = None) -> Iterator[List[SampleBlock]]:
         """The samples of :meth:`samples`, a block of :data:`~zfsmon.store.schema.CHUNK_TICKS` tick ids at a time,
         each stream's as columns (a compacted chunk's columns as they are decoded, never a Sample per reading):
         what downsampling a long recording reads. Blocks come in time order; a block's list in stream order.
-        ``metrics(kind, name)``, when given, says which columns are kept (the others of a chunk are not decoded)."""
+        ``metrics(kind, name)``, when given, says which columns are kept (the others of a chunk are not decoded);
+        ``column``, a chunk column's decoder other than the lists' (:func:`zfsmon.store.arrays.blocks`)."""
         q = self._query(streams, start, end)
         if q is None:
             return
@@ -484,7 +485,7 @@ class Recording:
             if plan is None:
                 plan = plans[sid] = (st.names, None) if metrics is None else _keep(st, metrics)
             if ts is None:  # a chunk: tick0, stream, NULL, data, n
-                offsets, ivs, cols = codec.decode_chunk_columns(blob, plan[1], len(st.metrics))
+                offsets, ivs, cols = codec.decode_chunk_columns(blob, plan[1], len(st.metrics), column)
                 if len(offsets) != n:
                     raise ValueError(f"a chunk of stream {sid} holds {len(offsets)} samples, not {n}")
                 ts_of = self._tick_ts(tick, size)
@@ -533,7 +534,10 @@ class Recording:
             if times and ((start is not None and min(times) < start) or (end is not None and max(times) > end)):
                 keep = [i for i, t in enumerate(times) if (start is None or t >= start) and (end is None or t <= end)]
                 times = [times[i] for i in keep]
-                data = [[c[i] for i in keep] for c in data]
+                if keep and keep[-1] - keep[0] == len(keep) - 1:  # a window's edge: one slice
+                    data = [c[keep[0]:keep[-1] + 1] for c in data]
+                else:  # a list's items, or an array decoder's array indexed by the list
+                    data = [[c[i] for i in keep] if isinstance(c, list) else c[keep] for c in data]
                 intervals = [intervals[i] for i in keep]
             if not times:
                 continue

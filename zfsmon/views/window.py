@@ -1,7 +1,8 @@
 """A recording's window as analyze and the report read it: every reading, or folded to the grid's step as read.
 
 One place for the choice (``analyze``'s window and its ``--changed`` windows, the PDF report): a window too long
-for a grid cell per reading is folded as the store yields its column blocks (:mod:`zfsmon.analysis.coarsen`),
+for a grid cell per reading is folded as the store yields its column blocks, chunks as numpy arrays
+(:mod:`zfsmon.analysis.coarsen`, :mod:`zfsmon.store.arrays`),
 so a week of one-second readings is never held whole; a shorter one is read a Sample per reading.
 """
 
@@ -11,7 +12,7 @@ from typing import Callable, Iterable, List, Optional
 
 from zfsmon.analysis.coarsen import coarsen_blocks
 from zfsmon.model import Kind, Sample
-from zfsmon.store import Recording
+from zfsmon.store import Recording, arrays
 
 
 def read_window(rec: Recording, start: Optional[float], end: Optional[float], every: Optional[float],
@@ -21,5 +22,5 @@ def read_window(rec: Recording, start: Optional[float], end: Optional[float], ev
     given (``findings.fold_step`` says when), else every reading in recording order."""
     if every:
         streams = rec.select_streams(kinds=kinds) if kinds is not None else None
-        return coarsen_blocks(rec.blocks(streams, start, end, metrics), every)
+        return coarsen_blocks(arrays.blocks(rec, streams, start, end, metrics), every)
     return list(rec.samples(kinds=kinds, start=start, end=end, metrics=metrics))

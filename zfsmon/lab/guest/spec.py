@@ -30,7 +30,7 @@ BASE_PACKAGES: Tuple[str, ...] = (
 KERNEL_PACKAGES: Tuple[str, ...] = ("linux-image-amd64", "linux-headers-amd64", "dkms", "build-essential")
 #: what zfsmon and its tests use in the guest (textual and its dependencies come as wheels: Debian's is 0.1)
 TOOL_PACKAGES: Tuple[str, ...] = (
-    "python3", "python3-venv", "python3-psutil", "python3-psycopg", "python3-prometheus-client",
+    "python3", "python3-venv", "python3-psutil", "python3-numpy", "python3-psycopg", "python3-prometheus-client",
     "fio", "postgresql", "postgresql-contrib", "bpftrace", "python3-bpfcc", "bpfcc-tools",
 )
 ZFS_PACKAGES: Tuple[str, ...] = ("zfs-dkms", "zfsutils-linux")
