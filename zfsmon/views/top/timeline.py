@@ -10,15 +10,15 @@ as :mod:`zfsmon.analysis.downsample` aligns its buckets); when a run outgrows
 memory and drawing stay the same for a minute as for a day. Run boundaries
 and marks are kept beside them.
 
-Two ways in, one arithmetic (:meth:`Timeline.sample`): live,
-:meth:`Timeline.feed` takes the records as the dashboard receives them (a few
-additions per record, no file read, so it works with ``--no-record`` too);
-replay, :func:`read_timeline` reads the recording's few streams that matter,
-and of them only the metrics it draws, through the store's reader
-(:meth:`Recording.rows`) once, in a worker thread. (Reading samples through
-:func:`zfsmon.analysis.downsample.downsample` took over three times the CPU:
-it builds every sample whole and keeps every metric, and an L2ARC sample has
-18 counters.) :attr:`Timeline.version` changes only when a bucket closes, the
+Two ways in, one arithmetic: live, :meth:`Timeline.feed` takes the records
+as the dashboard receives them (:meth:`Timeline.sample`: a few additions per
+record, no file read, so it works with ``--no-record`` too); replay,
+:func:`read_timeline` reads the recording's few streams that matter, and of
+them only the metrics it draws, once, in a worker thread, a store block at a
+time with its compacted columns as numpy arrays (:func:`zfsmon.store.arrays.blocks`;
+:meth:`Timeline.sample_block` sums each bucket's part of a column with numpy:
+a week of one-second readings in about 1.5 s of CPU instead of 6 reading by
+reading). :attr:`Timeline.version` changes only when a bucket closes, the
 buckets merge or an event arrives: the panel is redrawn only then (or when the
 cursor moves).
 """
@@ -29,9 +29,11 @@ import bisect
 import math
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+import numpy as np
+
 from zfsmon import names
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
-from zfsmon.store import Recording
+from zfsmon.store import Recording, arrays
 
 #: buckets held at most (the panel is at most ~200 cells wide: enough to draw every cell from its own bucket)
 MAX_BUCKETS = 256
@@ -147,6 +149,46 @@ class Timeline:
         elif "read_ops" in m:
             self.add(ts, f"reads:{e.key}", m["read_ops"])
 
+    def sample_block(self, ts: Sequence[float], e: Entity, m: Dict[str, Sequence[float]]) -> None:
+        """:meth:`sample` of an entity's consecutive readings given column-wise (a store block: ``m`` maps a
+        metric to its column): the same parts, each bucket's sum and count from one ``numpy.add.reduceat`` per
+        part instead of an addition per reading (the sums agree to float rounding)."""
+        if not len(ts):
+            return
+        t = np.asarray(ts, dtype=np.float64)
+        ones = np.ones(len(t))
+        if e.kind == Kind.WORKLOAD:
+            part, name = ("tps", "tps") if e.name == names.PGBENCH else ("fio_ios", "ios")
+            if name in m:
+                self._add_runs(t, part, np.asarray(m[name], dtype=np.float64), ones)
+        elif e.kind == Kind.L2ARC:
+            size = m.get("asize", m.get("size"))
+            if size is not None:
+                self._add_runs(t, "l2_size", np.asarray(size, dtype=np.float64), ones)
+            if "hits" in m and "misses" in m:
+                h, x = np.asarray(m["hits"], dtype=np.float64), np.asarray(m["misses"], dtype=np.float64)
+                prev, self._l2 = self._l2, (_item(m["hits"], -1), _item(m["misses"], -1))
+                ph = np.concatenate(([prev[0] if prev else np.nan], h[:-1]))
+                px = np.concatenate(([prev[1] if prev else np.nan], x[:-1]))
+                ok = (h >= ph) & (x >= px)  # a reset costs one interval; the first reading has nothing before it
+                if ok.any():
+                    zeros = np.zeros(int(ok.sum()))
+                    self._add_runs(t[ok], "l2_hits", (h - ph)[ok], zeros)
+                    self._add_runs(t[ok], "l2_misses", (x - px)[ok], zeros)
+        elif "read_ops" in m:
+            self._add_runs(t, f"reads:{e.key}", np.asarray(m["read_ops"], dtype=np.float64), ones)
+
+    def _add_runs(self, t: np.ndarray, part: str, vals: np.ndarray, ns: np.ndarray) -> None:
+        """:meth:`add` once per run of readings in one bucket: the run's sum and count."""
+        idx = np.floor_divide(t, self.every)
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(idx)) + 1))
+        for start, total, n in zip(t[starts].tolist(), np.add.reduceat(vals, starts).tolist(),
+                                   np.add.reduceat(ns, starts).tolist()):
+            self.add(start, part, total, n)
+        lo, hi = float(t.min()), float(t.max())
+        self.first = lo if self.first is None else min(self.first, lo)
+        self.last = hi if self.last is None else max(self.last, hi)
+
     # ------------------------------------------------------------------------------------------ reading
     def span(self) -> Optional[Tuple[float, float]]:
         """[start, end) of the buckets there are (live: the filling one left out)."""
@@ -176,6 +218,11 @@ class Timeline:
             if v is not None:
                 out.append((i, v))
         return out
+
+
+def _item(col: Sequence[float], i: int) -> float:
+    """A column's value as a Python number (an array's is a numpy scalar)."""
+    return col[i] if isinstance(col, (list, tuple)) else col.item(i)
 
 
 def value(b: Dict[str, List[float]], name: str, every: float) -> Optional[float]:
@@ -223,9 +270,10 @@ def read_timeline(path: str, max_buckets: int = MAX_BUCKETS) -> Timeline:
             if want and not st.since_boot:
                 plan[sid] = (ents[st.entity_key], want)
         if plan:
-            for ts, st, vals, _iv in rec.rows(list(plan)):
-                e, want = plan[st.id]
-                tl.sample(ts, e, {n: vals[i] for n, i in want})
+            kept = {(e.kind, n) for e, want in plan.values() for n, _i in want}
+            for group in arrays.blocks(rec, list(plan), metrics=lambda kind, name: (kind, name) in kept):
+                for sb in group:
+                    tl.sample_block(sb.ts, ents[sb.entity.key], dict(zip(sb.names, sb.cols)))
         for ev in rec.events(kinds=EVENT_KINDS):
             tl.event(ev)
         tl._open = None  # a recording's buckets are all complete
