@@ -1,4 +1,5 @@
-"""A recording's chunk columns as numpy arrays: what reading a long recording whole (``export --every``) decodes.
+"""A recording's chunk columns as numpy arrays: what the readers of a long recording whole decode (``export
+--every``, ``analyze`` and ``report`` on a folded window, replay's whole-run timeline).
 
 A compacted chunk stores a metric's 256 readings as fixed-width differences with their bytes regrouped by
 significance (:mod:`zfsmon.store.codec`). numpy undoes that in a few calls per column (regroup, view, running
