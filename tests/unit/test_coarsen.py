@@ -7,12 +7,13 @@ import functools
 import json
 from typing import Dict, List, Tuple
 
+import numpy as np
 import pytest
 
 from zfsmon.analysis import coarsen as cz
 from zfsmon.analysis import findings
 from zfsmon.cli import main
-from zfsmon.model import Entity, Kind, Role, Sample
+from zfsmon.model import Entity, Kind, Role, Sample, SampleBlock
 
 LEAF = Entity(Kind.LEAF, "sda", "tank", Role.DATA, "mirror-0")
 MIRROR = Entity(Kind.VDEV, "mirror-0", "tank", Role.DATA, "tank")  # top-level: it has alloc and free
@@ -27,6 +28,26 @@ def _leaf(i: int, **extra: float) -> Sample:
          "lat_total_wait_read_1ms": float(i % 2), "syncq_read_pend": float(i % 4)}
     m.update(extra)
     return Sample(T0 + i, MIRROR, m, interval=1.0, source="zpool iostat")
+
+
+@pytest.mark.parametrize("as_arrays", [("read_ops", "total_wait_read", "alloc", "syncq_read_pend",
+                                          "lat_total_wait_read_1ms", "write_ops"), ("read_ops", "alloc"), ()])
+def test_interval_rows_with_array_columns_fold_as_their_samples_do(as_arrays) -> None:
+    """Blocks of interval rows whose columns are numpy arrays (all: the arrays' fold; some, as when a chunk holds a
+    packed column: the slices' fold over arrays and lists) give what folding the samples one by one gives."""
+    rows = [_leaf(i) for i in range(1, 301)]
+    names = tuple(rows[0].metrics)
+    blocks = []
+    for k in range(0, 300, 128):  # blocks of 128 readings, cut across steps
+        part = rows[k:k + 128]
+        cols = [[s.metrics[n] for s in part] for n in names]
+        cols = [np.asarray(c) if n in as_arrays else c for n, c in zip(names, cols)]
+        blocks.append([SampleBlock([s.ts for s in part], [(part[0].ts, MIRROR)], names, cols, "zpool iostat",
+                                   False, [1.0] * len(part))])
+    for every in (60.0, 7.0):
+        got = cz.coarsen_blocks(blocks, every)
+        _same(got, cz.coarsen(rows, every))
+        assert all(type(v) is float for s in got for v in s.metrics.values())
 
 
 def test_rules_follow_the_metrics_table() -> None:
