@@ -30,7 +30,10 @@ import functools
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from zfsmon.analysis.rates import RateDeriver
+import numpy as np
+
+from zfsmon import metrics
+from zfsmon.analysis.rates import RateDeriver, column_deltas
 from zfsmon.model import Entity, Kind, Sample
 from zfsmon.names import guess_devices, is_grouping_vdev, whole_disk
 
@@ -225,24 +228,82 @@ def device_spans(samples: Iterable[Sample]) -> Dict[str, List[Span]]:
     (``reads``/``writes``: ``/proc/diskstats``) give a rate between two readings,
     through :class:`~zfsmon.analysis.rates.RateDeriver` (a reset starts anew).
     A device with interval rows is read from those.
+
+    A device whose readings are all counters of one stream and layout (the live diskstats collector's) is taken
+    column-wise (:func:`~zfsmon.analysis.rates.column_deltas`): the same spans, without a rate dict per reading.
     """
-    rows: Dict[str, List[Span]] = {}
-    counted: Dict[str, List[Span]] = {}
+    devs = sorted((s for s in samples if s.entity.kind == Kind.DEVICE and not s.since_boot), key=lambda s: s.ts)
+    at: Dict[str, List[int]] = {}  # each device's readings: their places in ``devs``
+    for i, s in enumerate(devs):
+        at.setdefault(s.entity.name, []).append(i)
+    # (the place of the reading that gave a device its first span, the device, its spans): the mapping's order is
+    # the one reading every device's readings in turn gives
+    rows: List[Tuple[int, str, List[Span]]] = []
+    counted: List[Tuple[int, str, List[Span]]] = []
+    for name, places in at.items():
+        mine = [devs[i] for i in places]
+        got = _counter_spans(mine)
+        if got is not None:
+            first, spans = got
+            if spans:
+                counted.append((places[first], name, spans))
+            continue
+        for out, (first, spans) in zip((rows, counted), _spans_by_reading(mine)):
+            if spans:
+                out.append((places[first], name, spans))
+    return {**{name: spans for _i, name, spans in sorted(counted)},
+            **{name: spans for _i, name, spans in sorted(rows)}}
+
+
+def _spans_by_reading(mine: Sequence[Sample]) -> Tuple[Tuple[int, List[Span]], Tuple[int, List[Span]]]:
+    """One device's readings (in time order) one by one: (the reading that gave the first span, the spans) from its
+    interval rows, and the same from its counters."""
+    rows: List[Span] = []
+    counted: List[Span] = []
+    first = [-1, -1]
     rates = RateDeriver()
-    last: Dict[str, float] = {}
-    for s in sorted((s for s in samples if s.entity.kind == Kind.DEVICE and not s.since_boot), key=lambda s: s.ts):
-        name = s.entity.name
-        prev, last[name] = last.get(name), s.ts
+    prev: Optional[float] = None
+    for k, s in enumerate(mine):
+        before, prev = prev, s.ts
         if "read_ops" in s.metrics or "write_ops" in s.metrics:
-            span = s.interval or (s.ts - prev if prev is not None else 0.0)
+            span = s.interval or (s.ts - before if before is not None else 0.0)
             if span > 0:
-                rows.setdefault(name, []).append(Span(s.ts - span, s.ts, device_ops_per_s(s.metrics) or 0.0))
+                rows.append(Span(s.ts - span, s.ts, device_ops_per_s(s.metrics) or 0.0))
+                first[0] = k if first[0] < 0 else first[0]
             continue
         d, _events = rates.update(s)
         ops = device_ops_per_s(d.rates) if d is not None else None
         if d is not None and ops is not None:
-            counted.setdefault(name, []).append(Span(s.ts - d.elapsed, s.ts, ops))
-    return {**counted, **rows}
+            counted.append(Span(s.ts - d.elapsed, s.ts, ops))
+            first[1] = k if first[1] < 0 else first[1]
+    return (first[0], rows), (first[1], counted)
+
+
+def _counter_spans(mine: Sequence[Sample]) -> Optional[Tuple[int, List[Span]]]:
+    """:func:`_spans_by_reading`'s counter spans of one device, column-wise, when all its readings are counters of
+    one entity, source and layout; None otherwise."""
+    s0 = mine[0]
+    key, source, layout = s0.entity.key, s0.source, tuple(s0.metrics)
+    if "read_ops" in s0.metrics or "write_ops" in s0.metrics or any(
+            s.source != source or s.entity.key != key for s in mine) or len({tuple(s.metrics) for s in mine}) > 1:
+        return None
+    names = metrics.counter_names(Kind.DEVICE, layout)
+    if len(mine) < 2 or not any(n in names for n in OPS_PAIRS[1]):
+        return 0, []
+    try:  # every value of the layout, in its order (a C call a reading), then the counters' columns
+        values = np.array([list(s.metrics.values()) for s in mine], dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    ts = np.array([s.ts for s in mine], dtype=np.float64)
+    elapsed, deltas, ok = column_deltas(ts, values[:, [layout.index(n) for n in names]])
+    keep = np.flatnonzero(ok)
+    if not len(keep):
+        return 0, []
+    elapsed, deltas, ends = elapsed[keep], deltas[keep], ts[1:][keep]
+    # device_ops_per_s of update()'s rates: reads/s plus writes/s, one missing counted as 0.0
+    r, w = (deltas[:, names.index(n)] / elapsed if n in names else 0.0 for n in OPS_PAIRS[1])
+    spans = [Span(a, b, c) for a, b, c in zip((ends - elapsed).tolist(), ends.tolist(), (r + w).tolist())]
+    return int(keep[0]) + 1, spans
 
 
 def ops_over(spans: Sequence[Span], ends: Sequence[float], start: float, end: float) -> Optional[float]:
@@ -334,16 +395,19 @@ def summarize_window(samples: Iterable[Sample], min_ops: float = 1.0,
     all (nothing to compare). Leaves map to devices by :func:`leaf_devices`: the leaf a device's samples name
     (their latest in the window), else by name alone, as a capture from another host needs.
     """
-    samples = list(samples)
-    spans = device_spans(samples)
+    devices: List[Sample] = []  # the window sorted out once: each pass below looks at one part of it
+    zfs_rows: List[Sample] = []
+    for s in samples:
+        (devices if s.entity.kind is Kind.DEVICE else zfs_rows).append(s)
+    spans = device_spans(devices)
     if not spans:  # asked first: most recordings have no device numbers, and the ZFS side is the long pass
         return None
-    reports = leaf_intervals(samples)
+    reports = leaf_intervals(zfs_rows)
     if not reports:
         return None
     ends = {dev: [sp.end for sp in sps] for dev, sps in spans.items()}
     said: Dict[str, str] = {dev: "" for dev in spans}
-    for s in sorted((s for s in samples if s.entity.kind == Kind.DEVICE and s.entity.parent), key=lambda s: s.ts):
+    for s in sorted((s for s in devices if s.entity.parent), key=lambda s: s.ts):
         if s.entity.name in said:
             said[s.entity.name] = s.entity.parent  # the latest word wins (a disk replaced under a name)
     cands = leaf_devices({leaf for zfs in reports.values() for leaf in zfs}, said)
