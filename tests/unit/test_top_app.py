@@ -179,6 +179,37 @@ def test_arrow_and_page_keys_scroll_a_tall_tree(recording):
     run(go())
 
 
+def test_a_tall_tree_builds_the_rows_on_screen_and_scrolling_draws_the_others(recording):
+    """Only the tree's rows on screen (and a line either side) are made; the tree keeps its height, and a row a
+    scroll brings on screen is drawn at once, as a tree made whole would show it."""
+    async def go():
+        app = replay_app(recording)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _until(pilot, lambda: "TPS" in app.query_one("#timeline").render().plain, "the timeline read")
+            await pilot.press("tab")  # ziocap: taller than the tree's box at 80x24
+            await _settle(pilot)
+            tree, box = app.query_one("#tree", Lines), app.query_one("#treebox")
+            whole = [t.plain for t in panels.tree_lines(app.state, app.opts, app._tree_w)]
+            assert len(tree.texts) == len(whole)  # the box's scroll range is the whole tree's
+            h = box.scrollable_content_region.height
+            assert len(whole) > h + 2
+            made = [y for y, t in enumerate(tree.texts) if t.plain]
+            assert made and max(made) <= h  # the rows below the screen are not made
+            for y in (0, h - 1):
+                assert tree.texts[y].plain == whole[y]
+            await pilot.press("pagedown", "pagedown")
+            await _settle(pilot)
+            top = int(box.scroll_y)
+            assert top > 1
+            shown = [tree.texts[y].plain for y in range(top, min(len(whole), top + h))]
+            assert shown == whole[top:top + len(shown)]  # what scrolled on screen is drawn
+            first_row = next(y for y, t in enumerate(whole) if t.startswith("vdev")) + 1  # below the column heads
+            assert first_row < top - 1 and not tree.texts[first_row].plain  # what scrolled off is not kept drawn
+            last = whole[-1].split()[0] if whole[-1].strip() else whole[-2].split()[0]
+            assert last in screen_text(app)
+    run(go())
+
+
 def test_replay_cursor_keys(recording):
     async def go():
         app = replay_app(recording)

@@ -193,6 +193,7 @@ class TopApp(App):
         self.clock = clock
         self.opts = panels.ViewOptions(interval=interval)
         self.paused = False
+        self._tree_w = 0  # the tree's width at the last redraw (a scroll draws it again at that width)
         self.held: List[Record] = []
         self.report = None
         self._report_at = 0.0
@@ -243,6 +244,7 @@ class TopApp(App):
         # young threshold the collector ran ~6 times a second and walked the whole heap every ~20 s, ~5 ms of each
         # 1 Hz refresh at 64 leaves (docs/performance.md, "Dashboard"); put back on unmount
         self._gc.enter_context(gcpolicy.fewer_collections())
+        self.watch(self.query_one("#treebox"), "scroll_y", self._tree_scrolled, init=False)
         self._layout()
         self.set_interval(0.25, self._pump)
         self.set_interval(1.0, self.redraw)
@@ -428,7 +430,8 @@ class TopApp(App):
         tree_w = self._width("#treebox", w if narrow else max(40, w * 3 // 5 - 2))
         side_w = self._width("#arc", max(20, (w - 2) // 3) if narrow else max(30, w * 2 // 5 - 2))
         st, o = self.state, self.opts
-        self.query_one("#tree", Lines).set_lines(panels.tree_lines(st, o, tree_w))
+        self._tree_w = tree_w
+        self._draw_tree()
         self._draw_timeline(tree_w)
         self._put("arc", panels.arc(st, o, side_w, narrow))
         self._put("zil", panels.zil(st, o, side_w, narrow))
@@ -439,6 +442,19 @@ class TopApp(App):
         if self.replay is not None:
             keys = "q quit  p play  ←/→ step  [/] events  home/end  </> speed  +/- window  e export  ? help"
         self._put("keys", Text(keys, no_wrap=True, overflow="ellipsis"))
+
+    def _draw_tree(self) -> None:
+        """The tree's rows on screen (and a line either side); the box scrolling draws it again
+        (:meth:`_tree_scrolled`)."""
+        box = self.query_one("#treebox", VerticalScroll)
+        h = box.scrollable_content_region.height
+        y = int(box.scroll_y)
+        shown = range(y - 1, y + h + 1) if h > 0 else None
+        self.query_one("#tree", Lines).set_lines(panels.tree_lines(self.state, self.opts, self._tree_w, shown))
+
+    def _tree_scrolled(self) -> None:
+        if self._panels_mounted() and self._tree_w:
+            self._draw_tree()
 
     def _draw_timeline(self, width: int) -> None:
         """Only when its buckets, its events, the width or the cursor's second changed: not every refresh."""

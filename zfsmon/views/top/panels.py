@@ -111,8 +111,12 @@ def tree(state: TopState, opts: ViewOptions, width: int) -> Text:
     return _lines(tree_lines(state, opts, width), width)
 
 
-def tree_lines(state: TopState, opts: ViewOptions, width: int) -> List[Text]:
-    """The vdev tree's lines (the dashboard draws them one by one: :mod:`zfsmon.views.top.lines`)."""
+def tree_lines(state: TopState, opts: ViewOptions, width: int, shown: Optional[range] = None) -> List[Text]:
+    """The vdev tree's lines (the dashboard draws them one by one: :mod:`zfsmon.views.top.lines`).
+
+    ``shown``: the lines on screen (the tree's box is scrolled); a row outside them is a blank line, so the tree
+    keeps its height (and its box its scroll range) while a pool of hundreds of leaves costs only its screenful of
+    rows, the dashboard drawing them again when the box scrolls."""
     pool = opts.pool
     mode = "totals" if opts.totals else "rates"
     extra = f"{pool}  sort:{opts.sort}  {mode}" + (f"  filter:{opts.filter}" if opts.filter else "") + \
@@ -133,8 +137,8 @@ def tree_lines(state: TopState, opts: ViewOptions, width: int) -> List[Text]:
     widths = [6, 6, 6, 6] + ([6, 6, 5, 7, 7, 5] if wide else [5, 5, 5])
     name_w = max(10, width - sum(widths) - len(widths))
     parts.append(_columns([Text("vdev")] + [Text(h) for h in heads], name_w, widths, "bold"))
-    for r in rows:
-        parts.append(_columns(_tree_cells(r, opts, wide), name_w, widths))
+    for i, r in enumerate(rows, len(parts)):
+        parts.append(_columns(_tree_cells(r, opts, wide), name_w, widths) if shown is None or i in shown else Text())
     eggs = [r for r in rows if r.verdict == goose.GOOSE_EGG]
     if eggs and wide:
         parts.append(Text(f"GOOSE: {eggs[0].why}", style="yellow", overflow="ellipsis", no_wrap=True))
