@@ -1,13 +1,15 @@
 """The goose-egg pass's device rates taken column-wise give what reading them one by one gives.
 
 ``goose.device_spans`` takes a device whose readings are all counters of one stream and layout (the live
-diskstats collector's) column-wise, through ``rates.column_deltas``. The oracle here is the reading-by-reading
+diskstats collector's) column-wise, through ``goose.column_deltas``. The oracle here is the reading-by-reading
 loop it replaced, kept verbatim: the same spans, the same floats, the devices in the same order, whatever the
 readings (counter resets, times that stand still or go back, layouts and sources that change, interval rows).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -15,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zfsmon.analysis import goose
-from zfsmon.analysis.rates import RateDeriver, column_deltas
+from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Entity, Kind, Sample
 
 COUNTERS = ("reads", "writes", "read_bytes", "write_bytes", "read_time_ns", "write_time_ns")
@@ -103,7 +105,7 @@ def test_column_deltas_say_what_update_says(steps):
         vals = [v + d for v, d in zip(vals, inc)]
         ts.append(t)
         rows.append(list(vals))
-    elapsed, deltas, ok = column_deltas(np.array(ts), np.array(rows, dtype=np.float64))
+    elapsed, deltas, ok = goose.column_deltas(np.array(ts), np.array(rows, dtype=np.float64))
     rates = RateDeriver()
     for i, (t, row) in enumerate(zip(ts, rows)):
         d, _events = rates.update(Sample(t, Entity(Kind.DEVICE, "vda"), dict(zip(COUNTERS[:3], row))))
@@ -114,3 +116,11 @@ def test_column_deltas_say_what_update_says(steps):
         if d is not None:
             assert d.elapsed == elapsed[i - 1]
             assert d.deltas == dict(zip(COUNTERS[:3], deltas[i - 1].tolist()))
+
+
+def test_the_recorder_does_not_import_numpy():
+    """docs/install.md and architecture.md promise it: ``zfsmon record`` (its sampler derives counter resets through
+    :mod:`zfsmon.analysis.rates`) starts without numpy's import."""
+    probe = "import sys, zfsmon.commands.record, zfsmon.engine.sampler; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False"]

@@ -33,7 +33,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional
 import numpy as np
 
 from zfsmon import metrics
-from zfsmon.analysis.rates import RateDeriver, column_deltas
+from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Entity, Kind, Sample
 from zfsmon.names import guess_devices, is_grouping_vdev, whole_disk
 
@@ -230,7 +230,7 @@ def device_spans(samples: Iterable[Sample]) -> Dict[str, List[Span]]:
     A device with interval rows is read from those.
 
     A device whose readings are all counters of one stream and layout (the live diskstats collector's) is taken
-    column-wise (:func:`~zfsmon.analysis.rates.column_deltas`): the same spans, without a rate dict per reading.
+    column-wise (:func:`column_deltas`): the same spans, without a rate dict per reading.
     """
     devs = sorted((s for s in samples if s.entity.kind == Kind.DEVICE and not s.since_boot), key=lambda s: s.ts)
     at: Dict[str, List[int]] = {}  # each device's readings: their places in ``devs``
@@ -253,6 +253,21 @@ def device_spans(samples: Iterable[Sample]) -> Dict[str, List[Span]]:
                 out.append((places[first], name, spans))
     return {**{name: spans for _i, name, spans in sorted(counted)},
             **{name: spans for _i, name, spans in sorted(rows)}}
+
+
+def column_deltas(ts: np.ndarray, values: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :meth:`~zfsmon.analysis.rates.RateDeriver.update` gives reading by reading, for a run of readings of one
+    stream that all have the same counters (``values``: a row per reading, a column per counter, as floats), taken
+    column-wise: a window's tens of thousands of device readings cost a few numpy calls a stream, not a dict per
+    reading. (Here, not in :mod:`~zfsmon.analysis.rates`: the recorder's sampler imports that module, and the
+    recorder does not import numpy.)
+
+    For each reading after the first: the seconds since the one before, the counters' deltas, and whether
+    ``update`` gives them (time moved on and no counter went backwards; after a reset the reading is the new
+    baseline, as there). The arithmetic is ``update``'s, so the numbers are the same floats."""
+    elapsed = np.diff(ts)
+    deltas = np.diff(values, axis=0)
+    return elapsed, deltas, (elapsed > 0) & ~(deltas < 0).any(axis=1)
 
 
 def _spans_by_reading(mine: Sequence[Sample]) -> Tuple[Tuple[int, List[Span]], Tuple[int, List[Span]]]:

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-import numpy as np
-
 from zfsmon import metrics
 from zfsmon.model import Event, EventKind, Sample
 
@@ -94,19 +92,6 @@ class RateDeriver:
         derived the readings in between itself (column-wise downsampling of a run of readings checked free of
         resets)."""
         self._prev[(key, source)] = (ts, counters)
-
-
-def column_deltas(ts: np.ndarray, values: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What :meth:`RateDeriver.update` gives reading by reading, for a run of readings of one stream that all
-    have the same counters (``values``: a row per reading, a column per counter, as floats), taken column-wise: a
-    window's tens of thousands of device readings cost a few numpy calls a stream, not a dict per reading.
-
-    For each reading after the first: the seconds since the one before, the counters' deltas, and whether
-    ``update`` gives them (time moved on and no counter went backwards; after a reset the reading is the new
-    baseline, as there). The arithmetic is ``update``'s, so the numbers are the same floats."""
-    elapsed = np.diff(ts)
-    deltas = np.diff(values, axis=0)
-    return elapsed, deltas, (elapsed > 0) & ~(deltas < 0).any(axis=1)
 
 
 def _reset_event(sample: Sample, pvals: Dict[str, float], counters: Dict[str, float], reset: List[str]) -> Event:
