@@ -58,6 +58,12 @@ def is_device_row(entity: Entity) -> bool:
 OPS_PAIRS = (("read_ops", "write_ops"), ("reads", "writes"))
 
 
+def _interval_row(values: Mapping[str, float]) -> bool:
+    """A device's interval row (illumos ``iostat``: ``read_ops``/``write_ops`` over its interval), not counters."""
+    r, w = OPS_PAIRS[0]
+    return r in values or w in values
+
+
 def device_ops_per_s(values: Mapping[str, float]) -> Optional[float]:
     """Operations per second from one device's numbers.
 
@@ -280,7 +286,7 @@ def _spans_by_reading(mine: Sequence[Sample]) -> Tuple[Tuple[int, List[Span]], T
     prev: Optional[float] = None
     for k, s in enumerate(mine):
         before, prev = prev, s.ts
-        if "read_ops" in s.metrics or "write_ops" in s.metrics:
+        if _interval_row(s.metrics):
             span = s.interval or (s.ts - before if before is not None else 0.0)
             if span > 0:
                 rows.append(Span(s.ts - span, s.ts, device_ops_per_s(s.metrics) or 0.0))
@@ -299,7 +305,7 @@ def _counter_spans(mine: Sequence[Sample]) -> Optional[Tuple[int, List[Span]]]:
     one entity, source and layout; None otherwise."""
     s0 = mine[0]
     key, source, layout = s0.entity.key, s0.source, tuple(s0.metrics)
-    if "read_ops" in s0.metrics or "write_ops" in s0.metrics or any(
+    if _interval_row(s0.metrics) or any(
             s.source != source or s.entity.key != key for s in mine) or len({tuple(s.metrics) for s in mine}) > 1:
         return None
     names = metrics.counter_names(Kind.DEVICE, layout)
