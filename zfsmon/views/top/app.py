@@ -42,8 +42,9 @@ NARROW = 120
 #: live batches held back while paused (they are recorded anyway)
 MAX_HELD = 10_000
 FINDINGS_EVERY_S = 30.0
-#: live, the findings take at most this share of one core: a run that took 0.45 s of CPU (64 leaves and their
-#: devices) comes every 45 s instead of 30 (the goose-egg line is judged every interval regardless)
+#: live, the findings take at most this share of one core: a run that took 0.45 s of CPU comes every 45 s instead
+#: of 30 (64 leaves and their devices take about 0.25 s on the reference machine, docs/performance.md "Dashboard";
+#: the goose-egg line is judged every interval regardless)
 FINDINGS_CPU_SHARE = 0.01
 
 
