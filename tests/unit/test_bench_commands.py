@@ -20,7 +20,8 @@ DOCS = ROOT / "docs"
 
 #: a quoted command: the script, then its words up to the end of the command (a quote, a pipe, a comment, ...)
 _COMMAND = re.compile(r"bench/([a-z_]+)\.py((?:[ \t]+[^\s`'|;#&]+)*)")
-_OPTION = re.compile(r"^--[a-z][a-z0-9-]*")
+#: a long option's name, in a doc's command and in a script's --help alike
+_OPTION = re.compile(r"--[a-z][a-z0-9-]*")
 
 
 def doc_commands(text: str) -> List[Tuple[str, List[str]]]:
@@ -69,7 +70,7 @@ def test_a_documented_bench_command_names_a_script_and_options_it_has(script):
     cp = subprocess.run([sys.executable, str(path), "--help"], cwd=ROOT, capture_output=True, text=True,
                         timeout=120)
     assert cp.returncode == 0, cp.stderr
-    known = set(re.findall(r"--[a-z][a-z0-9-]*", cp.stdout))
+    known = set(_OPTION.findall(cp.stdout))
     unknown = sorted({f"{doc}: {opt}" for doc, opt in COMMANDS[script] if opt not in known})
     assert not unknown, f"bench/{script}.py has no such option: {unknown}"
 
