@@ -28,6 +28,7 @@ import shlex
 import sys
 import time
 
+from zfsmon import outfile
 from zfsmon.commands._timearg import MAX_SECONDS, number, port, seconds, whole
 from zfsmon.engine import Session, check_output_path, zfs_collectors_or_warn
 from zfsmon.errors import UserError
@@ -185,7 +186,7 @@ def run_fio(args: argparse.Namespace) -> int:
         text = fiowl.preset_jobfile(args.fio_preset, fiowl.PresetPlan(
             directory=os.path.abspath(directory), size=args.fio_size, runtime_s=args.fio_runtime,
             depth=args.fio_depth))
-        with open(jobfile, "w", encoding="utf-8") as fh:
+        with outfile.atomic(jobfile) as fh:
             fh.write(text)
     argv = fiowl.run_argv(jobfile, args.interval)
     runner = fiowl.FioCollector(argv, output=output)

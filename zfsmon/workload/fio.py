@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import IO, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon import lab as labmod
+from zfsmon import outfile
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.names import FIO
@@ -156,7 +157,11 @@ class FioCollector(Collector):
         tee: Optional[IO[str]] = None
         try:
             if self.output:
-                tee = open(self.output, "a", encoding="utf-8")
+                try:
+                    tee = outfile.open_append(self.output)
+                except UserError as exc:
+                    self._q.put(self._error(f"fio: {exc}"))
+                    return
             with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err:
                 try:
                     proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,

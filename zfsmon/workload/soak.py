@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Dict, List, Mapping, Optional, Sequence
 
+from zfsmon import outfile
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.names import PGBENCH
 from zfsmon.queues import drain
@@ -128,7 +129,7 @@ class SoakCollector(Collector):
         if self._thread is not None:
             return
         if self.plan.tee:
-            self._tee = open(self.plan.tee, "a", encoding="utf-8")
+            self._tee = outfile.open_append(self.plan.tee)
         self._thread = threading.Thread(target=self._work, name="zfsmon-soak", daemon=True)
         self._thread.start()
 

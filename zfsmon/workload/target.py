@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 from zfsmon import lab as labmod
+from zfsmon import outfile
 from zfsmon.errors import UserError
 from zfsmon.workload.pgcluster import DEFAULT_PORT, PgCluster
 from zfsmon.workload.soak import init_argv, init_message
@@ -125,7 +126,7 @@ def initialise(pgbench: str, scale: int, dbname: Optional[str], env: dict, log: 
     print(f"zfsmon: {msg}", file=sys.stderr)
     argv = init_argv(pgbench, scale, dbname)
     t0 = time.monotonic()
-    with open(log, "a", encoding="utf-8") as tee:
+    with outfile.open_append(log) as tee:
         tee.write(f"# zfsmon soak: {' '.join(shlex.quote(a) for a in argv)}\n")
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                 stdin=subprocess.DEVNULL)
