@@ -29,6 +29,7 @@ from zfsmon.model import Event, ParseError, Record, Sample, valid_ts
 from zfsmon.sources import detect, kstat_text
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recorder
+from zfsmon.store.schema import SIDE_FILES
 
 NAME = "import"
 HELP = "build a recording from captured text logs (zpool iostat, arcstats, arcstat, pgbench)"
@@ -147,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
     if all_notes:
         meta["notes"] = "; ".join(all_notes)
     outfile.check_target(args.into)
-    created = not os.path.exists(args.into)
+    # what this import may remove if it fails: only names nothing had before it (not a user's file, not a link)
+    ours = [args.into + s for s in ("",) + SIDE_FILES if not os.path.lexists(args.into + s)]
+    created = args.into in ours
     try:
         with Recorder(args.into, meta) as rec:
             for path, kind, records in loaded:
@@ -156,8 +159,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{path}: {kind}: {n} samples, {len(records) - n} events", file=sys.stderr)
     except BaseException:
         if created:  # a recording this import began and could not finish: not left behind half-made
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                if os.path.exists(args.into + suffix):
-                    os.unlink(args.into + suffix)
+            for made in ours:
+                if os.path.lexists(made):
+                    os.unlink(made)
         raise
     return 0

@@ -118,6 +118,10 @@ CREATE INDEX event_ts ON event (ts);
 """
 
 
+#: the files SQLite keeps beside a recording while it is written (write-ahead log, its index, a rollback journal)
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
 def ro_uri(path: str) -> str:
     """A read-only SQLite URI: nothing done through it can change the file."""
     return "file:" + quote(os.path.abspath(path)) + "?mode=ro"

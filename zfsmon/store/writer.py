@@ -26,6 +26,7 @@ import json
 import os
 import socket
 import sqlite3
+import stat
 import time
 from typing import IO, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
@@ -62,10 +63,16 @@ class Recorder:
         self.events_written = 0
         if os.path.isdir(self.path):
             raise RecordingError(f"{self.path} is a directory: give a file name for the recording")
+        self._refuse_links()
         existed = os.path.exists(self.path) and os.path.getsize(self.path) > 0
+        if not existed:
+            for suffix in schema.SIDE_FILES:  # SQLite would take a stray write-ahead log or journal in
+                if os.path.lexists(self.path + suffix):
+                    raise RecordingError(f"{self.path + suffix} exists without its recording: not zfsmon's to "
+                                         "remove; move it away or give another name")
         if not os.path.exists(self.path):
             try:  # SQLite says only "unable to open database file": learn why (read-only, no permission, ...)
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
             except FileExistsError:
                 pass
             except OSError as exc:
@@ -75,6 +82,7 @@ class Recorder:
             if existed:
                 self._check_existing()  # read-only first: a foreign file is left untouched
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._check_same_file()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             if existed:
@@ -99,11 +107,27 @@ class Recorder:
                               "recording " + ("resumed" if existed else "started") + (f": {argv}" if argv else ""),
                               source="record"))
 
+    def _refuse_links(self) -> None:
+        """A symbolic link where the recording or its -wal/-shm/-journal goes is refused: SQLite writes through a
+        link at the database's own name, and root must not write a file someone else chose."""
+        for suffix in ("",) + schema.SIDE_FILES:
+            if os.path.islink(self.path + suffix):
+                raise RecordingError(f"{self.path + suffix} is a symbolic link: zfsmon does not write a recording "
+                                     "through one; give the name of a file")
+
+    def _check_same_file(self) -> None:
+        """The name SQLite opened still is the regular file locked (opened without following a link): a link
+        swapped in meanwhile is refused before anything is written."""
+        st, held = os.lstat(self.path), os.fstat(self._lock.fileno())
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino):
+            self._db.close()
+            raise RecordingError(f"{self.path} was replaced while it was being opened: not recording into it")
+
     def _take_lock(self) -> IO[bytes]:
         """One writer per recording: an exclusive flock on the file, held while this Recorder lives (SQLite's own
         locks are POSIX locks, which flock does not touch; readers take none, so reading while recording works)."""
-        try:
-            fh = open(self.path, "rb")
+        try:  # O_NOFOLLOW: the file SQLite then opens is checked to be this one (_check_same_file)
+            fh = os.fdopen(os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
         except OSError as exc:
             raise RecordingError(os_message(self.path, exc)) from None
         try:
