@@ -433,9 +433,9 @@ def test_15_exporting_over_an_earlier_export_does_not_mix_files(tmp_path):
     assert "arc.csv" in kinds and "vdev.csv" in kinds
     a = answer(["export", str(rec), "--csv", str(out), "--entities", "arc"])
     assert a.code == 0 and "removed an earlier export's" in a.err[-1]
-    assert sorted(p.name for p in out.iterdir()) == ["arc.csv", "events.csv", "meta.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [".zfsmon-export", "arc.csv", "events.csv", "meta.csv"]
     assert answer(["export", str(rec), "--csv", str(out), "--long"]).code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["events.csv", "meta.csv", "samples.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [".zfsmon-export", "events.csv", "meta.csv", "samples.csv"]
 
 
 def test_recording_reader_closes_its_private_copy(tmp_path):

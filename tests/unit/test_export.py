@@ -35,7 +35,8 @@ def _csv(path) -> list:
 def test_per_kind_csv_holds_every_value(recording, tmp_path):
     out = tmp_path / "out"
     assert main(["export", recording, "--csv", str(out)]) == 0
-    assert sorted(os.listdir(out)) == ["arc.csv", "events.csv", "meta.csv", "pool.csv", "vdev.csv", "workload.csv"]
+    assert sorted(os.listdir(out)) == [".zfsmon-export", "arc.csv", "events.csv", "meta.csv", "pool.csv", "vdev.csv",
+                                    "workload.csv"]
     given = samples_of(records(15))
     for fname, kinds in (("pool.csv", {Kind.POOL}), ("vdev.csv", {Kind.VDEV, Kind.LEAF}), ("arc.csv", {Kind.ARC}),
                          ("workload.csv", {Kind.WORKLOAD})):
@@ -245,3 +246,35 @@ def test_parse_command_prints_csv(fixtures, capsys):
     assert len(list(csv.DictReader(capsys.readouterr().out.splitlines()))) == len(rows)
     assert main(["parse", "nosuchkind", str(log)]) == 2
     assert "unknown kind" in capsys.readouterr().err
+
+
+def test_export_neither_removes_nor_replaces_a_file_it_did_not_write(recording, tmp_path, capsys):
+    """A file of an export's name the user made (``device.csv``: the recording has no device, so it used to be
+    removed as an earlier export's; ``events.csv``: it used to be replaced) makes the export refuse, before it
+    writes anything."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "device.csv").write_text("my own notes\n")
+    (out / "events.csv").write_text("mine too\n")
+    assert main(["export", recording, "--csv", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "not written by an earlier zfsmon export" in err
+    assert (out / "device.csv").read_text() == "my own notes\n" and (out / "events.csv").read_text() == "mine too\n"
+    assert sorted(os.listdir(out)) == ["device.csv", "events.csv"]
+
+
+def test_export_removes_an_earlier_exports_file_only_as_it_wrote_it(recording, tmp_path, capsys):
+    """The manifest (``.zfsmon-export``) vouches for each file as written: one the user changed since is the
+    user's, and a later export that would remove it refuses; untouched ones are replaced or removed."""
+    out = tmp_path / "out"
+    assert main(["export", recording, "--csv", str(out)]) == 0
+    with open(out / "pool.csv", "a") as fh:
+        fh.write("a line of my own\n")
+    mine = (out / "pool.csv").read_text()
+    assert main(["export", recording, "--csv", str(out), "--entities", "arc"]) != 0
+    assert (out / "pool.csv").read_text() == mine and (out / "vdev.csv").exists()
+    os.rename(out / "pool.csv", tmp_path / "kept.csv")
+    capsys.readouterr()
+    assert main(["export", recording, "--csv", str(out), "--entities", "arc"]) == 0
+    assert "removed an earlier export's vdev.csv, workload.csv" in capsys.readouterr().err
+    assert sorted(os.listdir(out)) == [".zfsmon-export", "arc.csv", "events.csv", "meta.csv"]

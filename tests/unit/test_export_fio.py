@@ -48,7 +48,7 @@ def ceiling_csv(paths, tmp_path_factory):
 
 def test_the_fio_tables_are_written_beside_the_kinds(ceiling_csv):
     names = sorted(p.name for p in ceiling_csv.iterdir())
-    assert names == ["arc.csv", "device.csv", "events.csv", "fio_steps.csv", "l2arc.csv", "meta.csv", "pool.csv",
+    assert names == [".zfsmon-export", "arc.csv", "device.csv", "events.csv", "fio_steps.csv", "l2arc.csv", "meta.csv", "pool.csv",
                      "trace.csv", "vdev.csv", "vdev_latency.csv", "vdev_latency_buckets.csv", "vdev_roles.csv",
                      "workload.csv"]
 
@@ -126,7 +126,7 @@ def test_one_depth_has_no_knee_or_peak_and_the_slog_is_there(paths, tmp_path):
 
 def test_long_export_writes_them_too_and_a_non_fio_export_removes_them(paths, tmp_path, capsys):
     assert main(["export", paths["l2arc"], "--csv", str(tmp_path), "--long"]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.csv", "fio_steps.csv", "meta.csv", "samples.csv",
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".zfsmon-export", "events.csv", "fio_steps.csv", "meta.csv", "samples.csv",
                                                           "vdev_latency.csv", "vdev_latency_buckets.csv",
                                                           "vdev_roles.csv"]
     rows = _read(tmp_path / "fio_steps.csv")
@@ -134,7 +134,7 @@ def test_long_export_writes_them_too_and_a_non_fio_export_removes_them(paths, tm
     capsys.readouterr()
     # the vdevs alone: no fio in the selection, so no fio tables, and the earlier ones go
     assert main(["export", paths["l2arc"], "--csv", str(tmp_path), "--entities", "vdev", "leaf"]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.csv", "meta.csv", "vdev.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".zfsmon-export", "events.csv", "meta.csv", "vdev.csv"]
     assert "removed an earlier export's fio_steps.csv" in capsys.readouterr().err
 
 

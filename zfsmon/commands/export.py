@@ -85,19 +85,27 @@ EXPORT_FILES = sorted({f"{f}.csv" for f in view.KIND_FILE.values()} | {"samples.
                       | set(view.FIO_FILES))
 
 
-def _remove_stale(out: str, written: Sequence[str]) -> List[str]:
+def _check_ownership(out: str) -> outfile.Written:
+    """Before anything is written: every file of an export's name in ``out`` must be one an earlier export wrote
+    (its manifest vouches for it), else the export is refused, so no file the user made is replaced or
+    removed."""
+    written = outfile.Written(out)
+    foreign = [n for n in EXPORT_FILES if os.path.lexists(os.path.join(out, n)) and not written.vouches(n)]
+    if foreign:
+        raise UserError(f"{os.path.join(out, foreign[0])}: not written by an earlier zfsmon export (its "
+                        f"{outfile.Written.NAME} does not list it as it is): zfsmon neither replaces nor removes it; "
+                        "move it away or export into another directory")
+    return written
+
+
+def _remove_stale(written: outfile.Written, names: Sequence[str]) -> List[str]:
     """An earlier export's files this export did not write (another kind, or long vs per-kind): removed, so the
-    directory holds one export, not a mix."""
+    directory holds one export, not a mix. Only files the manifest vouches for."""
     gone = []
     for name in EXPORT_FILES:
-        path = os.path.join(out, name)
-        if name not in written and os.path.isfile(path):
-            try:
-                os.unlink(path)
-                gone.append(name)
-            except OSError as exc:
-                raise UserError(outfile.os_message(path, exc, "cannot remove an earlier export's file"),
-                                exit_code=1) from None
+        if name not in names and written.vouches(name):
+            written.remove(name)
+            gone.append(name)
     return gone
 
 
@@ -132,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
                 view.write_long(sys.stdout, rows)
                 return 0
             outfile.check_directory(out)
+            manifest = _check_ownership(out)
             with outfile.atomic(os.path.join(out, "samples.csv")) as fh:
                 n = view.write_long(fh, rows)
             names = ["samples.csv"]
@@ -140,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
             if out == "-":
                 raise UserError("per-kind CSV needs a directory (use --long for standard output)")
             outfile.check_directory(out)
+            manifest = _check_ownership(out)
             streams = rec.select_streams(keys) if keys is not None else list(rec.streams)
             pairs = {(m.kind, m.name) for sid in streams for m in rec.streams[sid].metrics}
             wide = view.WideCSV(out, view.wide_columns(pairs, bool(args.every)), bool(args.every))
@@ -163,7 +173,9 @@ def run(args: argparse.Namespace) -> int:
         with outfile.atomic(os.path.join(out, "meta.csv")) as fh:
             view.write_meta(fh, rec.meta)
         written.append("meta.csv (host, platform, ZFS version)")
-        gone = _remove_stale(out, names + ["events.csv", "meta.csv"])
+        names += ["events.csv", "meta.csv"]
+        gone = _remove_stale(manifest, names)
+        manifest.record(names)
         print(f"{out}: " + ", ".join(written) + (f"; removed an earlier export's {', '.join(gone)}" if gone else ""),
               file=sys.stderr)
     return 0
