@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -22,6 +23,7 @@ from tests.unit import top_data
 from zfsmon import gcpolicy
 from zfsmon.model import EventKind, Kind, Role
 from zfsmon.store import Recorder, Recording
+from zfsmon.views import csv_export
 from zfsmon.views.top import panels
 from zfsmon.views.top.app import KEYS, LiveFeed, TopApp, help_text
 from zfsmon.views.top.lines import Lines
@@ -455,7 +457,7 @@ def test_export_writes_the_window(recording, tmp_path):
         async with app.run_test(size=(100, 30)) as pilot:
             await _settle(pilot)
             await pilot.press("e")
-            await _settle(pilot)
+            await _until(pilot, lambda: app.exports, "the export's notification")
         return app.exports
     paths = run(go())
     assert len(paths) == 1 and os.path.dirname(paths[0]) == os.path.dirname(recording)
@@ -468,6 +470,45 @@ def test_export_writes_the_window(recording, tmp_path):
     assert {r["role"] for r in rows if r["name"] == "loop5"} == {"log"}
     with open(paths[0][:-4] + ".events.csv") as fh:
         assert top_data.MARK_TEXT in fh.read()
+
+
+def test_export_follows_no_planted_link_and_runs_off_the_ui_thread(recording, tmp_path, monkeypatch):
+    """The export's names come from the clock: links planted at both (a dangling one at the CSV, one to a
+    victim at the events file) are left as they are, the victim is not written, the export takes the next
+    free name pair, and the files are written in a worker thread, not the app's."""
+    now = top_data.T_END
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    d = os.path.dirname(recording)
+    victim = tmp_path / "victim"
+    victim.write_text("root's file\n")
+    os.symlink(str(tmp_path / "created-by-root"), os.path.join(d, f"zfsmon-top-{stamp}.csv"))
+    os.symlink(str(victim), os.path.join(d, f"zfsmon-top-{stamp}-2.events.csv"))
+    writers = []
+    real = csv_export.write_long
+
+    def write_long(out, rows):
+        writers.append(threading.get_ident())
+        return real(out, rows)
+    monkeypatch.setattr(csv_export, "write_long", write_long)
+
+    async def go():
+        app = replay_app(recording, window=60)
+        app.clock = lambda: now
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _settle(pilot)
+            await pilot.press("e")
+            await _until(pilot, lambda: app.exports, "the export's notification")
+            return app.exports, threading.get_ident()
+    paths, ui_thread = run(go())
+    assert paths == [os.path.join(d, f"zfsmon-top-{stamp}-3.csv")]
+    assert victim.read_text() == "root's file\n" and not (tmp_path / "created-by-root").exists()
+    assert os.path.islink(os.path.join(d, f"zfsmon-top-{stamp}.csv"))
+    assert os.path.islink(os.path.join(d, f"zfsmon-top-{stamp}-2.events.csv"))
+    assert not os.path.lexists(os.path.join(d, f"zfsmon-top-{stamp}-2.csv"))
+    with open(paths[0], newline="") as fh:
+        assert list(csv.DictReader(fh))
+    assert top_data.MARK_TEXT in open(paths[0][:-4] + ".events.csv").read()
+    assert writers and ui_thread not in writers
 
 
 def test_terminal_too_small_says_so(recording):

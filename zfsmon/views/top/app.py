@@ -25,7 +25,8 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from zfsmon import gcpolicy
+from zfsmon import gcpolicy, outfile
+from zfsmon.errors import UserError, printable
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.queues import drain
 from zfsmon.views import csv_export as export
@@ -598,13 +599,24 @@ class TopApp(App):
         self.push_screen(HelpScreen("replay" if self.replay is not None else "live"))
 
     def action_export(self) -> None:
-        try:
-            path = export_window(self.state, self.export_dir, self.clock())
-        except OSError as exc:
-            self.notify(f"export failed: {exc.strerror or exc}", severity="error")
-            return
+        """The window is copied now; the files are written in a worker thread (a slow disk must not freeze the
+        screen) and the result is a notification."""
+        job = export_job(self.state, self.export_dir, self.clock())
+
+        def write() -> None:
+            try:
+                path = job()
+            except UserError as exc:
+                self.call_from_thread(self.notify, printable(f"export failed: {exc}"), severity="error",
+                                      markup=False)
+            else:
+                self.call_from_thread(self._exported, path)
+
+        self.run_worker(write, thread=True, exclusive=False, group="export")
+
+    def _exported(self, path: str) -> None:
         self.exports.append(path)
-        self.notify(f"exported {path}")
+        self.notify(printable(f"exported {path}"), markup=False)  # the directory's name comes from the input
 
     # replay ------------------------------------------------------------------------------------------
     def _moved(self) -> None:
@@ -643,16 +655,34 @@ class TopApp(App):
             self.redraw()
 
 
-def export_window(state: TopState, directory: str, now: float) -> str:
-    """The window's samples as a long CSV (``zfsmon export`` columns), events beside it; returns the path."""
+def export_job(state: TopState, directory: str, now: float) -> Callable[[], str]:
+    """The window's samples as a long CSV (``zfsmon export`` columns), events beside it, as a call that may run
+    in another thread (the window is copied now); it returns the CSV's path.
+
+    The names come from the time, so anyone can predict them: each file is linked in only under a name nothing
+    has yet (:func:`zfsmon.outfile.atomic` with ``replace=False``; a planted link, dangling or not, is such a
+    thing), and the pair moves on to the next free ``-N`` when either name is taken."""
+    samples, events = state.window_samples(), state.window_events()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     base = os.path.join(directory, f"zfsmon-top-{stamp}")
-    path, n = base + ".csv", 1
-    while os.path.exists(path):
-        n += 1
-        path = f"{base}-{n}.csv"
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        export.write_long(fh, export.rows(state.window_samples()))
-    with open(path[:-4] + ".events.csv", "w", newline="", encoding="utf-8") as fh:
-        export.write_events(fh, state.window_events())
-    return path
+
+    def write() -> str:
+        for n in range(1, 10_000):
+            path = base + (f"-{n}" if n > 1 else "") + ".csv"
+            ev_path = path[:-4] + ".events.csv"
+            if os.path.lexists(path) or os.path.lexists(ev_path):
+                continue
+            try:
+                with outfile.atomic(ev_path, replace=False) as fh:
+                    export.write_events(fh, events)
+            except outfile.Taken:
+                continue
+            try:
+                with outfile.atomic(path, replace=False) as fh:
+                    export.write_long(fh, export.rows(samples))
+            except outfile.Taken:
+                os.unlink(ev_path)  # the events file this call linked in a moment ago
+                continue
+            return path
+        raise UserError(f"{base}.csv: every name up to -9999 is taken")
+    return write
