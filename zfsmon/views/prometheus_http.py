@@ -19,7 +19,8 @@ Rendering a large host costs real CPU (3 s for 1,000 leaves, bench/bench_exporte
 change when the sampler adds a sample: with ``version`` (a callable returning something that changes on
 every update, :meth:`LatestValues.version`), a plain scrape reuses the last rendering of the same format
 until the version changes or ``max_age`` seconds pass, so a second Prometheus (an HA pair) or a scrape
-faster than ``--interval`` costs nothing.
+faster than ``--interval`` costs nothing. A ``?name[]=`` scrape (prometheus_client's filter) is rendered for
+its request, with the whole families it names (:class:`Only`).
 """
 
 from __future__ import annotations
@@ -31,17 +32,20 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import HTTPServer
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.exposition import MetricsHandler, choose_encoder, gzip_accepted
-from prometheus_client.registry import CollectorRegistry
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector, CollectorRegistry
 
 #: listen backlog asked of the kernel (Linux caps it at net.core.somaxconn, 4096 on current kernels)
 BACKLOG = 1024
 
 
 class _Handler(MetricsHandler):
-    """prometheus_client's handler (GET /metrics, gzip, ?name[]= filters), quiet and with a socket timeout."""
+    """prometheus_client's handler (its class attributes: the registry), answering GET and HEAD itself: gzip,
+    ``?name[]=`` filters, the rendering cache; quiet, and with a socket timeout."""
 
     timeout = 10.0  # StreamRequestHandler sets it on the socket: a stalled client frees its worker
     protocol_version = "HTTP/1.0"  # one request per connection: a worker is never parked on a keep-alive
@@ -50,11 +54,15 @@ class _Handler(MetricsHandler):
     cache: Optional[_RenderCache] = None
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        if self.cache is None or "?" in self.path:  # ?name[]=... filters: prometheus_client's own path
-            super().do_GET()
-            return
-        body, ctype, gz = self.cache.get(self.registry, self.headers.get("Accept") or "",
-                                         gzip_accepted(self.headers.get("Accept-Encoding") or ""))
+        accept = self.headers.get("Accept") or ""
+        gz = gzip_accepted(self.headers.get("Accept-Encoding") or "")
+        wanted = parse_qs(urlsplit(self.path).query).get("name[]")
+        if wanted is not None:  # ?name[]=a&name[]=b: only those families, rendered for this request
+            body, ctype = render(Only(self.registry, wanted), accept, gz)
+        elif self.cache is not None:
+            body, ctype = self.cache.get(self.registry, accept, gz)
+        else:
+            body, ctype = render(self.registry, accept, gz)
         self.send_response(200)
         self.send_header("Content-Type", ctype)
         if gz:
@@ -81,20 +89,40 @@ class _RenderCache:
         self._cached: Dict[Tuple[str, bool], Tuple[object, float, bytes]] = {}
         self.renders = 0  # how many times the registry was rendered (tests, benchmarks)
 
-    def get(self, registry: CollectorRegistry, accept: str, gz: bool) -> Tuple[bytes, str, bool]:
-        encoder, ctype = choose_encoder(accept)
+    def get(self, registry: CollectorRegistry, accept: str, gz: bool) -> Tuple[bytes, str]:
+        """(body, content type) for this Accept and compression, rendered again only when stale."""
+        ctype = choose_encoder(accept)[1]
         key = (ctype, gz)
         with self._lock:  # one rendering at a time: concurrent scrapers wait for it instead of repeating it
             v, now = self.version(), time.monotonic()
             hit = self._cached.get(key)
             if hit is not None and hit[0] == v and now - hit[1] <= self.max_age:
-                return hit[2], ctype, gz
-            body = encoder(registry)
+                return hit[2], ctype
+            body, ctype = render(registry, accept, gz)
             self.renders += 1
-            if gz:
-                body = gzip.compress(body)
             self._cached[key] = (v, now, body)
-            return body, ctype, gz
+            return body, ctype
+
+
+def render(registry: Collector, accept: str, gz: bool) -> Tuple[bytes, str]:
+    """(body, content type): the registry in the format the Accept header asks for, gzipped if ``gz``."""
+    encoder, ctype = choose_encoder(accept)
+    body = encoder(registry)
+    return (gzip.compress(body) if gz else body), ctype
+
+
+class Only(Collector):
+    """The families of a registry that ``names`` name, by family name or by one of their series' names (all of
+    the family's series then: a histogram's buckets never come without its count and sum)."""
+
+    def __init__(self, registry: Collector, names: Iterable[str]) -> None:
+        self.registry = registry
+        self.names = frozenset(names)
+
+    def collect(self) -> Iterator[Metric]:
+        for fam in self.registry.collect():
+            if fam.name in self.names or any(s.name in self.names for s in fam.samples):
+                yield fam
 
 
 class BoundedHTTPServer(HTTPServer):
