@@ -18,6 +18,7 @@ from typing import Dict, List, Tuple
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import TEST_DATA, free_loopback_port, need
@@ -33,6 +34,7 @@ from zfsmon.sources.base import PolledCollector
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recording
 from zfsmon.views.prometheus import LABELS, LatestValues, latest_from_recording, prom_name
+from zfsmon.views.prometheus import families as prom_families
 
 NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 Scrape = Dict[str, Tuple[str, str, List[Tuple[str, Dict[str, str], float]]]]
@@ -353,3 +355,112 @@ def test_a_real_openzfs_2_3_arcstats_scrape_passes_promtool(served):
     # the rest of the arcstats came through too: a counter and a size, with the capture's values
     assert fams["zfsmon_arc_hits"][2] == [("zfsmon_arc_hits_total", {}, raw["hits"])]
     assert value(fams, "zfsmon_arc_size_bytes") == raw["size"]
+
+
+# --------------------------------------------------------------------------------------------- unique names
+
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"
+
+#: statistics a newer (or a hostile) kernel could add beside the real ones: each sanitises onto a name that is
+#: already taken: the counter hits' family, the gauge size's family, and one another unlisted statistic has
+CRAFTED = {"hits_": 7, "size_bytes": 9, "new-stat": 1, "new_stat": 2}
+
+
+def _get(port: int, query: str = "", accept: str = "") -> bytes:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics{query}", headers={"Accept": accept} if accept else {})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.status == 200
+        return resp.read()
+
+
+def assert_valid_scrape(text_body: bytes, openmetrics_body: bytes) -> None:
+    """What Prometheus' parsers demand of a scrape, in both formats: promtool (text format), prometheus_client's
+    text and OpenMetrics parsers, and no family or series (name and labels) twice."""
+    promtool = shutil.which("promtool")
+    need(promtool is not None, "promtool not installed (Debian package prometheus)")
+    res = subprocess.run([str(promtool), "check", "metrics"], input=text_body, capture_output=True, timeout=60)
+    assert res.returncode == 0 and not res.stdout and not res.stderr, (res.stdout + res.stderr).decode()
+    for fams in (list(text_string_to_metric_families(text_body.decode())),
+                 list(om_families(openmetrics_body.decode()))):
+        names = [f.name for f in fams]
+        assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+        series = [(s.name, tuple(sorted(s.labels.items()))) for f in fams for s in f.samples]
+        assert len(series) == len(set(series)), sorted({s for s in series if series.count(s) > 1})
+        taken = [n for f in fams for n in {f.name} | {s.name for s in f.samples}]
+        assert len(taken) == len(set(taken)), sorted({n for n in taken if taken.count(n) > 1})
+
+
+@pytest.mark.parametrize("capture,line,parse", [
+    ("openzfs-2.3/kstat/arcstats", "{name} 4 {value}\n", arcstats.parse_linux),
+    ("arcstats/freebsd-14.0-RC2__sysctl_kstat.zfs.misc.arcstats.txt", "kstat.zfs.misc.arcstats.{name}: {value}\n",
+     arcstats.parse_freebsd),
+], ids=["openzfs-2.3", "freebsd-14"])
+def test_unlisted_names_that_sanitise_onto_a_taken_name_are_left_out_with_one_note(served, capsys, fixtures,
+                                                                                   capture, line, parse):
+    """Issue 41 item 10: ``hits_`` became a gauge ``zfsmon_arc_hits`` beside the counter family of that name,
+    ``size_bytes`` a second ``zfsmon_arc_size_bytes`` series, ``new-stat`` and ``new_stat`` two series of one
+    family: Prometheus' OpenMetrics parser refused the scrape. Now each name is there once, the real statistics
+    keep their values, and each statistic left out is said once on stderr."""
+    path = TEST_DATA / capture if capture.startswith("openzfs") else fixtures / capture
+    real = path.read_text()
+    text = real + "".join(line.format(name=n, value=v) for n, v in CRAFTED.items())
+    samples = parse(text, 1_700_000_000.0)
+    arc = next(s for s in samples if s.entity.kind == Kind.ARC)
+    assert {n: arc.metrics[n] for n in CRAFTED} == CRAFTED  # the parser passes them on: the exporter decides
+    hits, size = arc.metrics["hits"], arc.metrics["size"]
+    latest = LatestValues()
+    latest.add(samples)
+    port = served(latest)
+    text_body, om_body = _get(port), _get(port, accept=OPENMETRICS)
+    assert_valid_scrape(text_body, om_body)
+    fams = families(text_body.decode())
+    assert fams["zfsmon_arc_hits"] == ("counter", prom_name(Kind.ARC, "hits").help, [
+        ("zfsmon_arc_hits_total", {}, hits)])
+    assert fams["zfsmon_arc_size_bytes"] == ("gauge", prom_name(Kind.ARC, "size").help, [
+        ("zfsmon_arc_size_bytes", {}, size)])
+    assert fams["zfsmon_arc_new_stat"][2] == [("zfsmon_arc_new_stat", {}, 2.0)]  # the one spelled as its name
+    assert b"hits_ " not in text_body and b"new-stat" not in text_body
+    _get(port)  # a second scrape: no second note
+    err = capsys.readouterr().err.splitlines()
+    assert sorted(err) == [
+        "zfsmon: note: arc statistic 'hits_' is not exported: its name would be zfsmon_arc_hits, and one of "
+        "zfsmon's own families takes it (docs/exporter.md, Names)",
+        "zfsmon: note: arc statistic 'new-stat' is not exported: its name would be zfsmon_arc_new_stat, and "
+        "unlisted 'new_stat' has it (docs/exporter.md, Names)",
+        "zfsmon: note: arc statistic 'size_bytes' is not exported: its name would be zfsmon_arc_size_bytes, and "
+        "one of zfsmon's own families takes it (docs/exporter.md, Names)"], err
+
+
+def test_no_unlisted_name_takes_a_name_of_zfsmons_own_families():
+    """Every suffix Prometheus adds is covered: a counter's _total/_created, a histogram's series, the
+    exporter's own families; what is left out does not depend on what else the host reports."""
+    ents = [(Entity(Kind.ARC, "arc"), {"hits_": 1.0, "hits_created": 2.0, "size_bytes": 3.0, "fresh": 4.0}),
+            (Entity(Kind.VDEV, "mirror-0", "tank", Role.DATA, "tank"),
+             {"latency_seconds": 5.0, "latency-seconds_count": 6.0})]
+    fams, dropped = prom_families(ents)
+    assert {(d.kind, d.metric) for d in dropped} == {(Kind.ARC, "hits_"), (Kind.ARC, "size_bytes"),
+                                                     (Kind.VDEV, "latency_seconds")}
+    assert sorted(f.name for f in fams) == ["zfsmon_arc_fresh", "zfsmon_arc_hits_created_raw",
+                                            "zfsmon_vdev_latency_seconds_count_raw"]
+
+
+def test_name_filter_serves_those_families_and_an_unknown_name_an_empty_valid_scrape(served):
+    """Issue 41 item 10: ``?name[]=`` (prometheus_client's filter) answered an empty body whatever was asked."""
+    samples = arcstats.parse_linux((TEST_DATA / "openzfs-2.3" / "kstat" / "arcstats").read_text(), 1.0)
+    latest = LatestValues()
+    latest.add(samples)
+    port = served(latest)
+    hits = next(s for s in samples if s.entity.kind == Kind.ARC).metrics["hits"]
+    # a counter by its series' name, a gauge by its family's name; the unknown name is ignored
+    query = "?name[]=zfsmon_arc_hits_total&name[]=zfsmon_arc_size_bytes&name[]=zfsmon_nothing_such"
+    text_body, om_body = _get(port, query), _get(port, query, OPENMETRICS)
+    assert_valid_scrape(text_body, om_body)
+    assert sorted(families(text_body.decode())) == ["zfsmon_arc_hits", "zfsmon_arc_size_bytes"]
+    assert sorted(f.name for f in om_families(om_body.decode())) == ["zfsmon_arc_hits", "zfsmon_arc_size_bytes"]
+    assert value(families(text_body.decode()), "zfsmon_arc_hits") == hits
+    assert families(_get(port, "?name[]=zfsmon_arc_hits").decode())["zfsmon_arc_hits"][2] == [
+        ("zfsmon_arc_hits_total", {}, hits)]  # the family's own name works too
+    empty_text, empty_om = _get(port, "?name[]=zfsmon_nothing_such"), _get(port, "?name[]=x", OPENMETRICS)
+    assert empty_text == b"" and empty_om == b"# EOF\n"
+    assert_valid_scrape(empty_text, empty_om)
+    assert "zfsmon_arc_hits" in families(_get(port, "?other=1").decode())  # other parameters: the whole scrape

@@ -3,6 +3,7 @@ each with a status or a closed connection and keeps serving the others; its thre
 
 from __future__ import annotations
 
+import select
 import socket
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator, List
+from typing import Dict, Iterator, List
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -19,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from tests.conftest import REPO, wait_until
 from zfsmon.model import Entity, Kind, Role, Sample
 from zfsmon.views.prometheus import LatestValues, ZfsmonCollector
-from zfsmon.views.prometheus_http import BACKLOG, BoundedHTTPServer, start_server
+from zfsmon.views.prometheus_http import BACKLOG, MAX_HEAD, BoundedHTTPServer, start_server
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ def server() -> Iterator[BoundedHTTPServer]:
     latest.add([Sample(1.0, Entity(Kind.VDEV, "mirror-0", "tank", Role.DATA, "tank"), {"read_ops": 5.0})])
     reg = CollectorRegistry(auto_describe=False)
     reg.register(ZfsmonCollector(latest))
-    srv = start_server("127.0.0.1", 0, reg, idle_timeout=2.0, request_timeout=2.0)
+    srv = start_server("127.0.0.1", 0, reg, request_timeout=2.0)
     try:
         yield srv
     finally:
@@ -205,3 +206,63 @@ def test_a_rendering_is_reused_until_the_values_change() -> None:
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+@pytest.mark.parametrize("clients", [8, 32])
+def test_slow_clients_trickling_headers_are_closed_at_the_deadline_and_scrapes_go_on(
+        server: BoundedHTTPServer, clients: int) -> None:
+    """Issue 41 item 11: clients that each sent one header byte just inside every socket timeout held a worker
+    each for as long as they liked, so 8 of them made every scrape time out. A request must now arrive whole
+    within the deadline (2 s here): a scrape is answered while they trickle, and each is closed after it."""
+    request = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
+    slow = [socket.create_connection(("127.0.0.1", server.server_port), timeout=10) for _ in range(clients)]
+    opened = time.monotonic()
+    closed_after: Dict[int, float] = {}
+    stop = threading.Event()
+
+    def trickle() -> None:
+        """One byte per client per second (the server's old per-receive timeout is 2 s), at most 60 rounds."""
+        for i in range(min(60, len(request))):
+            for n, s in enumerate(slow):
+                if n in closed_after:
+                    continue
+                readable, _, _ = select.select([s], [], [], 0)
+                try:
+                    gone = bool(readable) and s.recv(1) == b""
+                    if not gone:
+                        s.sendall(request[i:i + 1])
+                except OSError:
+                    gone = True
+                if gone:
+                    closed_after[n] = time.monotonic() - opened
+            if stop.wait(1.0) or len(closed_after) == len(slow):
+                return
+
+    trickler = threading.Thread(target=trickle, daemon=True)
+    trickler.start()
+    try:
+        wait_until(lambda: server._incoming == [] and not closed_after, 10, "the slow clients to be accepted")
+        assert "zfsmon_vdev" in _scrape(server, timeout=20)  # was: timed out, every worker held
+        wait_until(lambda: len(closed_after) == len(slow), 40, lambda: f"{len(closed_after)}/{clients} closed")
+        assert min(closed_after.values()) >= 1.5, closed_after  # not before the deadline: they were trickling
+        assert "zfsmon_vdev" in _scrape(server)
+    finally:
+        stop.set()
+        trickler.join(timeout=10)
+        for s in slow:
+            s.close()
+
+
+def test_a_head_just_under_the_limit_is_served_and_one_over_it_refused(server: BoundedHTTPServer) -> None:
+    """The selector reads at most MAX_HEAD bytes of a request: a long but legitimate one (many ?name[]= filters)
+    is answered, one byte more is refused, 414 when the request line alone is too long, else 431."""
+    def head(path_len: int, header_len: int) -> bytes:
+        path = b"/metrics?name[]=zfsmon_vdev_read_ops_per_second&x=" + b"a" * path_len
+        return b"GET " + path + b" HTTP/1.0\r\nX-Pad: " + b"p" * header_len + b"\r\n\r\n"
+
+    fixed = len(head(0, 0))
+    ok = _raw(server, head(MAX_HEAD - fixed - 10, 10))
+    assert ok.startswith(b"HTTP/1.0 200") and b"zfsmon_vdev_read_ops_per_second{" in ok, ok[:200]
+    assert _raw(server, head(MAX_HEAD, 0)).startswith(b"HTTP/1.0 414 "), "a request line over the limit"
+    assert _raw(server, head(0, MAX_HEAD)).startswith(b"HTTP/1.0 431 "), "headers over the limit"
+    assert "zfsmon_vdev" in _scrape(server)

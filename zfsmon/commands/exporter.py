@@ -96,10 +96,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _note(text: str) -> None:
+    print(f"zfsmon: note: {text}", file=sys.stderr, flush=True)
+
+
 def serve(latest: LatestValues, host: str, port: int):
     """Start the HTTP server (bounded threads, timeouts: views/prometheus_http.py); returns (server, bound port)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ZfsmonCollector(latest))
+    registry.register(ZfsmonCollector(latest, note=_note))
     try:
         # a rendering is reused until the sampler adds values (or 5 s pass: stale entities still go)
         server = start_server(host, port, registry, version=latest.version)

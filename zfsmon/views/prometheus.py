@@ -9,7 +9,9 @@ metrics table (:mod:`zfsmon.metrics`): ``zfsmon_<kind>_<metric>`` with base
 units (``_bytes``, ``_seconds``; ratios 0..1, not percent) and ``_total`` on
 counters. A metric with no row in the table (a newer kstat field) is still
 exposed, as an unlisted gauge whose name cannot be mistaken for a counter's or
-a histogram's series.
+a histogram's series; one whose name is another family's, or a series of one (``hits_`` ->
+``zfsmon_arc_hits``, the family of ``zfsmon_arc_hits_total``), is left out, so a scrape never holds a name
+twice (:func:`families`).
 
 Latency histograms become real Prometheus histograms
 (``zfsmon_<pool|vdev|leaf>_latency_seconds_bucket{...,queue,op,le}``): the
@@ -36,6 +38,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from zfsmon import __version__, metrics
+from zfsmon.errors import printable
 from zfsmon.metrics import latency
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample
 from zfsmon.store import Recording
@@ -79,12 +82,14 @@ DEFAULT_QUEUES = ("total_wait", "disk_wait", TRACE_QUEUE)
 
 @dataclass(frozen=True)
 class PromName:
-    """How one (kind, metric) is exposed: family name, type, factor to base units, HELP text."""
+    """How one (kind, metric) is exposed: family name, type, factor to base units, HELP text, whether the metrics
+    table has a row for it."""
 
     name: str
     counter: bool
     scale: float
     help: str
+    listed: bool = True
 
 
 def _words_without(name: str, drop: Tuple[str, ...], per_s: bool) -> List[str]:
@@ -103,7 +108,7 @@ def prom_name(kind: Kind, metric: str) -> PromName:
         if base.endswith(_RESERVED_SUFFIXES):  # a counter's or histogram's sample names: a gauge must not take them
             base += "_raw"
         return PromName(f"{PREFIX}_{kind.value}_{base}", False, 1.0,
-                        f"{metric} (unlisted: no row in zfsmon's metrics table, exposed as read)")
+                        f"{metric} (unlisted: no row in zfsmon's metrics table, exposed as read)", listed=False)
     suffix, scale, drop = _UNITS.get(spec.unit, ("", 1.0, ()))
     counter = spec.kind == metrics.COUNTER
     words = _words_without(base, drop, per_s=spec.unit in ("B/s", "ops/s"))
@@ -285,33 +290,114 @@ class LatestValues:
 class ZfsmonCollector(Collector):
     """Renders a :class:`LatestValues` as Prometheus metric families at every scrape."""
 
-    def __init__(self, latest: LatestValues) -> None:
+    def __init__(self, latest: LatestValues, note: Optional[Callable[[str], None]] = None) -> None:
         self.latest = latest
+        #: told once about each unlisted metric left out of the scrape (the exporter prints it on stderr)
+        self.note = note
+        self._noted: set[Tuple[Kind, str]] = set()
+        self._noted_lock = threading.Lock()
 
     def describe(self) -> List[Metric]:
         return []  # families depend on what the sources found: no fixed list to pre-register
 
     def collect(self) -> Iterator[Metric]:
         ents, errors, resets, source_ts = self.latest.snapshot()
-        yield from families(ents)
+        fams, dropped = families(ents)
+        self._tell(dropped)
+        yield from fams
         yield from histogram_families(self.latest.histograms())
         yield from _self_metrics(errors, resets, source_ts)
         yield host_info(self.latest.host)
 
+    def _tell(self, dropped: Sequence[Dropped]) -> None:
+        with self._noted_lock:  # two scrapes at once still say it once
+            new = [d for d in dropped if (d.kind, d.metric) not in self._noted]
+            self._noted.update((d.kind, d.metric) for d in new)
+        for d in new if self.note is not None else ():
+            whose = f"unlisted '{printable(d.owner)}' has it" if d.owner else "one of zfsmon's own families takes it"
+            self.note(f"{d.kind.value} statistic '{printable(d.metric)}' is not exported: its name would be {d.name}, "
+                      f"and {whose} (docs/exporter.md, Names)")
 
-def families(ents: Sequence[Tuple[Entity, Dict[str, float]]]) -> List[Metric]:
-    """One family per (kind, metric), one sample per entity."""
+
+#: the series names a family's type adds to the family's name, in either exposition format (text, OpenMetrics)
+_TYPE_SERIES: Dict[str, Tuple[str, ...]] = {
+    "counter": ("_total", "_created"),
+    "histogram": ("_bucket", "_count", "_sum", "_created", "_gcount", "_gsum"),
+    "summary": ("_count", "_sum", "_created"),
+    "info": ("_info",),
+}
+
+
+def taken_names(family: str, mtype: str) -> Tuple[str, ...]:
+    """Every name a family of this type occupies in a scrape (its own and its series'): no other family may
+    use one, or Prometheus' parsers reject the scrape."""
+    return (family,) + tuple(family + s for s in _TYPE_SERIES.get(mtype, ()))
+
+
+@functools.lru_cache(maxsize=1)
+def reserved_names() -> frozenset[str]:
+    """The names the metrics table's families, the latency histograms and the exporter's own families occupy,
+    present in a scrape or not: an unlisted metric never takes one, so its name cannot depend on what else the
+    host reports."""
+    out: set[str] = set()
+    for kind, metric in metrics.TABLE:
+        pn = prom_name(kind, metric)
+        out.update(taken_names(pn.name[:-len("_total")], "counter") if pn.counter else taken_names(pn.name, "gauge"))
+    for kind in HISTOGRAM_KINDS:
+        out.update(taken_names(histogram_family_name(kind), "histogram"))
+    for fam in [*_self_metrics({}, {}, {}), host_info({})]:
+        out.update(taken_names(fam.name, fam.type))
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """An unlisted metric left out of the scrape: the name it would have taken, and the unlisted metric that has
+    it (empty: one of :func:`reserved_names`)."""
+
+    kind: Kind
+    metric: str
+    name: str
+    owner: str = ""
+
+
+def families(ents: Sequence[Tuple[Entity, Dict[str, float]]]) -> Tuple[List[Metric], List[Dropped]]:
+    """One family per (kind, metric), one sample per entity; and the unlisted metrics left out.
+
+    Names are unique in the scrape: an unlisted metric whose sanitised name is in :func:`reserved_names` is
+    left out, and of several unlisted metrics that sanitise to one name (``new-stat``, ``new_stat``) only one
+    is kept, the same at every scrape: the one already spelled as its name, else the first in sorted order.
+    """
     fams: Dict[str, Metric] = {}
+    # unlisted family name -> metric -> [(label values, value)]: the name's owner is chosen once all are known
+    unlisted: Dict[str, Dict[str, List[Tuple[List[str], float]]]] = {}
+    label_names: Dict[str, Tuple[Kind, Tuple[str, ...]]] = {}
+    reserved = reserved_names()
+    dropped: List[Dropped] = []
     for ent, values in ents:
         names, vals = entity_labels(ent)
         for metric, value in sorted(values.items()):
             pn = prom_name(ent.kind, metric)
+            if not pn.listed:
+                unlisted.setdefault(pn.name, {}).setdefault(metric, []).append((list(vals), value))
+                label_names[pn.name] = (ent.kind, names)
+                continue
             fam = fams.get(pn.name)
             if fam is None:
                 cls = CounterMetricFamily if pn.counter else GaugeMetricFamily
                 fam = fams[pn.name] = cls(pn.name, pn.help, labels=names)
             fam.add_metric(list(vals), value * pn.scale)
-    return list(fams.values())
+    for name, by_metric in sorted(unlisted.items()):
+        kind, names = label_names[name]
+        spelled = f"{PREFIX}_{kind.value}_"
+        owner = None if name in reserved else min(by_metric, key=lambda m: (spelled + m != name, m))
+        dropped.extend(Dropped(kind, m, name, owner or "") for m in sorted(by_metric) if m != owner)
+        if owner is None:
+            continue
+        fam = fams[name] = GaugeMetricFamily(name, prom_name(kind, owner).help, labels=names)
+        for vals, value in by_metric[owner]:
+            fam.add_metric(vals, value)
+    return list(fams.values()), dropped
 
 
 def latest_from_recording(rec: Recording, lookback: Optional[float] = None, leaf_histograms: bool = False,
@@ -477,12 +563,21 @@ def _histogram_owner(e: Entity, leaf_histograms: bool) -> Optional[Entity]:
     return None
 
 
+#: the kinds whose latency histograms are exposed (:func:`_histogram_owner`)
+HISTOGRAM_KINDS = (Kind.POOL, Kind.VDEV, Kind.LEAF)
+
+
+def histogram_family_name(kind: Kind) -> str:
+    """``zfsmon_<kind>_latency_seconds``."""
+    return f"{PREFIX}_{kind.value}_latency_seconds"
+
+
 def histogram_families(hists: Sequence[Tuple[Entity, str, str, _Hist]]) -> List[Metric]:
     """``zfsmon_<kind>_latency_seconds`` histogram families, one series per (entity, queue, op)."""
     fams: Dict[str, HistogramMetricFamily] = {}
     for ent, queue, op, h in hists:
         names, vals = entity_labels(ent)
-        name = f"{PREFIX}_{ent.kind.value}_latency_seconds"
+        name = histogram_family_name(ent.kind)
         fam = fams.get(name)
         if fam is None:
             fam = fams[name] = HistogramMetricFamily(
