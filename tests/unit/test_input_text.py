@@ -1,0 +1,142 @@
+"""Text from the input is shown, never interpreted, by every view (issue 41, items 7-9).
+
+Names and texts come from genuine captures with their device names replaced by hostile ones: a terminal escape
+sequence (an OSC that sets the terminal's title, a CSI that clears the screen), Textual/rich markup (``[/]``,
+``[link=...]``, ``[bold]``), matplotlib mathtext (``$\\foo$``) and a spreadsheet formula (``=1+1``). Each view
+must show them as text: no escape byte on the terminal, no markup parsed (nor a MarkupError), no mathtext (nor a
+ValueError), no formula in a CSV cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+from rich.text import Text
+
+from tests.conftest import TEST_DATA, wait_until_async
+from zfsmon.errors import printable
+from zfsmon.model import Event, EventKind, Sample
+from zfsmon.sources import zpool_iostat
+from zfsmon.sources.zpool_status import parse_status
+from zfsmon.store import Recorder, Recording
+from zfsmon.views.top import panels
+from zfsmon.views.top.app import LiveFeed, TopApp
+from zfsmon.views.top.fmt import inert
+from zfsmon.views.top.replay import ReplayCursor
+from zfsmon.views.top.state import TopState
+
+FUSE = TEST_DATA / "zfsfuse"
+IOSTAT = FUSE / "zpool_iostat_-v_ziocap_1_8_cache-removed-readded.txt"  # loop6 (cache) removed, then re-added
+STATUS = FUSE / "zpool_status_ziocap.txt"
+OSC = "\x1b]0;pwned\x07"  # sets the terminal's title
+CSI = "\x1b[2J"  # clears the screen
+#: the capture's device names and what they become (whitespace-free: the parsers split on blanks)
+HOSTILE = {"loop6": f"{OSC}[/]", "loop1": "[link=http://x]a[/link]", "loop2": "$\\foo$", "loop3": "=1+1",
+           "loop4": f"{CSI}[bold]b"}
+MARK = "[/] [link=http://x]m[/link] $\\foo$"
+T0 = 1_800_000_000.0
+
+
+def hostile(text: str) -> str:
+    for name, bad in HOSTILE.items():
+        text = text.replace(name, bad)
+    return text
+
+
+def hostile_records():
+    """The capture's readings through the real parsers, under hostile names, and a mark of the same kind."""
+    topo = parse_status(hostile(STATUS.read_text()))
+    recs = zpool_iostat.parse_text(hostile(IOSTAT.read_text()), interval=1.0, start_ts=T0, topology=topo)
+    recs.append(Event(T0 + 2.5, EventKind.MARK, MARK, source="user"))
+    return recs
+
+
+@pytest.fixture
+def recording(tmp_path) -> str:
+    path = str(tmp_path / "hostile.zfsmon")
+    with Recorder(path, {"host": f"host{OSC}", "interval": "1"}) as rec:
+        rec.write(hostile_records())
+    return path
+
+
+def test_the_capture_keeps_the_hostile_names():
+    recs = hostile_records()
+    names = {r.entity.name for r in recs if isinstance(r, Sample)}
+    assert set(HOSTILE.values()) <= names
+    assert any(isinstance(r, Event) and r.kind == EventKind.TOPOLOGY and OSC in r.text for r in recs)
+
+
+# ------------------------------------------------------------------------------------------------ top / replay
+def screen_text(app) -> str:
+    update = app.screen._compositor.render_update(full=True)
+    return "\n".join("".join(seg.text for seg in strip) for strip in update.strips)
+
+
+def _inert_on_screen(text: str) -> None:
+    assert "\x1b" not in text and "\x07" not in text
+    for seg in ("\\x1b]0;pwned", "\\x1b[2J[bold]b", "[link=http://x]a[/link]", "$\\foo$", "=1+1"):
+        assert seg in text, seg
+
+
+def test_replay_shows_hostile_names_and_event_texts_as_text(recording):
+    """The tree shows every name as text (escapes shown as ``\\x1b``, markup as brackets); jumping to the
+    topology event whose text holds ``[/]`` and an OSC shows it in a notification, as text, and the app runs on."""
+    async def go():
+        rec = Recording.open(recording)
+        cur = ReplayCursor(rec, 300.0)
+        info = panels.HeaderInfo(f"host{OSC}", "Linux", "captures", recording, "replay")
+        app = TopApp(cur.state, info, cur.interval, replay=cur, export_dir=os.path.dirname(recording))
+        async with app.run_test(size=(200, 50), notifications=True) as pilot:
+            await pilot.press("left_square_bracket")  # the cache device re-added: the topology event
+            text = await wait_until_async(lambda: "added" in screen_text(app) and screen_text(app), 30.0,
+                                          lambda: f"the event's notification; screen:\n{screen_text(app)}",
+                                          pilot.pause)
+            assert "topology: pool ziocap: added \\x1b]0;pwned\\x07[/]" in text
+            _inert_on_screen(text)
+            assert "host\\x1b]0;pwned" in text  # the header
+            await pilot.press("left_square_bracket")  # the mark, then the removal
+            await pilot.press("left_square_bracket")
+            await wait_until_async(lambda: "removed" in screen_text(app), 30.0, "the removal's notification",
+                                   pilot.pause)
+            assert "\x1b" not in screen_text(app)
+        rec.close()
+        assert app.return_code in (None, 0)
+    asyncio.run(go())
+
+
+def test_a_mark_typed_in_top_with_markup_is_shown_as_text(tmp_path):
+    written = []
+
+    async def go():
+        feed = LiveFeed()
+        info = panels.HeaderInfo("h", "Linux", "captures", str(tmp_path / "live.zfsmon"), "live")
+        app = TopApp(TopState(300), info, 1.0, feed=feed, on_mark=written.append, export_dir=str(tmp_path),
+                     clock=lambda: T0 + 8)
+        async with app.run_test(size=(200, 50), notifications=True) as pilot:
+            feed.sink(hostile_records())
+            await wait_until_async(lambda: app.state.fed > 0, 30.0, "the records to be fed", pilot.pause)
+            await pilot.press("m")
+            await pilot.pause()
+            await pilot.press(*"[/]x[link=http://x]a[/link]", "enter")
+            text = await wait_until_async(lambda: "marked:" in screen_text(app) and screen_text(app), 30.0,
+                                          lambda: f"the mark's notification; screen:\n{screen_text(app)}",
+                                          pilot.pause)
+            assert "marked: [/]x[link=http://x]a[/link]" in text
+            _inert_on_screen(text)
+        assert app.return_code in (None, 0)
+    asyncio.run(go())
+    assert written == ["[/]x[link=http://x]a[/link]"]
+
+
+def test_inert_keeps_the_styles_on_their_characters():
+    t = Text("a")
+    t.append(f"b{CSI}c", style="bold")
+    t.append("d", style="red")
+    out = inert(t)
+    assert out.plain == printable(f"ab{CSI}cd")
+    assert [(out.plain[s.start:s.end], s.style) for s in out.spans] == [(printable(f"b{CSI}c"), "bold"),
+                                                                         ("d", "red")]
+    plain = Text("plain")
+    assert inert(plain) is plain
