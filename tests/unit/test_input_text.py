@@ -10,12 +10,15 @@ ValueError), no formula in a CSV cell.
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import os
 
 import pytest
 from rich.text import Text
 
 from tests.conftest import TEST_DATA, wait_until_async
+from tests.unit.bad_input import answer
 from zfsmon.errors import printable
 from zfsmon.model import Event, EventKind, Sample
 from zfsmon.sources import zpool_iostat
@@ -140,3 +143,33 @@ def test_inert_keeps_the_styles_on_their_characters():
                                                                          ("d", "red")]
     plain = Text("plain")
     assert inert(plain) is plain
+
+
+# ------------------------------------------------------------------------------------------------ trace --from
+VDEVLAT = TEST_DATA / "trace" / "vdevlat.d.out"  # illumos DTrace, vdevs by /devices path
+TRACE_NAME = f"=1+1{OSC}$\\foo$[/]"
+
+
+def _trace_capture(tmp_path) -> str:
+    f = tmp_path / "vdevlat.out"
+    f.write_text(VDEVLAT.read_text().replace("/devices/pci@0,0/pci15ad,1976@10/sd@0,0:a", TRACE_NAME))
+    return str(f)
+
+
+def test_trace_from_shows_names_as_text_in_the_table_and_histograms(tmp_path):
+    a = answer(["trace", "--from", _trace_capture(tmp_path)])
+    assert a.code == 0, a.err
+    assert "\x1b" not in a.out + "".join(a.err) and "\x07" not in a.out + "".join(a.err)
+    shown = printable(TRACE_NAME)
+    rows = [ln for ln in a.out.splitlines() if ln.startswith(shown[:22] + " ")]
+    assert rows and all(ln.split()[2] in ("read", "write") for ln in rows)  # the table's rows
+    assert f"{shown} read: 39 ops" in a.out  # the closing histogram's heading
+
+
+def test_trace_from_csv_cells_hold_no_formula_and_no_escape(tmp_path):
+    a = answer(["trace", "--from", _trace_capture(tmp_path), "--csv"])
+    assert a.code == 0, a.err
+    assert "\x1b" not in a.out and "\x07" not in a.out
+    cells = [row["entity"] for row in csv.DictReader(io.StringIO(a.out))]
+    assert "'" + printable(TRACE_NAME) in cells
+    assert not any(c.startswith(("=", "+", "-", "@")) for c in cells)
