@@ -15,6 +15,8 @@ import io
 import os
 
 import pytest
+from matplotlib.cbook import is_math_text
+from matplotlib.text import Text as MplText
 from rich.text import Text
 
 from tests.conftest import TEST_DATA, wait_until_async
@@ -24,6 +26,7 @@ from zfsmon.model import Event, EventKind, Sample
 from zfsmon.sources import zpool_iostat
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recorder, Recording
+from zfsmon.views import report_pdf
 from zfsmon.views.top import panels
 from zfsmon.views.top.app import LiveFeed, TopApp
 from zfsmon.views.top.fmt import inert
@@ -37,7 +40,7 @@ OSC = "\x1b]0;pwned\x07"  # sets the terminal's title
 CSI = "\x1b[2J"  # clears the screen
 #: the capture's device names and what they become (whitespace-free: the parsers split on blanks)
 HOSTILE = {"loop6": f"{OSC}[/]", "loop1": "[link=http://x]a[/link]", "loop2": "$\\foo$", "loop3": "=1+1",
-           "loop4": f"{CSI}[bold]b"}
+           "loop4": f"{CSI}[bold]b", "loop5": "$\\log$"}
 MARK = "[/] [link=http://x]m[/link] $\\foo$"
 T0 = 1_800_000_000.0
 
@@ -173,3 +176,31 @@ def test_trace_from_csv_cells_hold_no_formula_and_no_escape(tmp_path):
     cells = [row["entity"] for row in csv.DictReader(io.StringIO(a.out))]
     assert "'" + printable(TRACE_NAME) in cells
     assert not any(c.startswith(("=", "+", "-", "@")) for c in cells)
+
+
+# ------------------------------------------------------------------------------------------------ report
+def _shown_by_matplotlib(fig) -> list:
+    """What each text of ``fig`` shows: none read as mathtext (that raised ValueError on ``$\\foo$``), so each
+    shows its text with ``\\$`` as ``$``."""
+    fig.canvas.draw()
+    texts = [t.get_text() for t in fig.findobj(MplText) if t.get_text()]
+    maths = [t for t in texts if is_math_text(t) and ("foo" in t or "log" in t or "bar" in t)]
+    assert not maths, maths
+    return [t.replace("\\$", "$") for t in texts]
+
+
+def test_report_draws_mathtext_in_names_and_file_name_as_text(tmp_path):
+    path = str(tmp_path / "$\\foo$.zfsmon")  # the recording's (an imported file's) name, on the summary page
+    with Recorder(path, {"host": "h$\\bar$", "interval": "1"}) as rec:
+        rec.write(hostile_records())
+    out = tmp_path / "post.pdf"
+    a = answer(["report", path, "--out", str(out)])
+    assert a.code == 0 and out.stat().st_size > 10_000, a.err
+    with Recording.open(path) as rec:
+        data = report_pdf.build(rec)
+    page = " ".join(_shown_by_matplotlib(report_pdf._text_figure(data)))
+    assert "report: $\\foo$.zfsmon" in page and "host h$\\bar$" in page
+    shown = [t for s in data.sections for t in _shown_by_matplotlib(report_pdf.section_figure(s, data))]
+    assert "ziocap/$\\log$" in shown  # the log vdev's line in a legend
+    assert "ziocap/" + printable(HOSTILE["loop6"]) in shown  # the cache vdev's
+    assert any(t.strip() == MARK for t in shown)  # the mark's label
