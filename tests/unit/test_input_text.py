@@ -27,6 +27,7 @@ from zfsmon.sources import zpool_iostat
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recorder, Recording
 from zfsmon.views import report_pdf
+from zfsmon.views.iostat_text import IostatTable, csv_columns, csv_header, csv_rows
 from zfsmon.views.top import panels
 from zfsmon.views.top.app import LiveFeed, TopApp
 from zfsmon.views.top.fmt import inert
@@ -204,3 +205,17 @@ def test_report_draws_mathtext_in_names_and_file_name_as_text(tmp_path):
     assert "ziocap/$\\log$" in shown  # the log vdev's line in a legend
     assert "ziocap/" + printable(HOSTILE["loop6"]) in shown  # the cache vdev's
     assert any(t.strip() == MARK for t in shown)  # the mark's label
+
+
+# ------------------------------------------------------------------------------------------------ iostat
+def test_iostat_table_and_csv_show_names_as_text():
+    topo = parse_status(hostile(STATUS.read_text()))
+    samples = [r for r in zpool_iostat.parse_text(hostile(IOSTAT.read_text()), interval=1.0, topology=topo)
+               if isinstance(r, Sample)]
+    table = "\n".join(IostatTable().render(samples))
+    assert "\x1b" not in table and printable(HOSTILE["loop6"]) in table
+    assert len({len(ln) for ln in table.splitlines()[3:-1] if ln.strip()}) == 1  # the columns stay aligned
+    cols = csv_columns(samples)
+    names = [row["name"] for row in csv.DictReader(io.StringIO("\n".join([csv_header(cols)] +
+                                                                         csv_rows(samples, cols))))]
+    assert "'=1+1" in names and printable(HOSTILE["loop6"]) in names and "\x1b" not in "".join(names)
