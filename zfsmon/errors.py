@@ -1,4 +1,13 @@
-"""Errors a user can fix: printed as one line, never as a traceback; and text from input made safe to print."""
+"""Errors a user can fix: printed as one line, never as a traceback; and the one rule for text from the input.
+
+Text from the input (names, event texts, file names, messages quoting them) is shown, never interpreted:
+
+* on a terminal or in a plain-text file, :func:`printable` (control characters shown as escapes);
+* in a CSV cell, :func:`neutralise` (no formula, no control character);
+* in a matplotlib label, :func:`plot_text` (no mathtext);
+* on the dashboard (Textual, rich), as a ``rich.text.Text`` made by :func:`zfsmon.views.top.fmt.inert` and a
+  notification with ``markup=False``: never a markup string.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +24,22 @@ def printable(text: object) -> str:
     The one rendering of input-derived text for messages and names."""
     s = str(text)
     return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), s)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(text: str) -> str:
+    """A CSV cell: one that would start a formula in Excel/LibreOffice gets a leading apostrophe; control
+    characters are shown as escapes (:func:`printable`)."""
+    return ("'" if text.startswith(_FORMULA_START) else "") + printable(text)
+
+
+def plot_text(text: object) -> str:
+    """``text`` for a matplotlib title, label, legend or annotation: :func:`printable`, and every ``$`` escaped, so
+    that matplotlib never reads it as mathtext (``$\\foo$`` in a name would raise ValueError). Escaped this way
+    rather than with ``text.parse_math`` off: the log axes' tick labels are mathtext of matplotlib's own."""
+    return printable(text).replace("$", "\\$")
 
 
 class UserError(Exception):

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from zfsmon.analysis import goose
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.commands._timearg import seconds
-from zfsmon.errors import UserError
+from zfsmon.errors import UserError, printable
 from zfsmon.host import probe
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.sources.base import Collector
@@ -148,7 +148,7 @@ class _Printer:
         for r in records:
             if isinstance(r, Event):
                 if r.kind in (EventKind.ERROR, EventKind.TOPOLOGY) and not r.data.get("repeat"):
-                    print(f"zfsmon iostat: {r.text}", file=err, flush=True)
+                    print(f"zfsmon iostat: {printable(r.text)}", file=err, flush=True)
             elif isinstance(r, Sample):
                 if self.args.skip_first and r.since_boot:
                     continue

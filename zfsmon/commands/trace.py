@@ -121,7 +121,7 @@ class _Printer:
             self.header_done = True
         else:
             stamp = time.strftime("%H:%M:%S", time.localtime(self.pending[0].ts))
-            print(f"{stamp}  ({self.pending[0].source})")
+            print(f"{stamp}  ({printable(self.pending[0].source)})")
             print("\n".join(table(self.pending)))
             print()
         sys.stdout.flush()

@@ -27,7 +27,7 @@ from zfsmon import metrics
 from zfsmon.analysis import qdsweep, vdevperf
 from zfsmon.analysis.downsample import Bucket, downsample
 from zfsmon.analysis.rates import RateDeriver
-from zfsmon.errors import printable
+from zfsmon.errors import neutralise
 from zfsmon.model import Entity, Event, Kind, Sample
 from zfsmon.names import fio_job_direction
 from zfsmon.outfile import atomic
@@ -41,15 +41,6 @@ KIND_FILE: Dict[Kind, str] = {
 ID_COLUMNS = ["time", "epoch", "kind", "pool", "name", "role", "parent", "source", "interval", "since_boot"]
 LONG_COLUMNS = ID_COLUMNS + ["metric", "counter", "value", "delta", "per_s", "min", "max", "samples"]
 EVENT_COLUMNS = ["time", "epoch", "kind", "source", "entity", "text", "data"]
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def neutralise(text: str) -> str:
-    """A text cell that would start a formula in Excel/LibreOffice gets a leading apostrophe; control characters
-    are shown as escapes (:func:`zfsmon.errors.printable`)."""
-    return ("'" if text.startswith(_FORMULA_START) else "") + printable(text)
-
-
 def iso(ts: float) -> str:
     """ISO-8601 UTC with milliseconds; a time no calendar holds (a damaged value) is shown as its number."""
     try:

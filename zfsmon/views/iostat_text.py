@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from zfsmon.errors import neutralise, printable
 from zfsmon.model import Entity, Kind, Role, Sample
 from zfsmon.units import MISSING, human_count, human_ns, human_size
 
@@ -132,13 +133,14 @@ class IostatTable:
         return _exact(v) if self.parsable else fmt(v)
 
     def _line(self, name: str, depth: int, sample: Optional[Sample], leafish: bool) -> str:
+        """One row; ``name`` is the input's (``zpool iostat``'s), shown :func:`~zfsmon.errors.printable`."""
         cells = [self._value(m, f, sample) for _, _, m, f in self._cells()]
         dev = ""
         if self.device_ops is not None:
             dev = self._device_cell(name, sample) if leafish else MISSING
         if self.scripted:
-            return "\t".join([name, *cells, *([dev] if dev else [])])
-        text = ("  " * depth + name).ljust(self.name_width)
+            return "\t".join([printable(name), *cells, *([dev] if dev else [])])
+        text = ("  " * depth + printable(name)).ljust(self.name_width)
         text += "".join("  " + c.rjust(self.col_width) for c in cells)
         if dev:
             text += "  " + dev.rjust(self.col_width + 1)
@@ -164,7 +166,7 @@ class IostatTable:
             return []
         self._choose(samples)
         names = [s.entity.name for group in pools.values() for s in group]
-        self.name_width = max(self.name_width, *(len(n) + 4 for n in names))
+        self.name_width = max(self.name_width, *(len(printable(n)) + 4 for n in names))
         out: List[str] = list(self.header()) if with_header else []
         for pool, group in pools.items():
             out.extend(self._pool_lines(pool, group))
@@ -218,7 +220,8 @@ def csv_header(metric_columns: Sequence[str]) -> str:
 
 
 def _csv_cell(text: str) -> str:
-    return f'"{text}"' if any(c in text for c in ',"\n') else text
+    """A cell as a CSV writer quotes it."""
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n') else text
 
 
 def csv_rows(samples: Sequence[Sample], metric_columns: Sequence[str]) -> List[str]:
@@ -226,8 +229,9 @@ def csv_rows(samples: Sequence[Sample], metric_columns: Sequence[str]) -> List[s
     out = []
     for s in samples:
         e: Entity = s.entity
-        ident = [f"{s.ts:.3f}", e.pool, e.kind.value, e.name, e.role.value if e.role else "", e.parent,
-                 "1" if s.since_boot else "0", "" if s.interval is None else f"{s.interval:g}"]
+        # the names are the input's (zpool iostat's): no formula, no control character in their cells
+        ident = [f"{s.ts:.3f}", neutralise(e.pool), e.kind.value, neutralise(e.name), e.role.value if e.role else "",
+                 neutralise(e.parent), "1" if s.since_boot else "0", "" if s.interval is None else f"{s.interval:g}"]
         vals = ["" if s.metrics.get(m) is None else _exact(s.metrics[m]) for m in metric_columns]
         out.append(",".join(_csv_cell(c) for c in ident + vals))
     return out

@@ -38,6 +38,7 @@ from zfsmon.analysis.findings import (
     reads_metric,
     series_from_samples,
 )
+from zfsmon.errors import plot_text
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 from zfsmon.outfile import atomic
 from zfsmon.store import Recording, platform_of, zfs_of
@@ -406,7 +407,7 @@ def _draw_events(ax, data: ReportData, label_marks: bool) -> None:
     for i, (a, b, label) in enumerate(run_spans(data.events, data.start, data.end)):
         ax.axvspan(*_dt([a, b]), color="tab:green", alpha=0.08, lw=0)
         if label_marks and i < 20:
-            ax.text(_dt([a])[0], 1.0, label, transform=ax.get_xaxis_transform(), fontsize=6, va="top",
+            ax.text(_dt([a])[0], 1.0, plot_text(label), transform=ax.get_xaxis_transform(), fontsize=6, va="top",
                     color="tab:green")
     marks = 0
     for e in data.events:
@@ -416,7 +417,7 @@ def _draw_events(ax, data: ReportData, label_marks: bool) -> None:
         ax.axvline(_dt([e.ts])[0], color=style[0], ls=style[1], lw=0.8, alpha=0.8)
         if label_marks and e.kind == EventKind.MARK and marks < 15:
             marks += 1
-            ax.text(_dt([e.ts])[0], 0.02, " " + e.text[:40], transform=ax.get_xaxis_transform(), fontsize=6,
+            ax.text(_dt([e.ts])[0], 0.02, plot_text(" " + e.text[:40]), transform=ax.get_xaxis_transform(), fontsize=6,
                     rotation=90, va="bottom", color=style[0])
 
 
@@ -450,7 +451,7 @@ def _draw_xy_panel(ax, panel: Panel) -> None:
     """A panel on its own x axis (queue depth, latency): points joined by lines, or histograms as steps."""
     from matplotlib.ticker import FuncFormatter
 
-    ax.set_title(panel.title, fontsize=9, loc="left")
+    ax.set_title(plot_text(panel.title), fontsize=9, loc="left")
     ax.tick_params(labelsize=7)
     if panel.log_x:
         ax.set_xscale("log", base=panel.log_x)
@@ -459,20 +460,20 @@ def _draw_xy_panel(ax, panel: Panel) -> None:
     for ln in panel.lines:
         if panel.histogram:
             edges, heights = _stairs(ln)
-            ax.stairs(heights, edges, label=ln.label, fill=True, alpha=0.35)
+            ax.stairs(heights, edges, label=plot_text(ln.label), fill=True, alpha=0.35)
         else:
-            ax.plot(ln.ts, ln.values, lw=1, marker="o", ms=3, label=ln.label)
+            ax.plot(ln.ts, ln.values, lw=1, marker="o", ms=3, label=plot_text(ln.label))
     if not panel.lines:
-        ax.text(0.5, 0.5, panel.empty_note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
+        ax.text(0.5, 0.5, plot_text(panel.empty_note), transform=ax.transAxes, ha="center", va="center", fontsize=8,
                 color="gray", wrap=True)
     for x, label in panel.marks:
         ax.axvline(x, color="tab:red", ls="--", lw=0.8)
-        ax.text(x, 0.98, " " + label, transform=ax.get_xaxis_transform(), fontsize=7, va="top", color="tab:red")
+        ax.text(x, 0.98, plot_text(" " + label), transform=ax.get_xaxis_transform(), fontsize=7, va="top", color="tab:red")
     if panel.log_y and panel.lines:
         ax.set_yscale("log")
     elif panel.lines:
         ax.set_ylim(bottom=0)
-    ax.set_xlabel(panel.x_label, fontsize=7)
+    ax.set_xlabel(plot_text(panel.x_label), fontsize=7)
     _format_y(ax, panel.unit)
     ax.grid(True, which="both" if panel.log_y else "major", lw=0.3, alpha=0.5)
     if panel.lines:
@@ -485,18 +486,18 @@ def draw_panel(ax, panel: Panel, data: ReportData) -> None:
     if panel.x_label:
         _draw_xy_panel(ax, panel)
         return
-    ax.set_title(panel.title, fontsize=9, loc="left")
+    ax.set_title(plot_text(panel.title), fontsize=9, loc="left")
     ax.tick_params(labelsize=7)
     for ln in panel.lines:
         if ln.spans:
             segs = [(_dt([t - sp])[0], _dt([t])[0], v) for t, v, sp in zip(ln.ts, ln.values, ln.spans)]
             ax.hlines([v for *_, v in segs], [a for a, _, _ in segs], [b for _, b, _ in segs], lw=2,
-                      label=ln.label)
+                      label=plot_text(ln.label))
         else:
             t, v = thin(ln.ts, ln.values)
-            ax.plot(_dt(t), v, lw=1, marker="." if len(t) < 30 else None, ms=3, label=ln.label)
+            ax.plot(_dt(t), v, lw=1, marker="." if len(t) < 30 else None, ms=3, label=plot_text(ln.label))
     if not panel.lines:
-        ax.text(0.5, 0.5, panel.empty_note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
+        ax.text(0.5, 0.5, plot_text(panel.empty_note), transform=ax.transAxes, ha="center", va="center", fontsize=8,
                 color="gray")
     _draw_events(ax, data, label_marks=True)
     ax.set_xlim(*_dt([data.start, data.end]) if data.end > data.start else _dt([data.start - 1, data.end + 1]))
@@ -517,7 +518,7 @@ def _draw_section(fig, section: Section, data: ReportData) -> None:
     n = len(section.panels)
     cols = 2 if n > 1 else 1
     rows = -(-n // cols)
-    fig.suptitle(section.title, fontsize=11, x=0.01, ha="left")
+    fig.suptitle(plot_text(section.title), fontsize=11, x=0.01, ha="left")
     axes = fig.subplots(rows, cols, squeeze=False)
     for i, panel in enumerate(section.panels):
         draw_panel(axes[i // cols][i % cols], panel, data)
@@ -537,6 +538,12 @@ def _wrap(text: str, width: int = 120) -> str:
                      text.splitlines())
 
 
+def _page_text(data: ReportData) -> str:
+    """:func:`text_block` for a figure: wrapped, each line :func:`~zfsmon.errors.plot_text` (it names the
+    recording, its host, its entities and findings: no mathtext)."""
+    return "\n".join(plot_text(line) for line in _wrap(text_block(data)).split("\n"))
+
+
 def _agg(fig):
     """Draw with Agg explicitly: no display, no pyplot state shared with anything else in the process."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -553,7 +560,7 @@ def _text_figure(data: ReportData):
     from matplotlib.figure import Figure
 
     fig = _agg(Figure(figsize=(11.69, 8.27)))
-    fig.text(0.03, 0.97, _wrap(text_block(data)), va="top", ha="left", fontsize=8, family="monospace")
+    fig.text(0.03, 0.97, _page_text(data), va="top", ha="left", fontsize=8, family="monospace")
     return fig
 
 
@@ -601,7 +608,7 @@ def render(data: ReportData, out: str) -> Rendered:
 def _tall_figure(data: ReportData):
     from matplotlib.figure import Figure
 
-    text = _wrap(text_block(data))
+    text = _page_text(data)
     text_h = 0.16 * (text.count("\n") + 2)
     heights = [text_h] + [2.8 * _section_rows(s) + 0.6 for s in data.sections]
     fig = _agg(Figure(figsize=(11.69, sum(heights)), layout="constrained"))

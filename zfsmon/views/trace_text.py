@@ -2,7 +2,10 @@
 
 Pure formatting of samples the collector produced; nothing here runs a tracer.
 Histograms are drawn with power-of-two rows (the scripts' quarter buckets
-folded together) so a terminal line per row stays readable.
+folded together) so a terminal line per row stays readable. Names come from
+the trace's output (``--from`` reads a file someone handed over): on the
+terminal they are :func:`~zfsmon.errors.printable`, in CSV cells
+:func:`~zfsmon.errors.neutralise`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import csv
 import io
 from typing import Dict, Iterable, List, Sequence, Tuple
 
+from zfsmon.errors import neutralise, printable
 from zfsmon.model import Entity, Sample
 from zfsmon.trace.histogram import Histogram
 from zfsmon.trace.protocol import hist_from_metrics
@@ -48,19 +52,20 @@ def table(samples: Sequence[Sample]) -> List[str]:
         indent = "  " if e.parent and e.parent != e.pool else ""
         # a dataset's name already starts with its pool (zguest/db): prefix only names that do not
         prefix = e.pool and not indent and e.name != e.pool and not e.name.startswith(f"{e.pool}/")
-        name = (indent + (f"{e.pool}/" if prefix else "") + e.name)[:22]
+        name = printable(indent + (f"{e.pool}/" if prefix else "") + e.name)[:22]
         role = e.role.value if e.role else "-"
         for op in ops_of(m):
+            shown = printable(op)
             secs = s.interval or 1.0
             bw = m.get(f"{op}_bytes")
-            rows.append(f"{name:<22} {role:<6} {op:<10} {m[f'{op}_ops_s']:>8.1f} "
+            rows.append(f"{name:<22} {role:<6} {shown:<10} {m[f'{op}_ops_s']:>8.1f} "
                         f"{human_size(bw / secs) if bw is not None else '-':>7} "
                         f"{human_ns(m.get(f'{op}_lat_p50_ns')):>6} {human_ns(m.get(f'{op}_lat_p95_ns')):>6} "
                         f"{human_ns(m.get(f'{op}_lat_p99_ns')):>6} {human_ns(m.get(f'{op}_lat_max_ns')):>6}")
         lat_ops = set(ops_of(m))
         other = {k: v for k, v in m.items() if not any(k.startswith(f"{op}_") for op in lat_ops)}
         if other:
-            counts.append(f"{e.label()}: " + "  ".join(f"{k}={v:g}" for k, v in sorted(other.items())))
+            counts.append(printable(f"{e.label()}: " + "  ".join(f"{k}={v:g}" for k, v in sorted(other.items()))))
     return rows + counts
 
 
@@ -72,8 +77,9 @@ def csv_rows(samples: Iterable[Sample], header: bool = False) -> str:
     for s in samples:
         e, m = s.entity, s.metrics
         for op in ops_of(m):
-            w.writerow([f"{s.ts:.6f}", s.source.split(":", 1)[-1], e.name, e.pool, e.role.value if e.role else "",
-                        e.parent, op, int(m[f"{op}_ops"]), f"{m[f'{op}_ops_s']:.3f}",
+            w.writerow([f"{s.ts:.6f}", neutralise(s.source.split(":", 1)[-1]), neutralise(e.name), neutralise(e.pool),
+                        e.role.value if e.role else "", neutralise(e.parent), neutralise(op), int(m[f"{op}_ops"]),
+                        f"{m[f'{op}_ops_s']:.3f}",
                         int(m[f"{op}_bytes"]) if f"{op}_bytes" in m else ""]
                        + [f"{m[k]:.0f}" if k in m else "" for k in
                           (f"{op}_lat_p50_ns", f"{op}_lat_p95_ns", f"{op}_lat_p99_ns", f"{op}_lat_max_ns",
@@ -96,7 +102,8 @@ class Totals:
         for (e, op), h in sorted(self.hists.items(), key=lambda kv: (_sort_key(kv[0][0]), kv[0][1])):
             if not h.count:
                 continue
-            out.append(f"{e.pool + '/' if e.pool and e.pool != e.name else ''}{e.label()} {op}: {h.count} ops  "
+            out.append(printable(f"{e.pool + '/' if e.pool and e.pool != e.name else ''}{e.label()} {op}: ")
+                       + f"{h.count} ops  "
                        f"p50 {human_ns(h.percentile(0.5))}  p95 {human_ns(h.percentile(0.95))}  "
                        f"p99 {human_ns(h.percentile(0.99))}  max {human_ns(h.top())}")
             out.extend(histogram_lines(h, width))

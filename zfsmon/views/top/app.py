@@ -22,6 +22,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
@@ -30,7 +31,7 @@ from zfsmon.errors import UserError, printable
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.queues import drain
 from zfsmon.views import csv_export as export
-from zfsmon.views.top import panels
+from zfsmon.views.top import fmt, panels
 from zfsmon.views.top.lines import Lines
 from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top.state import SORTS, WINDOWS, TopState
@@ -267,7 +268,7 @@ class TopApp(App):
 
     def _timeline_read(self, tl: Optional[Timeline], err: Optional[Exception]) -> None:
         if err is not None:
-            self.notify(f"timeline unavailable: {type(err).__name__}: {err}", severity="warning")
+            self.say(f"timeline unavailable: {type(err).__name__}: {err}", severity="warning")
             tl = Timeline()
         self.timeline = tl
         self._freeze_heap()
@@ -404,7 +405,7 @@ class TopApp(App):
         if not self._panels_mounted():
             return
         if err is not None:
-            self.notify(f"findings unavailable: {type(err).__name__}: {err}", severity="warning")
+            self.say(f"findings unavailable: {type(err).__name__}: {err}", severity="warning")
             return
         self.report, self._report_key = report, key
         if not self.paused and self.size.width >= MIN_SIZE[0] and self.size.height >= MIN_SIZE[1]:
@@ -493,7 +494,7 @@ class TopApp(App):
         if isinstance(w, Lines):  # lays itself out again when its line count changes
             w.set_lines(text.split("\n", allow_blank=True))
         elif isinstance(w, Static):
-            w.update(text, layout=old is None or old.plain.count("\n") != lines)
+            w.update(fmt.inert(text), layout=old is None or old.plain.count("\n") != lines)
         self._shown[name] = text
 
     def _draw_header(self) -> None:
@@ -506,6 +507,12 @@ class TopApp(App):
         t = panels.header(self.state, self.info, self.opts, self.size.width, self.paused, note)
         t.no_wrap, t.overflow = True, "ellipsis"
         self._put("header", t)
+
+    def say(self, message: str, severity: SeverityLevel = "information") -> None:
+        """A notification: ``message`` quotes the input (an event's text, a mark, a file's name), so it is shown as
+        it is, never parsed as markup (which raises MarkupError on ``[/]`` in a topology event), control characters
+        shown as escapes."""
+        self.notify(printable(message), severity=severity, markup=False)
 
     # ---------------------------------------------------------------------------------------------- actions
     def action_pause(self) -> None:
@@ -533,7 +540,7 @@ class TopApp(App):
         self.state.feed([Event(ts, EventKind.MARK, text, source="user")])
         self._feed_timeline([Event(ts, EventKind.MARK, text, source="user")])
         if self.on_mark is None:
-            self.notify("not recording: the mark is shown but not saved", severity="warning")
+            self.say("not recording: the mark is shown but not saved", severity="warning")
             return
         on_mark = self.on_mark
 
@@ -541,9 +548,9 @@ class TopApp(App):
             try:
                 on_mark(text)
             except Exception as exc:  # a full disk must not kill the dashboard
-                self.call_from_thread(self.notify, f"mark not saved: {exc}", severity="error")
+                self.call_from_thread(self.say, f"mark not saved: {exc}", severity="error")
             else:
-                self.call_from_thread(self.notify, f"marked: {text}")
+                self.call_from_thread(self.say, f"marked: {text}")
 
         self.run_worker(write, thread=True, exclusive=False, group="marks")
 
@@ -607,8 +614,7 @@ class TopApp(App):
             try:
                 path = job()
             except UserError as exc:
-                self.call_from_thread(self.notify, printable(f"export failed: {exc}"), severity="error",
-                                      markup=False)
+                self.call_from_thread(self.say, f"export failed: {exc}", "error")
             else:
                 self.call_from_thread(self._exported, path)
 
@@ -616,7 +622,7 @@ class TopApp(App):
 
     def _exported(self, path: str) -> None:
         self.exports.append(path)
-        self.notify(printable(f"exported {path}"), markup=False)  # the directory's name comes from the input
+        self.say(f"exported {path}")  # the directory's name comes from the input
 
     # replay ------------------------------------------------------------------------------------------
     def _moved(self) -> None:
@@ -634,9 +640,9 @@ class TopApp(App):
         if self.replay is not None:
             ev = self.replay.jump(direction)
             if ev is None:
-                self.notify("no more events that way")
+                self.say("no more events that way")
             else:
-                self.notify(f"{ev.kind.value}: {ev.text}")
+                self.say(f"{ev.kind.value}: {ev.text}")
             self._moved()
 
     def action_home(self) -> None:

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from rich.text import Span, Text
 
 from zfsmon import units
+from zfsmon.errors import printable
 from zfsmon.views import thresholds
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -35,6 +36,26 @@ def num(value: Optional[float], unit: str, raw: bool = False) -> str:
     if unit == "%":
         return f"{value:.1f}%"
     return f"{value:.1f}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def inert(line: Text) -> Text:
+    """``line`` as the dashboard may draw it: a control character in it (names and texts come from the input: the
+    ESC of a terminal escape sequence in a vdev's name) shown as its escape (:func:`zfsmon.errors.printable`), the
+    spans moved with the text; a panel's line breaks stay. A line without one is returned as it is. Every panel's
+    lines and the header pass through here on their way to the screen (:class:`~zfsmon.views.top.lines.Lines`,
+    ``TopApp._put``), a table's cells before they are cut (``panels._columns``); a ``Text`` is never parsed as
+    markup."""
+    plain = line.plain
+    if all(printable(part) == part for part in plain.split("\n")):
+        return line
+    parts = [ch if ch == "\n" else printable(ch) for ch in plain]
+    at = [0]
+    for p in parts:
+        at.append(at[-1] + len(p))
+    n = len(plain)
+    spans = [Span(at[min(sp.start, n)], at[min(sp.end, n)], sp.style) for sp in line.spans]
+    return Text("".join(parts), style=line.style, justify=line.justify, overflow=line.overflow,
+                no_wrap=line.no_wrap, end=line.end, tab_size=line.tab_size, spans=spans)
 
 
 def colored(value: Optional[float], unit: str, threshold: Optional[str], raw: bool = False) -> Text:

@@ -19,9 +19,12 @@ from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from zfsmon.views.top.fmt import inert
+
 
 class Lines(Widget):
-    """Lines of rich text, one screen line each (cut at the panel's width, never wrapped)."""
+    """Lines of rich text, one screen line each (cut at the panel's width, never wrapped), control characters
+    shown as escapes (:func:`~zfsmon.views.top.fmt.inert`)."""
 
     DEFAULT_CSS = "Lines { height: auto; }"
 
@@ -34,6 +37,7 @@ class Lines(Widget):
 
     def set_lines(self, texts: List[Text]) -> None:
         """Show ``texts``; repaint only the lines that changed, lay out again only if the count did."""
+        texts = [inert(t) for t in texts]
         old, self.texts = self.texts, texts
         if len(texts) != len(old):
             self._strips.clear()

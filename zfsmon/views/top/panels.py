@@ -83,10 +83,13 @@ def _columns(cells: List[Text], first: int, widths: List[int], style: str = "") 
 
     The cells are the caller's fresh ones and are cut in place (copying them was a tenth of the tree's text: ~800
     cells per refresh at 64 leaves); one object given as several empty cells is never cut. The row is made in one
-    go, its text joined and its spans laid out, as ``Text.append_text`` one cell at a time would make it."""
+    go, its text joined and its spans laid out, as ``Text.append_text`` one cell at a time would make it. A cell's
+    control characters (a vdev's name is the input's) are shown as escapes before it is cut to its column
+    (:func:`~zfsmon.views.top.fmt.inert`), so that the columns stay aligned."""
     parts: List[str] = []
     spans: List[Span] = []
     pos = 0
+    cells = [fmt.inert(c) for c in cells]
     cells[0].truncate(first, overflow="ellipsis", pad=True)
     for i, (c, w) in enumerate(zip(cells, [0, *widths])):
         if i:  # a right-aligned cell: cut to its column, blanks before it
