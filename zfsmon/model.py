@@ -10,10 +10,10 @@ in here does I/O.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 #: the times a recording can hold: those a calendar date can be printed for (UTC years 1 to 9999). A time
 #: outside (1e300, nan, a duration of 300000000000 s added to a start) is an impossible time: refused on input,
@@ -194,6 +194,30 @@ class Event:
 
 
 Record = Union[Sample, Event]
+
+
+def typical_gap(times: Iterable[float]) -> Optional[float]:
+    """The median gap between consecutive distinct times, or None when there are fewer than two.
+
+    The interval a series was taken at, as its own times show it: a one-off
+    late report or whole-second stamps (``zpool iostat -T u``: 5, 6, 5 s) do
+    not move it. ``zfsmon info`` states it for a recording, and a capture's
+    interval rows without a said interval are given it.
+    """
+    ts = sorted(set(times))
+    gaps = sorted(b - a for a, b in zip(ts, ts[1:]))
+    return gaps[len(gaps) // 2] if gaps else None
+
+
+def with_intervals(records: Sequence[Record]) -> List[Record]:
+    """Interval rows (not a since-boot first report) that carry no interval get the capture's
+    :func:`typical_gap`: a capture with printed times says its interval in them. Unchanged when its times do
+    not (fewer than two distinct ones: a capture without times, given no ``--interval``)."""
+    gap = typical_gap(r.ts for r in records if isinstance(r, Sample))
+    if gap is None:
+        return list(records)
+    return [replace(r, interval=gap) if isinstance(r, Sample) and r.interval is None and not r.since_boot else r
+            for r in records]
 
 
 class ParseError(ValueError):

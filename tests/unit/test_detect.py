@@ -30,6 +30,7 @@ OWN_KIND_RULES = [
     ("kstat_misc", re.compile(r"_txgs(_TRUNCATED-first6rows)?\.txt$"), "txgs-kstat"),
     ("kstat_misc", re.compile(r"_objset-[0-9a-fx]+\.txt$"), "objset-kstat"),
     ("kstat_misc", re.compile(r"_zfs_zil\.txt$"), "zil-kstat"),
+    ("kstat_misc", re.compile(r"_io\.txt$"), "pool-io-kstat"),
     ("illumos_fsstat_iostat", re.compile(r"__iostat_-x"), "iostat-xn"),
     ("illumos_fsstat_iostat", re.compile(r"__fsstat_"), "fsstat"),
 ]

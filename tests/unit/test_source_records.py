@@ -127,8 +127,8 @@ def test_behaviour_the_commands_depend_on_is_kept():
     """`record SOURCES` names and the parse/import kinds, in their order."""
     assert registry.NAMES == ("zpool", "latency", "status", "arcstats", "zil", "objset", "iostats", "txgs", "diskstats",
                               "iostat", "fsstat")
-    assert list(detect.KINDS) == ["zpool-iostat", "zpool-status-json", "zpool-status", "arcstats", "zilstat",
-                                  "arcstat", "zil-kstat", "objset-kstat", "iostats-kstat", "txgs-kstat", "diskstats",
+    assert list(detect.KINDS) == ["zpool-iostat", "zpool-status-json", "zpool-status", "pool-state-kstat", "arcstats",
+                                  "zilstat", "arcstat", "zil-kstat", "objset-kstat", "pool-io-kstat", "iostats-kstat", "txgs-kstat", "diskstats",
                                   "iostat-xn", "iostat-x", "fsstat", "bcc-hist", "bcc-slower", "bpftrace-hist",
                                   "pgbench", "fio"]
 

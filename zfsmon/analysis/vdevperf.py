@@ -107,6 +107,18 @@ class RoleStats:
     capacity_b: Optional[float] = None
     peak_iops: float = 0.0  # the role's devices' read+write ops/s, busiest interval
     mean_iops: float = 0.0
+    timed: int = 0  # the devices' interval rows counted above
+    untimed: int = 0  # interval rows without an interval (a capture without times, imported without one)
+
+    @property
+    def unknown(self) -> str:
+        """Why figures are missing or short, for the text: '' when every row had its interval."""
+        if not self.untimed:
+            return ""
+        if not self.timed:
+            return (f"no interval known for its {self.untimed:,} readings (a capture without times: import it with "
+                    "--interval S), so no IOPS or operation counts")
+        return f"{self.untimed:,} readings without an interval left out"
 
     @property
     def iops_per_gb(self) -> Optional[float]:
@@ -117,7 +129,8 @@ class RoleStats:
                 "read_ops": self.read_ops, "write_ops": self.write_ops,
                 "busiest_read_per_leaf_s": self.busiest_read_per_device_s,
                 "busiest_write_per_leaf_s": self.busiest_write_per_device_s, "capacity_b": self.capacity_b,
-                "peak_iops": self.peak_iops, "mean_iops": self.mean_iops, "iops_per_gb": self.iops_per_gb}
+                "peak_iops": self.peak_iops, "mean_iops": self.mean_iops, "iops_per_gb": self.iops_per_gb,
+                "readings_without_interval": self.untimed}
 
 
 @dataclass
@@ -156,7 +169,11 @@ class VdevPerf:
     def text(self) -> str:
         parts: List[str] = []
         data = self.roles.get("data")
-        if data is not None:
+        timed = {r: st for r, st in self.roles.items() if st.timed}
+        if data is not None and not data.timed:
+            parts.append(f"Data vdevs: {data.top_level} top-level, {data.devices} disks"
+                         + (f", {_gb(data.capacity_b)}" if data.capacity_b else "") + f"; {data.unknown}.")
+        elif data is not None:
             t = (f"Data vdevs: {data.top_level} top-level, {data.devices} disks"
                  + (f", {_gb(data.capacity_b)}" if data.capacity_b else "")
                  + f"; busiest interval {data.peak_iops:,.0f} disk IOPS")
@@ -168,14 +185,17 @@ class VdevPerf:
             peak = self.fio_peak_iops
             if peak and data.capacity_b:
                 t += f"; fio's peak {peak:,.0f} IOPS = {peak / (data.capacity_b / GB):,.1f} per data GB"
-            parts.append(t + ".")
+            parts.append(t + (f"; {data.unknown}." if data.unknown else "."))
         cache = self.roles.get("cache")
-        if cache is not None:
+        if cache is not None and not cache.timed:
+            parts.append(f"Cache devices: {cache.devices}" + (f", {_gb(cache.capacity_b)}" if cache.capacity_b else "")
+                         + f"; {cache.unknown}.")
+        elif cache is not None:
             t = (f"Cache devices: {cache.devices}" + (f", {_gb(cache.capacity_b)}" if cache.capacity_b else "")
                  + f"; up to {cache.busiest_read_per_device_s:,.0f} reads/s per device; {cache.read_ops:,.0f} reads "
                  f"in the window")
-            if data is not None:
-                t += f" against the data disks' {data.read_ops:,.0f}"
+            if "data" in timed:
+                t += f" against the data disks' {timed['data'].read_ops:,.0f}"
             if self.fio_reads:
                 t += f", of fio's {self.fio_reads:,.0f} reads"
             if self.l2_hits is not None:
@@ -183,13 +203,15 @@ class VdevPerf:
                                                              if self.l2_misses is not None else "")
             if cache.iops_per_gb is not None:
                 t += f"; {cache.iops_per_gb:,.0f} IOPS per GB of cache"
-            parts.append(t + ".")
+            parts.append(t + (f"; {cache.unknown}." if cache.unknown else "."))
         log = self.roles.get("log")
-        if log is not None:
+        if log is not None and not log.timed:
+            parts.append(f"Log devices (SLOG): {log.unknown}.")
+        elif log is not None:
             t = f"Log devices (SLOG): {log.write_ops:,.0f} writes in the window"
-            if data is not None:
+            if data is not None and "data" in timed:
                 t += f" against {data.write_ops:,.0f} on the {data.devices} data disks"
-            parts.append(t + ".")
+            parts.append(t + (f"; {log.unknown}." if log.unknown else "."))
         if self.latency:
             parts.append("Latency per role: " + "; ".join(d.text() for d in self.latency) + ".")
         return " ".join(parts)
@@ -303,7 +325,10 @@ def _role_stats(rows: _Rows) -> Dict[str, RoleStats]:
             names[role] = set()
         names[role].add((s.entity.pool, s.entity.name))
         r, w = float(m.get("read_ops", 0.0)), float(m.get("write_ops", 0.0))
-        if s.interval:
+        if not s.interval:
+            st.untimed += 1
+        else:
+            st.timed += 1
             st.read_ops += r * s.interval
             st.write_ops += w * s.interval
             got = per_ts.get((role, s.ts))

@@ -19,13 +19,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List, Optional, Tuple
+from typing import List
 
 from zfsmon import outfile
 from zfsmon.commands._timearg import When
-from zfsmon.commands.parse import add_options, notes, options_from, parse_log_text, print_notes, read_log
+from zfsmon.commands.parse import (
+    add_options,
+    check_possible,
+    notes,
+    options_from,
+    parse_log_text,
+    place_by_boot,
+    print_notes,
+    read_log,
+)
 from zfsmon.errors import UserError
-from zfsmon.model import Event, ParseError, Record, Sample, valid_ts
+from zfsmon.model import ParseError, Record, Sample
 from zfsmon.sources import detect, kstat_text
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recorder
@@ -62,26 +71,6 @@ def place(records: List[Record], path: str, start: float = None) -> List[Record]
     return detect.shift(records, mtime - hi)
 
 
-def _place_by_boot(loaded: List[Tuple[str, str, List[Record]]], start: Optional[float], all_notes: List[str]
-                   ) -> List[Tuple[str, str, List[Record]]]:
-    """Kstat dumps timed by snaptime (seconds since boot): dumps of one boot keep their gaps across files
-    (:func:`zfsmon.sources.kstat_text.boot_shifts`), each guess said in a note. The marker events go."""
-    waiting = [(p, recs, os.path.getmtime(p) if p != "-" else 0.0) for p, _k, recs in loaded
-               if kstat_text.boot_clock(recs) and detect.is_relative(recs)]
-    shifts, boot_notes = kstat_text.boot_shifts(waiting, start)
-    for note in boot_notes:
-        print(f"note: {note}", file=sys.stderr)
-    all_notes.extend(boot_notes)
-    out = []
-    for path, kind, records in loaded:
-        records = [r for r in records if not (isinstance(r, Event) and kstat_text.BOOT_CLOCK in r.data)]
-        if path in shifts:
-            records = detect.shift(records, shifts[path])
-            _check_possible(records, path)
-        out.append((path, kind, records))
-    return out
-
-
 def _check_times(records: List[Record], path: str) -> None:
     """Several readings of one entity at one time: the log printed no times and no interval was given."""
     seen = set()
@@ -92,15 +81,6 @@ def _check_times(records: List[Record], path: str) -> None:
                 raise UserError(f"{path}: the log shows no times or interval; say how far apart its reports are "
                                 "with --interval S")
             seen.add(k)
-
-
-def _check_possible(records: List[Record], path: str) -> None:
-    """Every time a date (a pgbench summary's ``duration: 300000000000 s``, a --start near year 9999 plus the
-    capture's length): else no recording is made, rather than one every later read fails on."""
-    bad = next((r for r in records if not valid_ts(r.ts)), None)
-    if bad is not None:
-        raise UserError(f"{path}: an impossible time ({bad.ts!r} s after 1970, beyond year 9999 or not a number) "
-                        f"for {bad.entity.key if isinstance(bad, Sample) else 'an event'}: not imported")
 
 
 def _is_status(text: str) -> bool:
@@ -131,9 +111,9 @@ def run(args: argparse.Namespace) -> int:
         _check_times(records, path)
         if not (kstat_text.boot_clock(records) and detect.is_relative(records)):
             records = place(records, path, args.start.resolve(None) if args.start else None)
-            _check_possible(records, path)
+            check_possible(records, path)
         loaded.append((path, kind, records))
-    loaded = _place_by_boot(loaded, args.start.resolve(None) if args.start else None, all_notes)
+    loaded = place_by_boot(loaded, args.start.resolve(None) if args.start else None, all_notes)
     if not loaded:
         raise UserError("only zpool status captures given: no log to import (they give the roles of "
                         "zpool iostat logs given with them)")

@@ -8,6 +8,10 @@ What the text itself cannot show can be said: --iostat-flags gives the letters t
 `zpool status` capture for the roles and parents -H rows and -r/-w histograms do not print. Without one,
 zfsmon asks this host's `zpool status` when it has a pool of that name with those devices, and otherwise
 guesses the tree from the text; every guess is one line on standard error starting with `note:`.
+
+Kstat dumps are timed by their snapshot time, seconds since boot: as `zfsmon import` does, the last dump is
+placed at the file's modification time (dumps of one boot keep their gaps), said in a `note:`. A capture
+with printed times (`zpool iostat -T u`) gives its interval rows the interval those times show.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from zfsmon.commands._readtext import read_text
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError, printable
-from zfsmon.model import Event, EventKind, ParseError, Record, Sample
-from zfsmon.sources import detect
+from zfsmon.model import Event, EventKind, ParseError, Record, Sample, valid_ts
+from zfsmon.sources import detect, kstat_text
 from zfsmon.sources.spec import ParseOptions
 from zfsmon.sources.zpool_status import run_zpool
 from zfsmon.views import csv_export as view
@@ -173,6 +177,37 @@ def _without_cut_line(tk, text: str, source: str, interval: Optional[float], opt
     return records
 
 
+def check_possible(records: List[Record], path: str) -> None:
+    """Every time a date (a pgbench summary's ``duration: 300000000000 s``, a --start near year 9999 plus the
+    capture's length): else no recording is made, rather than one every later read fails on."""
+    bad = next((r for r in records if not valid_ts(r.ts)), None)
+    if bad is not None:
+        raise UserError(f"{path}: an impossible time ({bad.ts!r} s after 1970, beyond year 9999 or not a number) "
+                        f"for {bad.entity.key if isinstance(bad, Sample) else 'an event'}: not imported")
+
+
+def place_by_boot(loaded: List[Tuple[str, str, List[Record]]], start: Optional[float], all_notes: List[str],
+                  hint: str = kstat_text.START_HINT) -> List[Tuple[str, str, List[Record]]]:
+    """Kstat dumps timed by snaptime (seconds since boot) onto the wall clock, for `import` and `parse` alike:
+    dumps of one boot keep their gaps across files (:func:`zfsmon.sources.kstat_text.boot_shifts`), each guess
+    said in a note on standard error (``hint``: how to say the time instead) and added to ``all_notes``. The
+    marker events go."""
+    waiting = [(p, recs, os.path.getmtime(p) if p != "-" else 0.0) for p, _k, recs in loaded
+               if kstat_text.boot_clock(recs) and detect.is_relative(recs)]
+    shifts, boot_notes = kstat_text.boot_shifts(waiting, start, hint)
+    for note in boot_notes:
+        print(f"note: {note}", file=sys.stderr)
+    all_notes.extend(boot_notes)
+    out = []
+    for path, kind, records in loaded:
+        records = [r for r in records if not (isinstance(r, Event) and kstat_text.BOOT_CLOCK in r.data)]
+        if path in shifts:
+            records = detect.shift(records, shifts[path])
+            check_possible(records, path)
+        out.append((path, kind, records))
+    return out
+
+
 def notes(records: Sequence[Record]) -> List[str]:
     """What the parser had to guess or infer (``info`` events carrying a ``note``)."""
     return [r.text for r in records if isinstance(r, Event) and r.kind == EventKind.INFO and "note" in r.data]
@@ -212,8 +247,11 @@ def run(args: argparse.Namespace) -> int:
         list_kinds()
         return 0
     kind, path = _kind_and_path(args)
-    records, _name = parse_log_text(read_log(path), path, kind, args.interval, options_from(args))
+    records, name = parse_log_text(read_log(path), path, kind, args.interval, options_from(args))
     print_notes(records)
+    if kstat_text.boot_clock(records) and detect.is_relative(records):
+        records = place_by_boot([(path, name, records)], None, [],
+                                "`zfsmon import --start T` says when the first was taken")[0][2]
     samples = [r for r in records if isinstance(r, Sample)]
     view.write_long(sys.stdout, view.rows(samples, args.every))
     if args.events:

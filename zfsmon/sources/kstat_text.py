@@ -233,15 +233,19 @@ def boot_clock(records: Sequence[Record]) -> FrozenSet[int]:
                      for c in r.data[BOOT_CLOCK])  # type: ignore[attr-defined]
 
 
-def boot_shifts(files: Sequence[Tuple[str, Sequence[Record], float]], start: Optional[float] = None
-                ) -> Tuple[Dict[str, float], List[str]]:
+#: how a note of :func:`boot_shifts` says to give the time of day instead of guessing it (``zfsmon import``'s way)
+START_HINT = "give --start to say when the first was taken"
+
+
+def boot_shifts(files: Sequence[Tuple[str, Sequence[Record], float]], start: Optional[float] = None,
+                hint: str = START_HINT) -> Tuple[Dict[str, float], List[str]]:
     """How far to move each file's relative times so that dumps of one boot keep their gaps across files.
 
     ``files``: (name, records, modification time). Files timed by snaptime
     that share a kstat (same crtime: same kstat of the same boot) get one
     shift: with ``start``, the earliest dump lands on it; otherwise the latest
     dump lands on its file's modification time (a guess, said in the returned
-    notes). Files of other clocks are not in the result.
+    notes, with ``hint``). Files of other clocks are not in the result.
     """
     groups: List[Tuple[Set[int], List[Tuple[str, Sequence[Record], float]]]] = []
     for name, records, mtime in files:
@@ -265,7 +269,7 @@ def boot_shifts(files: Sequence[Tuple[str, Sequence[Record], float]], start: Opt
             last_name, last_recs, mtime = max(group, key=lambda f: max(r.ts for r in f[1]))
             delta = mtime - max(r.ts for r in last_recs)
             notes.append(f"{names}: time of day guessed: the last kstat dump is placed at {last_name}'s "
-                         "modification time (give --start to say when the first was taken)")
+                         f"modification time ({hint})")
         if len(group) > 1:
             notes.append(f"{names}: placed relative to each other by their kstat snaptime (one boot)")
         for name, _r, _m in group:

@@ -25,6 +25,7 @@ from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
+from zfsmon.sources.pool_kstat import pool_of_file
 from zfsmon.sources.spec import Source, TextKind
 
 ROOT = "/proc/spl/kstat/zfs"
@@ -42,6 +43,9 @@ IO_FIELDS: Mapping[str, str] = {
     "wtime": "io_wait_ns", "wlentime": "io_wait_len_ns", "rtime": "io_run_ns", "rlentime": "io_run_len_ns",
     "wcnt": "io_wait_queue", "rcnt": "io_run_queue",
 }
+#: the column line of the ``io`` kstat (KSTAT_TYPE_IO), as the kernel prints it
+IO_COLUMNS = ("nread", "nwritten", "reads", "writes", "wtime", "wlentime", "wupdate", "rtime", "rlentime", "rupdate",
+              "wcnt", "rcnt")
 _OBJSET_FILE = re.compile(r"^objset-(0x[0-9a-fA-F]+|\d+)$")
 
 
@@ -206,9 +210,28 @@ def parse_dumps(text: str, source: str, interval: Optional[float] = None) -> Lis
     return out
 
 
+def looks_like_io(text: str) -> bool:
+    """A Linux per-pool ``io`` kstat dump (ZoL 0.6-0.8): a type-3 header and the io kstat's column line."""
+    head = [ln for ln in text.splitlines()[:6] if ln.strip()]
+    return (len(head) >= 2 and bool(kstat_text.HEADER_RE.match(head[0])) and head[0].split()[1] == "3"
+            and tuple(head[1].split()) == IO_COLUMNS)
+
+
+def parse_io_dumps(text: str, source: str, interval: Optional[float] = None) -> List[Record]:
+    """``cat /proc/spl/kstat/zfs/POOL/io`` once or in a loop: one pool sample (``io_*`` counters) per dump, of the
+    pool named after the file (``POOL.io``), timed by snaptime as :func:`zfsmon.sources.kstat_text.timed_proc_dumps`
+    says (or dump *i* at ``i * interval``)."""
+    pool = pool_of_file(source)
+    return kstat_text.timed_proc_dumps(text, source, interval,
+                                       lambda dump, ts, where: [parse_pool_io(dump, ts, pool, where)])
+
+
 SOURCE = Source(
     name="objset", help="per-dataset activity (Linux objset kstats; the 0.6-0.8 per-pool io kstat)", order=50,
     check=check_host, collector=_collector, family="dataset",
     kinds=(TextKind("objset-kstat", "per-dataset objset-0xID kstat dumps (Linux, OpenZFS 0.8+; one or many)",
-                    looks_like, parse_dumps, "for f in /proc/spl/kstat/zfs/*/objset-*; do cat $f; done > objset.log"),),
+                    looks_like, parse_dumps, "for f in /proc/spl/kstat/zfs/*/objset-*; do cat $f; done > objset.log"),
+           TextKind("pool-io-kstat", "`/proc/spl/kstat/zfs/POOL/io` dumps (ZoL 0.6-0.8; one or a loop; pool named "
+                    "after the file: POOL.io)", looks_like_io, parse_io_dumps,
+                    "while sleep 10; do cat /proc/spl/kstat/zfs/tank/io; done > tank.io")),
 )

@@ -9,14 +9,13 @@ both read the same way, a field is named by its presence, never by version.
 
 from __future__ import annotations
 
-import os
 from typing import List, Sequence
 
 from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Collector
-from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, check_pool_file
+from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, check_pool_file, pool_of_file
 from zfsmon.sources.spec import Source, TextKind
 
 NAME = "iostats"
@@ -55,8 +54,7 @@ def looks_like(text: str) -> bool:
 
 def parse_text(text: str, source: str, interval: object = None) -> List[Record]:
     """A saved ``cat /proc/spl/kstat/zfs/POOL/iostats``: one sample at time 0 of a pool named after the file."""
-    pool = os.path.basename(source).split(".")[0] or "pool"
-    return [parse_iostats(text, 0.0, pool, source)]
+    return [parse_iostats(text, 0.0, pool_of_file(source), source)]
 
 
 SOURCE = Source(

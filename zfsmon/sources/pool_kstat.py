@@ -27,6 +27,11 @@ def read_text(path: str) -> str:
         return fh.read()
 
 
+def pool_of_file(source: str) -> str:
+    """The pool a saved per-pool kstat is of: named after the file (``tank.iostats``, ``tank.io``: ``tank``)."""
+    return os.path.basename(source).split(".")[0] or "pool"
+
+
 def pool_dirs(root: str, pools: Optional[Sequence[str]] = None) -> List[str]:
     """The pools (directories) under ``root``, or those of ``pools`` that are there. Raises OSError."""
     names = list(pools) if pools else sorted(os.listdir(root))

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
-from zfsmon.model import Record
+from zfsmon.model import Record, with_intervals
 from zfsmon.sources.base import Collector
 
 #: seconds at or above this (1973) are epoch times; below it they are offsets (elapsed time, time since boot)
@@ -83,16 +83,22 @@ class TextKind:
     parse_with: Optional[ParseWith] = None
     #: which :class:`ParseOptions` fields ``parse_with`` uses (``"flags"``, ``"beside"``, ``"host_text"``)
     options: Tuple[str, ...] = ()
+    #: its rows are figures over an interval (``zpool iostat``'s ops/s): given no interval, each takes the one
+    #: the capture's printed times show (:func:`zfsmon.model.with_intervals`), as a live collector's would
+    interval_rows: bool = False
 
     def __str__(self) -> str:
         return self.name
 
     def read(self, text: str, source: str, interval: Optional[float], options: Optional[ParseOptions] = None
              ) -> List[Record]:
-        """Parse with the options this kind takes (the others are ignored: see ``options``)."""
+        """Parse with the options this kind takes (the others are ignored: see ``options``); interval rows
+        without an interval get the one their printed times show (``interval_rows``)."""
         if self.parse_with is not None:
-            return self.parse_with(text, source, interval, options or ParseOptions())
-        return self.parse(text, source, interval)
+            records = self.parse_with(text, source, interval, options or ParseOptions())
+        else:
+            records = self.parse(text, source, interval)
+        return with_intervals(records) if self.interval_rows and interval is None else records
 
 
 @dataclass(frozen=True)

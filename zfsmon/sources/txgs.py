@@ -15,7 +15,6 @@ so the deltas of the next intervals are exactly the txgs committed in them.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
@@ -25,7 +24,7 @@ from zfsmon.metrics.txg import COLUMN_COUNTERS
 from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
-from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, check_pool_file
+from zfsmon.sources.pool_kstat import ROOT, PoolKstatCollector, check_pool_file, pool_of_file
 from zfsmon.sources.spec import Source, TextKind
 from zfsmon.units import MAX_DIGITS, plain_ints
 
@@ -174,7 +173,7 @@ def parse_text(text: str, source: str, interval: object = None) -> List[Record]:
     The oldest committed txg is the baseline; the counters then grow txg by txg. The pool is named after
     the file (``POOL.txgs``).
     """
-    pool = os.path.basename(source).split(".")[0] or "pool"
+    pool = pool_of_file(source)
     rows = parse_txgs(text, source)
     counter = TxgCounter(pool, NAME)
     out: List[Record] = []

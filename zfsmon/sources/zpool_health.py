@@ -290,6 +290,33 @@ def parse_text(text: str, source: str, interval: object = None) -> List[Record]:
     return HealthTracker(NAME).to_records(parse_any(text, source), 0.0)
 
 
+def looks_like_state(text: str) -> bool:
+    """A saved ``/proc/spl/kstat/zfs/POOL/state`` (ONLINE, DEGRADED, SUSPENDED...), once or a line per reading."""
+    words = text[:400].split()
+    return bool(words) and all(w in STATE_CODES for w in words)
+
+
+def parse_state(text: str, source: str, interval: Optional[float] = None) -> List[Record]:
+    """A saved ``POOL/state`` kstat: one reading per line of the pool named after the file (``POOL.state``), the
+    ``state`` and ``online`` zpool status gives a pool, with an event where the state changes; reading *i* at
+    ``i * interval`` (a loop of readings without times needs ``--interval``)."""
+    pool = pool_kstat.pool_of_file(source)
+    entity = Entity(Kind.POOL, pool, pool)
+    tracker = HealthTracker(NAME)
+    out: List[Record] = []
+    lines = [(no, ln.strip()) for no, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    for i, (no, word) in enumerate(lines):
+        if word not in STATE_CODES:
+            raise ParseError(source, no, f"not a pool state (one of {', '.join(STATE_CODES)})", word)
+        ts = i * (interval or 0.0)
+        out.extend(tracker._state_event(pool, entity, word, ts))
+        out.append(Sample(ts, entity, {"state": float(STATE_CODES[word]),
+                                       "online": 1.0 if word in HEALTHY_STATES else 0.0}, source=NAME))
+    if not out:
+        raise ParseError(source, None, "no pool state in it")
+    return out
+
+
 def looks_like_text(text: str) -> bool:
     head = text[:4000]
     return "pool:" in head and "config:" in head and "NAME" in head and "STATE" in head
@@ -301,7 +328,10 @@ SOURCE = Source(
     kinds=(TextKind("zpool-status-json", "`zpool status -j [--json-flat-vdevs] [--json-int]` (OpenZFS 2.3+)",
                     looks_like_json, parse_text, "zpool status -j --json-flat-vdevs --json-int > status.json"),
            TextKind("zpool-status", "`zpool status [-p] [-s] [POOL]` text", looks_like_text, parse_text,
-                    "zpool status -p -s > status.txt")),
+                    "zpool status -p -s > status.txt"),
+           TextKind("pool-state-kstat", "`/proc/spl/kstat/zfs/POOL/state` (Linux; one or a line per reading; pool "
+                    "named after the file: POOL.state)", looks_like_state, parse_state,
+                    "cat /proc/spl/kstat/zfs/tank/state > tank.state")),
 )
 
 __all__ = ["SOURCE", "StatusCollector", "HealthTracker", "choose", "parse_any", "samples"]

@@ -128,6 +128,6 @@ SOURCE = Source(
     kinds=(TextKind("zpool-iostat", "`zpool iostat` output: -v tree, -l/-q columns, -p, -T u|d, -y, "
                     "-r/-w histograms, headerless -H rows (tree from a `zpool status` beside it, or guessed)",
                     looks_like, parse_text, "zpool iostat -v -T u 5 | tee iostat.log", parse_with=read_capture,
-                    options=("flags", "beside", "host_text")),),
+                    options=("flags", "beside", "host_text"), interval_rows=True),),
     family="vdev",
 )

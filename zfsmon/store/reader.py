@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
-from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample, SampleBlock, valid_ts
+from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample, SampleBlock, typical_gap, valid_ts
 from zfsmon.store import codec, schema
 from zfsmon.store.errors import RecordingError
 from zfsmon.store.writer import NO_INTERVAL
@@ -300,9 +300,7 @@ class Recording:
         ivs = [s.interval for s in self.streams.values() if s.interval]
         if ivs:
             return max(set(ivs), key=ivs.count)
-        ts = [r[0] for r in self._db.execute("SELECT DISTINCT ts FROM tick ORDER BY id LIMIT 2000")]
-        gaps = sorted(b - a for a, b in zip(ts, ts[1:]) if b > a)
-        return gaps[len(gaps) // 2] if gaps else None
+        return typical_gap(r[0] for r in self._db.execute("SELECT DISTINCT ts FROM tick ORDER BY id LIMIT 2000"))
 
     @_guard
     def value_count(self) -> int:
