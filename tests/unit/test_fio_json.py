@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, fio_documents
 from zfsmon.model import Event, EventKind, Kind, ParseError, Sample
 from zfsmon.names import FIO_RUN_PREFIX, fio_entity, fio_job_direction, fio_run_entity
 from zfsmon.sources import detect, fio_json
@@ -28,15 +28,6 @@ def _results(records):
     """The run results (``fio-run:`` entities) by (job, direction)."""
     return {fio_job_direction(r.entity.name, FIO_RUN_PREFIX): r for r in records if isinstance(r, Sample)
             and fio_job_direction(r.entity.name, FIO_RUN_PREFIX)}
-
-
-def _documents(text: str):
-    """fio's documents decoded with the json module alone (not the parser under test)."""
-    decoder, docs, i = json.JSONDecoder(), [], 0
-    while text.find("{", i) >= 0:
-        doc, i = decoder.raw_decode(text, text.find("{", i))
-        docs.append(doc)
-    return docs
 
 
 def _fios_own(doc):
@@ -202,7 +193,7 @@ def test_the_final_report_is_the_runs_result_with_fios_own_figures(name):
     """After a --status-interval stream, fio's final report (the last document) is kept per job and direction as
     it printed it: whole-run IOPS, bandwidth, I/Os, bytes, runtime, latencies and percentiles, error."""
     text = gzip.decompress((FIO / name).read_bytes()).decode() if name.endswith(".gz") else _text(name)
-    docs = _documents(text)
+    docs = fio_documents(text)
     want = _fios_own(docs[-1])
     got = _results(fio_json.parse_json(text, name))
     assert set(got) == set(want) and want
@@ -235,13 +226,13 @@ def test_a_second_run_in_one_output_keeps_the_first_runs_result():
     one, two = _text("randread-json.json"), _text("randread-status-json.json")
     records = fio_json.parse_json(one + two)
     results = [r for r in records if isinstance(r, Sample) and r.entity.name == "fio-run:rr:read"]
-    want = [_documents(one)[-1]["jobs"][0]["read"]["iops"], _documents(two)[-1]["jobs"][0]["read"]["iops"]]
+    want = [fio_documents(one)[-1]["jobs"][0]["read"]["iops"], fio_documents(two)[-1]["jobs"][0]["read"]["iops"]]
     assert [r.metrics["iops"] for r in results] == want
 
 
 def test_stream_parser_gives_the_result_when_the_output_ends():
     text = _text("randread-numjobs2-grouped-status-jsonplus.json")
-    final = _documents(text)[-1]["jobs"][0]["read"]
+    final = fio_documents(text)[-1]["jobs"][0]["read"]
     parser = fio_json.FioJsonStreamParser()
     fed = [r for line in text.splitlines() for r in parser.feed(line, 0.0)]
     assert _results(fed) == {}  # while fio runs, no document is known to be its last
