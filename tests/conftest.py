@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import json
 import os
 import shutil
 import time
@@ -103,6 +104,15 @@ def lab_soak(lab_soak_file):
 
     with Recording.open(lab_soak_file) as rec:
         return list(rec.samples(kinds=findings.KINDS, metrics=findings.reads_metric)), rec.events()
+
+
+def fio_documents(text: str) -> List[dict]:
+    """fio's JSON documents of an output, decoded with the json module alone: what tests compare the parser with."""
+    decoder, docs, i = json.JSONDecoder(), [], 0
+    while text.find("{", i) >= 0:
+        doc, i = decoder.raw_decode(text, text.find("{", i))
+        docs.append(doc)
+    return docs
 
 
 def gunzip(src: Path, directory: Path) -> str:

@@ -24,6 +24,8 @@ PGSTAT_PREFIX = "pgstat:"
 #: fio: the records' source, and the prefix of its workload entities ``fio:<job>:<direction>``
 FIO = "fio"
 FIO_PREFIX = "fio:"
+#: the prefix of fio's run results ``fio-run:<job>:<direction>``: its final report, the figures over the whole run
+FIO_RUN_PREFIX = "fio-run:"
 
 
 def fio_entity(job: str, direction: str) -> str:
@@ -31,12 +33,19 @@ def fio_entity(job: str, direction: str) -> str:
     return f"{FIO_PREFIX}{job}:{direction}"
 
 
-def fio_job_direction(name: str) -> Optional[Tuple[str, str]]:
-    """(job, direction) of a fio workload entity name, or None for any other name."""
-    if not name.startswith(FIO_PREFIX) or ":" not in name[len(FIO_PREFIX):]:
+def fio_job_direction(name: str, prefix: str = FIO_PREFIX) -> Optional[Tuple[str, str]]:
+    """(job, direction) of a fio workload entity name (``prefix``: its intervals', or FIO_RUN_PREFIX: its run
+    results'), or None for any other name."""
+    if not name.startswith(prefix) or ":" not in name[len(prefix):]:
         return None
-    job, direction = name[len(FIO_PREFIX):].rsplit(":", 1)
+    job, direction = name[len(prefix):].rsplit(":", 1)
     return job, direction
+
+
+def fio_run_entity(job: str, direction: str) -> str:
+    """The workload entity of one fio job direction's result: fio's final report, kept apart from its intervals
+    so that what sums intervals never counts the run's totals again."""
+    return f"{FIO_RUN_PREFIX}{job}:{direction}"
 
 #: directories a bare leaf name (``wwn-0x5000c500...``, ``sdb1``, ``gpt/data0``) may be relative to
 DEV_DIRS = ("/dev", "/dev/disk/by-id", "/dev/disk/by-vdev", "/dev/disk/by-path", "/dev/disk/by-partuuid",

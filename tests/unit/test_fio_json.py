@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
 
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, fio_documents
 from zfsmon.model import Event, EventKind, Kind, ParseError, Sample
-from zfsmon.names import fio_entity, fio_job_direction
+from zfsmon.names import FIO_RUN_PREFIX, fio_entity, fio_job_direction, fio_run_entity
 from zfsmon.sources import detect, fio_json
 
 FIO = TEST_DATA / "fio"
@@ -19,7 +20,36 @@ def _text(name: str) -> str:
 
 
 def _samples(name: str):
-    return [r for r in fio_json.parse_json(_text(name), name) if isinstance(r, Sample)]
+    """The per-interval samples (``fio:`` entities)."""
+    return [r for r in fio_json.parse_json(_text(name), name) if isinstance(r, Sample) and fio_job_direction(r.entity.name)]
+
+
+def _results(records):
+    """The run results (``fio-run:`` entities) by (job, direction)."""
+    return {fio_job_direction(r.entity.name, FIO_RUN_PREFIX): r for r in records if isinstance(r, Sample)
+            and fio_job_direction(r.entity.name, FIO_RUN_PREFIX)}
+
+
+def _fios_own(doc):
+    """(job as numbered when several share a name, direction) -> fio's own whole-run figures of ``doc``."""
+    jobs = doc["jobs"]
+    names = [j["jobname"] for j in jobs]
+    out = {}
+    for k, job in enumerate(jobs):
+        name = job["jobname"]
+        if names.count(name) > 1:
+            name = f"{name}.{names[:k].count(name)}"
+        for direction in fio_json.DIRECTIONS:
+            d = job[direction]
+            if d["total_ios"]:
+                pct = d["clat_ns"]["percentile"]
+                out[(name, direction)] = {
+                    "iops": d["iops"], "bw_bytes": d["bw_bytes"], "ios": d["total_ios"], "io_bytes": d["io_bytes"],
+                    "runtime_s": d["runtime"] / 1000, "error": job["error"], "clat_max_ms": d["clat_ns"]["max"] / 1e6,
+                    "clat_mean_ms": d["clat_ns"]["mean"] / 1e6, "lat_mean_ms": d["lat_ns"]["mean"] / 1e6,
+                    "clat_p50_ms": pct["50.000000"] / 1e6, "clat_p90_ms": pct["90.000000"] / 1e6,
+                    "clat_p99_ms": pct["99.000000"] / 1e6, "clat_p999_ms": pct["99.900000"] / 1e6}
+    return out
 
 
 def test_single_run_json_is_fios_own_numbers():
@@ -138,8 +168,9 @@ def test_a_new_run_of_the_same_job_starts_over():
     doc2 = json.loads(_text("randread-json.json"))
     doc2["jobs"][0]["read"]["total_ios"] = 10
     doc2["jobs"][0]["read"]["runtime"] = 1
-    (c,) = stream.document(doc2)
-    assert c.metrics["ios"] == 10
+    done, c = stream.document(doc2)  # the first run's last document was its final report
+    assert done.entity.name == "fio-run:rr:read" and done.metrics["ios"] == 72147
+    assert c.entity.name == "fio:rr:read" and c.metrics["ios"] == 10
 
 
 def test_detected_as_fio_and_nothing_else_is():
@@ -153,3 +184,62 @@ def test_entity_names():
     assert fio_entity("qd1", "read") == "fio:qd1:read"
     assert fio_job_direction("fio:a:b:write") == ("a:b", "write")
     assert fio_job_direction("pgbench") is None
+
+
+@pytest.mark.parametrize("name", ["randread-numjobs2-status-json.json", "randread-numjobs2-grouped-status-jsonplus.json",
+                                  "randrw-status-jsonplus.json", "randwrite-status-jsonplus.json",
+                                  "randread-json.json", "lab-sweep-randread-psync-status-jsonplus.json.gz"])
+def test_the_final_report_is_the_runs_result_with_fios_own_figures(name):
+    """After a --status-interval stream, fio's final report (the last document) is kept per job and direction as
+    it printed it: whole-run IOPS, bandwidth, I/Os, bytes, runtime, latencies and percentiles, error."""
+    text = gzip.decompress((FIO / name).read_bytes()).decode() if name.endswith(".gz") else _text(name)
+    docs = fio_documents(text)
+    want = _fios_own(docs[-1])
+    got = _results(fio_json.parse_json(text, name))
+    assert set(got) == set(want) and want
+    for key, figures in want.items():
+        s = got[key]
+        assert s.entity.name == fio_run_entity(*key) and s.ts == docs[-1]["timestamp_ms"] / 1000
+        assert {k: s.metrics[k] for k in figures} == figures, key
+        assert s.interval == figures["runtime_s"]
+
+
+def test_jobs_of_one_name_keep_their_own_result():
+    """numjobs=2 without group_reporting: two jobs named rr in every document, each its own result."""
+    got = _results(fio_json.parse_json(_text("randread-numjobs2-status-json.json")))
+    assert sorted(got) == [("rr.0", "read"), ("rr.1", "read")]
+    assert got[("rr.0", "read")].metrics["iops"] == 20753.082306
+    assert got[("rr.1", "read")].metrics["iops"] == 20743.085638
+    assert got[("rr.0", "read")].metrics["numjobs"] == 2
+
+
+def test_a_truncated_output_has_no_result():
+    """fio killed while writing: the last complete document is a status report, not fio's result."""
+    text = _text("randrw-status-jsonplus.json")
+    starts = [i for i in range(len(text)) if text.startswith('{\n  "fio version"', i)]
+    records = fio_json.parse_json(text[: starts[-1] + 3000], "cut.json")
+    assert _results(records) == {} and any(isinstance(r, Sample) for r in records)
+
+
+def test_a_second_run_in_one_output_keeps_the_first_runs_result():
+    """Two runs appended to one file: the first run's last document is its final report."""
+    one, two = _text("randread-json.json"), _text("randread-status-json.json")
+    records = fio_json.parse_json(one + two)
+    results = [r for r in records if isinstance(r, Sample) and r.entity.name == "fio-run:rr:read"]
+    want = [fio_documents(one)[-1]["jobs"][0]["read"]["iops"], fio_documents(two)[-1]["jobs"][0]["read"]["iops"]]
+    assert [r.metrics["iops"] for r in results] == want
+
+
+def test_stream_parser_gives_the_result_when_the_output_ends():
+    text = _text("randread-numjobs2-grouped-status-jsonplus.json")
+    final = fio_documents(text)[-1]["jobs"][0]["read"]
+    parser = fio_json.FioJsonStreamParser()
+    fed = [r for line in text.splitlines() for r in parser.feed(line, 0.0)]
+    assert _results(fed) == {}  # while fio runs, no document is known to be its last
+    (result,) = _results(parser.flush(1.0)).values()
+    assert result.metrics["iops"] == final["iops"] and result.metrics["ios"] == final["total_ios"]
+    assert parser.flush(2.0) == []  # once
+    cut = fio_json.FioJsonStreamParser()
+    for line in text.splitlines()[:-5]:  # fio killed inside its last document
+        cut.feed(line, 0.0)
+    assert _results(cut.flush(1.0)) == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TEST_DATA, need, wait_until
+from tests.conftest import TEST_DATA, fio_documents, need, wait_until
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Sample
 from zfsmon.sources.fio_json import parse_json
@@ -97,13 +98,52 @@ def test_small_real_run_records_each_interval(tmp_path):
     runner = fiowl.FioCollector(fiowl.run_argv(str(job), 1, _fio()), output=str(out))
     records = _run(runner)
     assert runner.returncode == 0 and runner.documents >= 2
-    samples = [r for r in records if isinstance(r, Sample)]
+    samples = [r for r in records if isinstance(r, Sample) and r.entity.name.startswith("fio:")]
     assert {s.entity.name for s in samples} == {"fio:qd2:read", "fio:qd2:write"}
     assert all(s.metrics["numjobs"] == 2 and s.metrics["ios"] > 0 for s in samples)
     assert all("clat_p99_ms" in s.metrics for s in samples)  # json+: every interval has its percentiles
+    # fio exited: its last document is the run's result, fio's own figures
+    final = {j["jobname"]: j for j in fio_documents(out.read_text())[-1]["jobs"]}["qd2"]
+    results = {r.entity.name: r.metrics for r in records if isinstance(r, Sample) and r.entity.name.startswith("fio-run:")}
+    assert set(results) == {"fio-run:qd2:read", "fio-run:qd2:write"}
+    for d in ("read", "write"):
+        assert results[f"fio-run:qd2:{d}"]["iops"] == final[d]["iops"]
+        assert results[f"fio-run:qd2:{d}"]["clat_p99_ms"] == final[d]["clat_ns"]["percentile"]["99.000000"] / 1e6
     # the tee'd output is fio's own: parsed again it gives the same samples
     again = [r for r in parse_json(out.read_text()) if isinstance(r, Sample)]
-    assert [(s.entity.name, s.ts, s.metrics) for s in again] == [(s.entity.name, s.ts, s.metrics) for s in samples]
+    assert [(s.entity.name, s.ts, s.metrics) for s in again] == [(s.entity.name, s.ts, s.metrics) for s in records
+                                                                 if isinstance(s, Sample)]
+
+
+def _zfsmon(*argv: str) -> subprocess.CompletedProcess:
+    res = subprocess.run([sys.executable, "-m", "zfsmon", *argv], capture_output=True, text=True, timeout=180,
+                         cwd=str(Path(__file__).resolve().parents[2]))
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+def test_attach_of_a_real_fio_log_then_analyze_and_export_give_fios_own_result(tmp_path):
+    """fio run with --status-interval (numjobs=2, no group_reporting), its log attached from the start, then
+    analyze and export: the whole-run figures are fio's final report's, per job."""
+    log = tmp_path / "fio.json"
+    subprocess.run([_fio(), "--name=rr", f"--filename={tmp_path / 'data'}", "--size=4M", "--rw=randread", "--bs=8k",
+                    "--ioengine=psync", "--numjobs=2", "--runtime=2", "--time_based", "--status-interval=1",
+                    "--output-format=json", f"--output={log}"], check=True, capture_output=True, timeout=120)
+    jobs = fio_documents(log.read_text())[-1]["jobs"]
+    rec = tmp_path / "att.zfsmon"
+    _zfsmon("attach", "--from-start", "--no-zfs", "--interval", "1", "--duration", "2", "--out", str(rec), str(log))
+    found = json.loads(_zfsmon("analyze", "--json", str(rec)).stdout)
+    (runs,) = [f["numbers"]["runs"] for f in found["findings"] if f["topic"] == "fio_run"]
+    assert [(r["job"], r["iops"], r["ios"]) for r in runs] == [
+        (f"rr.{k}", j["read"]["iops"], j["read"]["total_ios"]) for k, j in enumerate(jobs)]
+    _zfsmon("export", "--csv", str(tmp_path / "csv"), str(rec))
+    with (tmp_path / "csv" / "workload.csv").open() as fh:
+        rows = {r["name"]: r for r in csv.DictReader(fh) if r["name"].startswith("fio-run:")}
+    assert sorted(rows) == ["fio-run:rr.0:read", "fio-run:rr.1:read"]
+    for k, j in enumerate(jobs):
+        row = rows[f"fio-run:rr.{k}:read"]
+        assert float(row["iops"]) == j["read"]["iops"] and float(row["bw_bytes"]) == j["read"]["bw_bytes"]
+        assert float(row["clat_p99_ms"]) == j["read"]["clat_ns"]["percentile"]["99.000000"] / 1e6
 
 
 def test_attach_follows_fio_output_from_start(tmp_path):
@@ -154,7 +194,10 @@ def test_import_then_csv_has_fios_columns(tmp_path):
         assert res.returncode == 0, res.stderr
     with (tmp_path / "csv" / "workload.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert [r["name"] for r in rows] == ["fio:rw:write"] * 5
+    assert [r["name"] for r in rows] == ["fio:rw:write"] * 5 + ["fio-run:rw:write"]
+    final = fio_documents((FIO / "randwrite-status-jsonplus.json").read_text())[-1]["jobs"][0]["write"]
+    run, rows = rows[-1], rows[:-1]  # fio's final report: the run's result
+    assert (float(run["iops"]), run["ios"]) == (final["iops"], str(final["total_ios"]))
     assert {"iops", "bw_bytes", "ios", "clat_mean_ms", "lat_mean_ms", "clat_p50_ms", "clat_p90_ms", "clat_p99_ms",
             "clat_p999_ms", "clat_max_ms", "iodepth", "numjobs"} <= set(rows[0])
     assert [r["ios"] for r in rows] == ["10969", "17122", "14883", "10989", "2250"]

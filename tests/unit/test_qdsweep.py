@@ -7,7 +7,7 @@ import gzip
 
 import pytest
 
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, fio_documents
 from zfsmon.analysis import findings, qdsweep
 from zfsmon.model import Sample
 from zfsmon.sources.fio_json import parse_json
@@ -97,18 +97,39 @@ def test_analyze_reports_the_sweep():
 
 
 def test_throttled_lab_sweep_with_status_intervals():
-    """Real sweep on the lab (data disks throttled to 100 IOPS each), one json+ document a second: per-step values
-    come from many intervals; IOPS saturate near the mirrors' ceiling while the tail grows; zfs-fuse did not keep
-    32 reads in flight."""
+    """Real sweep on the lab (data disks throttled to 100 IOPS each), one json+ document a second: each step's
+    figures are fio's own from its final report (not ones rebuilt from the intervals, which lost qd32's I/Os
+    and put 21 reads in flight at depth 32); IOPS saturate near the mirrors' ceiling while the tail grows."""
     text = gzip.decompress((FIO / "lab-sweep-randread-psync-status-jsonplus.json.gz").read_bytes()).decode()
+    final = fio_documents(text)[-1]
     samples = [r for r in parse_json(text) if isinstance(r, Sample)]
     sw = qdsweep.sweep(samples)
     assert [s.depth for s in sw.steps] == DEPTHS
-    assert [s.ios for s in sw.steps] == [1749, 2277, 2216, 2297, 2547, 1620, 2576]
-    assert sw.steps[0].seconds == pytest.approx(5.016)
-    assert sw.peak.depth == 16 and sw.peak.iops == pytest.approx(2547 / 5.015)
-    assert sw.knee.depth == 2 and sw.knee.iops == pytest.approx(2277 / 4.968)
-    assert sw.steps[0].pct_ms["p99"] == 93.847552 and sw.steps[-1].pct_ms["p99"] == 608.17408
-    assert [s.depth for s in sw.little_misfits()] == [32]
-    assert round(sw.steps[5].in_flight, 1) == 21.0
-    assert "Little's law does not fit at 1 of 7 steps (depth 32: 21.0 in flight)" in sw.text()[2]
+    jobs = {j["jobname"]: j["read"] for j in final["jobs"]}
+    assert [s.ios for s in sw.steps] == [jobs[f"qd{d}"]["total_ios"] for d in DEPTHS]
+    assert [s.iops for s in sw.steps] == [jobs[f"qd{d}"]["iops"] for d in DEPTHS]
+    assert [s.pct_ms["p99"] for s in sw.steps] == [jobs[f"qd{d}"]["clat_ns"]["percentile"]["99.000000"] / 1e6
+                                                   for d in DEPTHS]
+    assert [s.lat_mean_ms for s in sw.steps] == pytest.approx([jobs[f"qd{d}"]["lat_ns"]["mean"] / 1e6 for d in DEPTHS],
+                                                             rel=1e-12)  # weighted by I/Os: one job, fio's
+    assert sw.steps[0].seconds == jobs["qd1"]["runtime"] / 1000
+    assert sw.peak.depth == 16 and sw.knee.depth == 8
+    assert sw.steps[5].t0 is not None and sw.steps[5].t1 > sw.steps[5].t0  # the step's window: its intervals'
+    assert sw.little_misfits() == [] and round(sw.steps[5].in_flight, 1) == 31.2
+    assert "Little's law holds" in sw.text()[2]
+
+
+def test_analyze_gives_fios_own_result_of_a_status_stream():
+    """Not a sweep (one job of two clones): analyze says fio's whole-run figures per job, from its final report."""
+    text = (FIO / "randread-numjobs2-status-json.json").read_text()
+    jobs = fio_documents(text)[-1]["jobs"]
+    report = findings.analyze([r for r in parse_json(text) if isinstance(r, Sample)])
+    (f,) = report.topic("fio_run")
+    got = {(r["job"], r["direction"]): r for r in f.numbers["runs"]}
+    assert sorted(got) == [("rr.0", "read"), ("rr.1", "read")]
+    for k, job in enumerate(jobs):
+        r = got[(f"rr.{k}", "read")]
+        assert (r["iops"], r["bw_bytes"], r["ios"]) == (job["read"]["iops"], job["read"]["bw_bytes"],
+                                                       job["read"]["total_ios"])
+        assert r["clat_p99_ms"] == job["read"]["clat_ns"]["percentile"]["99.000000"] / 1e6
+        assert f"rr.{k} read {job['read']['iops']:,.0f} IOPS" in f.text

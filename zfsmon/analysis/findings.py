@@ -184,7 +184,7 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
 @dataclass
 class Finding:
     topic: str  # warmup | l2arc_fill | disk_reads | correlation | warmup_correlation | decay | read_path | goose_eggs
-    #           | qd_sweep | vdev_perf | cache_advice | data
+    #           | fio_run | qd_sweep | vdev_perf | cache_advice | data
     text: str
     numbers: Dict[str, object] = field(default_factory=dict)
 
@@ -481,6 +481,26 @@ def _goose(window: Sequence[Sample]) -> List[Finding]:
     return [Finding("goose_eggs", summary.text(), {"per_leaf": summary.per_leaf})]
 
 
+def _fio_runs(window: Sequence[Sample]) -> List[Finding]:
+    """fio's own result per job and direction (its final report, ``fio-run:`` entities): the whole-run IOPS,
+    bandwidth and printed percentiles, the numbers fio printed and users quote, not ones rebuilt from intervals."""
+    runs = []
+    for s in window:
+        jd = names.fio_job_direction(s.entity.name, names.FIO_RUN_PREFIX) if s.entity.kind == Kind.WORKLOAD else None
+        if jd is not None and s.metrics.get("ios", 0.0) > 0:
+            runs.append({"job": jd[0], "direction": jd[1], "ts": s.ts, **s.metrics})
+    if not runs:
+        return []
+    parts = []
+    for r in runs:
+        pct = " / ".join(f"{label} {_lat_ms(r.get(f'clat_{p}_ms'))}" for p, label in
+                         (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9")))
+        err = f", error {r['error']:g}" if r.get("error") else ""
+        parts.append(f"{r['job']} {r['direction']} {r.get('iops', 0.0):,.0f} IOPS, {_bytes(r.get('bw_bytes', 0.0))}/s, "
+                     f"clat {pct} over {duration(r.get('runtime_s', 0.0))}{err}")
+    return [Finding("fio_run", "fio's result (its final report): " + "; ".join(parts) + ".", {"runs": runs})]
+
+
 def _qd_sweep(window: Sequence[Sample]) -> List[Finding]:
     """fio's queue-depth sweep: IOPS and latency per depth, the knee, Little's law (:mod:`zfsmon.analysis.qdsweep`)."""
     sw = qdsweep.sweep(window)
@@ -583,7 +603,7 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     counts = {k: len(v) for k, v in series.items()}
     runs = len({e.data.get("run") for e in events if e.kind == EventKind.RUN_END
                 and (start is None or e.ts >= start) and (end is None or e.ts <= end)})
-    sweep = _qd_sweep(window)
+    sweep = _fio_runs(window) + _qd_sweep(window)
     if not series:
         if sweep:
             return Report(min(s.ts for s in window), max(s.ts for s in window), step or 0.0, counts,

@@ -5,11 +5,15 @@ Pure: recorded fio samples in (``workload:fio:<job>:<direction>``, from
 
 * A **step** is one fio job (clones ``<job>.0``, ``<job>.1``... of one job are
   one step); its depth is ``iodepth x numjobs``, the I/Os it keeps in flight.
-  Its IOPS is all its I/Os (every direction) over its run time; its mean
-  latency is weighted by I/Os; its percentiles are, per direction, the
-  I/O-weighted median of its intervals' percentiles (exact when fio printed one
-  document for the step, as a sweep without ``--status-interval`` does), and
-  the step's p99 is the worst direction's; its max is the largest of all.
+  When the recording holds fio's final report for the job (``fio-run:``
+  entities), the step's figures are fio's own over the whole run: its IOPS the
+  sum of fio's IOPS of its directions and clones, its I/Os, mean latency and
+  max fio's, its percentiles per direction fio's printed ones (clones: the
+  I/O-weighted median of theirs). Without one (fio killed, the window cuts the
+  run), they come from the intervals: IOPS is all its I/Os (every direction)
+  over its run time; mean latency is weighted by I/Os; percentiles are, per
+  direction, the I/O-weighted median of the intervals' percentiles. Either
+  way the step's p99 is the worst direction's; its max is the largest of all.
 * A **sweep** is the steps of a recording with at least three different
   depths, in order of depth (several steps of one depth are combined).
 * The **knee** is the smallest depth whose IOPS reaches :data:`KNEE_SHARE` of
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from zfsmon.model import Kind, Sample
-from zfsmon.names import fio_job_direction
+from zfsmon.names import FIO_RUN_PREFIX, fio_job_direction
 
 #: the knee: the first depth reaching this share of the sweep's highest IOPS
 KNEE_SHARE = 0.9
@@ -167,15 +171,43 @@ class _Acc:
     jobs: List[str] = field(default_factory=list)
     t0: Optional[float] = None
     t1: Optional[float] = None
+    run_iops: float = 0.0  # fio's final report: the sum of its IOPS over the job's directions and clones
+    run_seconds: Dict[str, float] = field(default_factory=dict)
+
+
+def _add(acc: _Acc, job: str, direction: str, s: Sample, ios: float, seconds: float) -> None:
+    """One interval, or one final report's job direction, into its step's sums."""
+    if job not in acc.jobs:
+        acc.jobs.append(job)
+    acc.depth = s.metrics.get("iodepth", 1.0) * s.metrics.get("numjobs", 1.0)
+    acc.ios += ios
+    acc.dir_ios[direction] = acc.dir_ios.get(direction, 0.0) + ios
+    key = f"{job}:{direction}"
+    acc.seconds[key] = acc.seconds.get(key, 0.0) + seconds
+    lat = s.metrics.get("lat_mean_ms", s.metrics.get("clat_mean_ms"))
+    if lat is not None:
+        acc.lat_sum += lat * ios
+        acc.lat_ios += ios
+    for p in PCTS:
+        v = s.metrics.get(f"clat_{p}_ms")
+        if v is not None:
+            acc.pcts.setdefault((direction, p), []).append((v, ios))
+    mx = s.metrics.get("clat_max_ms")
+    if mx is not None:
+        acc.max_ms = mx if acc.max_ms is None else max(acc.max_ms, mx)
 
 
 def steps_from_samples(samples: Iterable[Sample]) -> List[Step]:
     """Every fio job of the samples as a step, in order of depth (steps of one depth combined)."""
     by_job: Dict[str, _Acc] = {}
+    runs: Dict[str, _Acc] = {}  # the same sums from fio's final reports, which win where they exist
     for s in samples:
         if s.entity.kind != Kind.WORKLOAD:
             continue
         jd = fio_job_direction(s.entity.name)
+        run = jd is None
+        if run:
+            jd = fio_job_direction(s.entity.name, FIO_RUN_PREFIX)
         if jd is None:
             continue
         job, direction = jd
@@ -184,28 +216,18 @@ def steps_from_samples(samples: Iterable[Sample]) -> List[Step]:
         ios = s.metrics.get("ios", 0.0)
         if ios <= 0 or not s.interval:
             continue
-        acc = by_job.setdefault(base, _Acc())
-        if job not in acc.jobs:
-            acc.jobs.append(job)
-        acc.depth = s.metrics.get("iodepth", 1.0) * s.metrics.get("numjobs", 1.0)
-        acc.ios += ios
+        acc = (runs if run else by_job).setdefault(base, _Acc())
         start = s.ts - s.interval
         acc.t0 = start if acc.t0 is None else min(acc.t0, start)
         acc.t1 = s.ts if acc.t1 is None else max(acc.t1, s.ts)
-        acc.dir_ios[direction] = acc.dir_ios.get(direction, 0.0) + ios
-        key = f"{job}:{direction}"
-        acc.seconds[key] = acc.seconds.get(key, 0.0) + s.interval
-        lat = s.metrics.get("lat_mean_ms", s.metrics.get("clat_mean_ms"))
-        if lat is not None:
-            acc.lat_sum += lat * ios
-            acc.lat_ios += ios
-        for p in PCTS:
-            v = s.metrics.get(f"clat_{p}_ms")
-            if v is not None:
-                acc.pcts.setdefault((direction, p), []).append((v, ios))
-        mx = s.metrics.get("clat_max_ms")
-        if mx is not None:
-            acc.max_ms = mx if acc.max_ms is None else max(acc.max_ms, mx)
+        _add(acc, job, direction, s, ios, s.interval)
+        if run:
+            acc.run_iops += s.metrics.get("iops", 0.0)
+    for base, acc in runs.items():
+        seen = by_job.get(base)
+        if seen is not None:  # the intervals' time span: where the step ran on the recording's clock
+            acc.t0, acc.t1 = seen.t0, seen.t1
+        by_job[base] = acc
     by_depth: Dict[float, List[_Acc]] = {}
     for acc in by_job.values():
         by_depth.setdefault(acc.depth, []).append(acc)
@@ -235,7 +257,12 @@ def _step(depth: float, accs: List[_Acc]) -> Step:
     for a in accs:
         for d, n in a.dir_ios.items():
             dir_ios[d] = dir_ios.get(d, 0.0) + n
-    return Step(depth=depth, jobs=[j for a in accs for j in a.jobs], iops=ios / seconds if seconds else 0.0, ios=ios,
+    if len(accs) == 1 and accs[0].run_iops > 0:
+        iops = accs[0].run_iops  # fio's own
+    else:  # jobs of one depth ran one after the other: their I/Os over their time (fio's when it reported)
+        spent = sum(a.ios / a.run_iops if a.run_iops > 0 else max(a.seconds.values()) for a in accs)
+        iops = ios / spent if spent else 0.0
+    return Step(depth=depth, jobs=[j for a in accs for j in a.jobs], iops=iops, ios=ios,
                 seconds=seconds, lat_mean_ms=sum(a.lat_sum for a in accs) / lat_ios if lat_ios else None,
                 pct_ms=worst, by_direction=by_dir, max_ms=max(maxes) if maxes else None,
                 t0=min(t0s) if t0s else None, t1=max(t1s) if t1s else None, by_ios=dir_ios)

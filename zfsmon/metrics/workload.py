@@ -6,7 +6,9 @@ log interval) and ``workload:pgbench-run`` (one per run summary); counts
 gauges. pg_stat_database columns live on ``workload:pgstat:<database>`` and
 keep PostgreSQL's names; cumulative columns are counters. fio values live on
 ``workload:fio:<job>:<direction>`` (one sample per job, direction and JSON
-document: the interval since the job's previous document).
+document: the interval since the job's previous document); fio's final report,
+the run's result, on ``workload:fio-run:<job>:<direction>`` (one sample per job
+and direction: fio's own figures over the whole run, as it printed them).
 """
 
 from __future__ import annotations
@@ -75,7 +77,11 @@ PGSTAT: List[MetricSpec] = [
 ]
 
 _FIO = {"any": "fio --output-format=json / json+ (--status-interval streams: differences of documents)"}
-_FIOP = {"any": "fio --output-format=json+ histogram bins (json: the first document's printed percentiles)"}
+_FIOP = {"any": "fio --output-format=json+ histogram bins (json: the first document's printed percentiles; "
+                "fio-run: the final report's printed percentiles)"}
+_FIOR = {"any": "fio --output-format=json / json+ final report (fio-run entities)"}
+#: what the fio metrics' help says of a fio-run entity (the final report)
+_RUN_NOTE = "; fio-run: over the whole run, fio's figure"
 
 
 def _fio(name: str, unit: str, help: str, src=None) -> MetricSpec:
@@ -83,19 +89,24 @@ def _fio(name: str, unit: str, help: str, src=None) -> MetricSpec:
 
 
 FIO: List[MetricSpec] = [
-    _fio("iops", "ops/s", "I/Os per second of the job and direction over the interval (fio's own runtime clock)"),
-    _fio("bw_bytes", "B/s", "bytes per second of the job and direction over the interval"),
-    _fio("ios", "count", "I/Os completed in the interval"),
-    _fio("clat_mean_ms", "ms", "mean completion latency in the interval (submission to completion)"),
-    _fio("lat_mean_ms", "ms", "mean total latency in the interval (submission latency + completion latency)"),
-    _fio("clat_p50_ms", "ms", "median completion latency in the interval", _FIOP),
-    _fio("clat_p90_ms", "ms", "90th percentile of completion latency in the interval", _FIOP),
-    _fio("clat_p99_ms", "ms", "99th percentile of completion latency in the interval", _FIOP),
-    _fio("clat_p999_ms", "ms", "99.9th percentile of completion latency in the interval", _FIOP),
+    _fio("iops", "ops/s", "I/Os per second of the job and direction over the interval (fio's own runtime clock)"
+                          + _RUN_NOTE),
+    _fio("bw_bytes", "B/s", "bytes per second of the job and direction over the interval" + _RUN_NOTE),
+    _fio("ios", "count", "I/Os completed in the interval" + _RUN_NOTE),
+    _fio("clat_mean_ms", "ms", "mean completion latency in the interval (submission to completion)" + _RUN_NOTE),
+    _fio("lat_mean_ms", "ms", "mean total latency in the interval (submission latency + completion latency)"
+                              + _RUN_NOTE),
+    _fio("clat_p50_ms", "ms", "median completion latency in the interval" + _RUN_NOTE, _FIOP),
+    _fio("clat_p90_ms", "ms", "90th percentile of completion latency in the interval" + _RUN_NOTE, _FIOP),
+    _fio("clat_p99_ms", "ms", "99th percentile of completion latency in the interval" + _RUN_NOTE, _FIOP),
+    _fio("clat_p999_ms", "ms", "99.9th percentile of completion latency in the interval" + _RUN_NOTE, _FIOP),
     _fio("clat_max_ms", "ms", "largest completion latency in the interval (json+: exact when it set the run's "
-                              "max, else its histogram bin's value)", _FIOP),
+                              "max, else its histogram bin's value)" + _RUN_NOTE, _FIOP),
     _fio("iodepth", "count", "the job's iodepth option (I/Os in flight per job with an async engine; 1 if unset)"),
     _fio("numjobs", "count", "the job's numjobs option (clones; with group_reporting one entity for all; 1 if unset)"),
+    _fio("io_bytes", "B", "bytes the job direction transferred over the whole run (fio-run)", _FIOR),
+    _fio("runtime_s", "s", "the job direction's runtime over the whole run, fio's own clock (fio-run)", _FIOR),
+    _fio("error", "count", "the job's error code at the run's end, fio's errno (0: none; fio-run)", _FIOR),
 ]
 
 SPECS: List[MetricSpec] = PGBENCH + PGSTAT + FIO

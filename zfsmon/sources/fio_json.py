@@ -19,6 +19,16 @@ documents of the same job:
   has percentiles, fio's printed ones; later intervals have none (their
   printed percentiles cover the whole run so far, not the interval).
 
+fio's **final report** (the document it prints after the jobs ended, with
+the whole run's IOPS, bandwidth and printed percentiles, the numbers users
+quote) is also kept as it is, as the run's result: one sample per job and
+direction on ``Entity(WORKLOAD, "fio-run:<job>:<direction>")``
+(:func:`zfsmon.names.fio_run_entity`). fio marks neither kind of document
+(both come from the same code), so the final report is the last document of
+an output that ended: a saved file that is not truncated, fio's stdout when
+it exits, and, within one stream, the last document before one that starts
+the jobs over (a second run appended to the same file).
+
 Samples belong to ``Entity(WORKLOAD, "fio:<job>:<direction>")``
 (:func:`zfsmon.names.fio_entity`), one per job, direction (read, write,
 trim) and document, at the document's ``timestamp_ms`` (epoch: the same axis
@@ -37,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
-from zfsmon.names import FIO, fio_entity
+from zfsmon.names import FIO, fio_entity, fio_run_entity
 from zfsmon.sources.child import StreamParser
 
 DIRECTIONS = ("read", "write", "trim")
@@ -144,22 +154,100 @@ def _ms(ns: Optional[float]) -> Optional[float]:
     return None if ns is None else ns / 1e6
 
 
+def _doc_ts(doc: Mapping, source: str, fallback_ts: Optional[float]) -> float:
+    ts = _num(doc.get("timestamp_ms"))
+    ts = ts / 1000.0 if ts is not None else _num(doc.get("timestamp"))
+    if ts is None:
+        if fallback_ts is None:
+            raise ParseError(source, None, "fio JSON document without timestamp_ms/timestamp")
+        ts = fallback_ts
+    return ts
+
+
+def _printed_ms(clat: Mapping, pct: float) -> Optional[float]:
+    """fio's printed percentile ``pct`` of a latency block (ns), in ms."""
+    printed = clat.get("percentile")
+    return _ms(_num(printed.get(f"{pct:.6f}"))) if isinstance(printed, Mapping) else None
+
+
+def run_results(doc: Mapping, source: str = FIO, fallback_ts: Optional[float] = None) -> List[Sample]:
+    """fio's final report as the run's result: per job and direction with I/O, fio's own whole-run figures.
+
+    IOPS, bandwidth, I/Os, bytes and runtime are fio's fields as printed; the
+    latencies its means, max and printed percentiles (ns) in ms; ``error``
+    the job's error code. Jobs of one name (numjobs without group_reporting)
+    keep their position (``<job>.0``, ``<job>.1``), as their intervals do.
+    """
+    ts = _doc_ts(doc, source, fallback_ts)
+    glob = doc.get("global options") or {}
+    out: List[Sample] = []
+    for name, job in _named_jobs(doc.get("jobs") or []):
+        for direction in DIRECTIONS:
+            d = job.get(direction)
+            if not isinstance(d, Mapping) or not int(d.get("total_ios") or 0) > 0:
+                continue
+            clat = d.get("clat_ns") if isinstance(d.get("clat_ns"), Mapping) else {}
+            lat = d.get("lat_ns") if isinstance(d.get("lat_ns"), Mapping) else {}
+            runtime = _num(d.get("runtime"))
+            m: Dict[str, Optional[float]] = {
+                "iops": _num(d.get("iops")), "bw_bytes": _num(d.get("bw_bytes")), "ios": _num(d.get("total_ios")),
+                "io_bytes": _num(d.get("io_bytes")), "runtime_s": None if runtime is None else runtime / 1000.0,
+                "clat_mean_ms": _ms(_num(clat.get("mean"))) if clat.get("N") else None,
+                "lat_mean_ms": _ms(_num(lat.get("mean"))) if lat.get("N") else None,
+                "clat_max_ms": _ms(_num(clat.get("max"))) if clat.get("N") else None,
+                "error": _num(job.get("error") or 0),
+            }
+            for suffix, pct in PERCENTILES:
+                m[f"clat_{suffix}_ms"] = _printed_ms(clat, pct)
+            for opt in ("iodepth", "numjobs"):
+                v = _option(job, glob, opt)
+                m[opt] = v if v is not None else 1.0
+            out.append(Sample(ts, Entity(Kind.WORKLOAD, fio_run_entity(name, direction)),
+                              {k: v for k, v in m.items() if v is not None},
+                              interval=m["runtime_s"] or None, source=source))
+    return out
+
+
+def _restarts(before: Mapping, now: Mapping) -> bool:
+    """Whether ``now`` starts the jobs over: other jobs, or a job direction whose I/Os or runtime went back."""
+    a, b = dict(_named_jobs(before.get("jobs") or [])), dict(_named_jobs(now.get("jobs") or []))
+    if set(a) != set(b):
+        return True
+    for name, job in b.items():
+        for direction in DIRECTIONS:
+            x, y = a[name].get(direction), job.get(direction)
+            if isinstance(x, Mapping) and isinstance(y, Mapping):
+                if (int(y.get("total_ios") or 0) < int(x.get("total_ios") or 0)
+                        or int(y.get("runtime") or 0) < int(x.get("runtime") or 0)):
+                    return True
+    return False
+
+
 @dataclass
 class FioStream:
-    """Documents in, samples out, remembering each job direction's last cumulative values (so it can be fed live)."""
+    """Documents in, samples out, remembering each job direction's last cumulative values (so it can be fed live)
+    and the last document (a run's final report once the output ends or the jobs start over)."""
 
     source: str = FIO
     _seen: Dict[Tuple[str, str], _Seen] = field(default_factory=dict)
+    _last: Optional[Tuple[Mapping, float]] = None
+
+    def final(self) -> List[Record]:
+        """The output ended: its last document is fio's final report, the run's result (once)."""
+        last, self._last = self._last, None
+        return list(run_results(last[0], self.source, last[1])) if last is not None else []
+
+    def forget(self) -> None:
+        """The output ended without its final report (fio killed while writing): no result."""
+        self._last = None
 
     def document(self, doc: Mapping, fallback_ts: Optional[float] = None) -> List[Record]:
-        ts = _num(doc.get("timestamp_ms"))
-        ts = ts / 1000.0 if ts is not None else _num(doc.get("timestamp"))
-        if ts is None:
-            if fallback_ts is None:
-                raise ParseError(self.source, None, "fio JSON document without timestamp_ms/timestamp")
-            ts = fallback_ts
+        ts = _doc_ts(doc, self.source, fallback_ts)
         glob = doc.get("global options") or {}
         out: List[Record] = []
+        if self._last is not None and _restarts(self._last[0], doc):
+            out.extend(self.final())
+        self._last = (doc, ts)
         for name, job in _named_jobs(doc.get("jobs") or []):
             err = job.get("error") or 0
             if err:
@@ -250,8 +338,10 @@ def parse_json(text: str, source: str = FIO, interval: Optional[float] = None) -
     for doc in docs:
         out.extend(stream.document(doc))
     if problem:
+        stream.forget()
         last = max((r.ts for r in out), default=0.0)
         out.append(Event(last, EventKind.ERROR, problem, FIO))
+    out.extend(stream.final())
     return out
 
 
@@ -298,8 +388,10 @@ class FioJsonStreamParser(StreamParser):
         return self.stream.document(doc, fallback_ts=ts)
 
     def flush(self, ts: float) -> List[Record]:
+        """End of fio's output: its last document is the final report, unless the output ends inside one."""
         if not self._lines:
-            return []
+            return self.stream.final()
+        self.stream.forget()
         n, self._lines = len(self._lines), []
         return [Event(ts, EventKind.ERROR, f"{self.source}: the last fio JSON document is truncated ({n} lines, "
                                            "no closing brace); fio was stopped or killed while writing it",
