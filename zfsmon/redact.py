@@ -21,6 +21,9 @@ from urllib.parse import quote, unquote
 #: what a hidden secret is shown as (a word the shell and CSV leave alone)
 HIDDEN = "REDACTED"
 
+#: longer text is not taken for a command line (none a recorder writes is near it); it is redacted as it is
+SHELL_LINE_MAX = 65536
+
 _KEY = r"[\w.-]*pass(?:word|wd)"
 _HINT = re.compile(r"pass(?:word|wd)|://", re.IGNORECASE)
 # scheme://user:SECRET@host: the user info ends at the first '@' or '/' (libpq's look-ahead)
@@ -38,6 +41,8 @@ _URI = re.compile(r"postgres(?:ql)?://", re.IGNORECASE)
 
 def _redact_word(text: str) -> str:
     """``text`` with the secrets of a conninfo, URI or ``KEY=VALUE`` hidden (no shell quoting around it)."""
+    if not _HINT.search(text):
+        return text
     text = _URI_USERINFO.sub(rf"\g<1>{HIDDEN}", text)
     text = _URI_PARAM.sub(rf"\g<1>{HIDDEN}", text)
     return _KEYWORD.sub(rf"\g<1>{HIDDEN}", text)
@@ -60,12 +65,36 @@ def redact(text: str) -> str:
     argument vector a recording keeps is shown exactly; text the shell cannot split is taken as it is."""
     if not _HINT.search(text):
         return text
-    try:
-        words = shlex.split(text)
-    except ValueError:
+    words = shell_words(text) if len(text) <= SHELL_LINE_MAX else None
+    if words is None:
         return _OPTION_IN_TEXT.sub(rf"\g<1>{HIDDEN}", _redact_word(text))
     hidden = redact_argv(words)
     return text if hidden == words else shlex.join(hidden)
+
+
+# a POSIX shell word: '...' (nothing escaped), "..." (\" and \\ escaped), \x, plain characters
+_WORD = re.compile(r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^\s'"\\])+""", re.DOTALL)
+_PART = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^\s'"\\]+)""", re.DOTALL)
+_ESCAPED_IN_DQ = re.compile(r'\\(["\\])')
+
+
+def shell_words(text: str) -> Optional[List[str]]:
+    """``text`` split into words as ``shlex.split`` does (so ``shell_words(shlex.join(argv)) == argv``), or None
+    if it is not a shell line (an unclosed quote). Regular expressions, not shlex's character loop: a recording's
+    text may be megabytes long, and shlex takes seconds over one long word."""
+    words: List[str] = []
+    pos = 0
+    for m in _WORD.finditer(text):
+        if text[pos:m.start()].strip():
+            return None
+        pos = m.end()
+        parts = []
+        for p in _PART.finditer(m.group()):
+            single, double, escaped, plain = p.groups()
+            parts.append(_ESCAPED_IN_DQ.sub(r"\1", double) if double is not None else
+                         next(x for x in (single, escaped, plain) if x is not None))
+        words.append("".join(parts))
+    return None if text[pos:].strip() else words
 
 
 def command_line(argv: Sequence[str]) -> str:

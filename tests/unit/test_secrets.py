@@ -7,9 +7,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import random
 import shlex
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ import pytest
 from tests.unit.store_data import tick
 from zfsmon.cli import main
 from zfsmon.errors import UserError
-from zfsmon.redact import HIDDEN, command_line, redact, split_password, with_dbname
+from zfsmon.redact import HIDDEN, command_line, redact, shell_words, split_password, with_dbname
 from zfsmon.store import Recorder, Recording
 from zfsmon.views import report_pdf
 from zfsmon.workload import target
@@ -60,6 +62,29 @@ def test_the_command_line_kept_hides_the_secret_and_keeps_every_other_argument(a
 ])
 def test_text_the_shell_cannot_split_is_redacted_as_it_is(text):
     assert SECRET not in redact(text) and HIDDEN in redact(text)
+
+
+@pytest.mark.parametrize("text", ["a" * 2_000_000 + f" password={SECRET}", "x " * 300_000 + f"--password {SECRET}",
+                                  "'password=" * 200_000 + SECRET, f"postgres://u:{SECRET}@h/" * 100_000])
+def test_megabytes_of_hostile_text_are_redacted_in_linear_time(text):
+    """An event or meta value of a hostile recording; shlex.split takes minutes over a 2 MB word."""
+    t0 = time.monotonic()
+    assert SECRET not in redact(text)
+    assert time.monotonic() - t0 < 20  # linear: well under a second here; quadratic: minutes
+
+
+def test_shell_words_splits_as_shlex_does():
+    rng = random.Random(41)
+    alphabet = "ab '\"\\$\t\n=-*?&#"
+    for _ in range(5000):
+        argv = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(0, 5))]
+        assert shell_words(shlex.join(argv)) == argv
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        try:
+            want = shlex.split(text)
+        except ValueError:
+            want = None
+        assert shell_words(text) == want, text
 
 
 def test_text_without_a_secret_is_left_as_it_is():
