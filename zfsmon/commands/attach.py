@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import stat
 import sys
 import time
@@ -27,6 +26,7 @@ from zfsmon.commands._timearg import MAX_SECONDS, number, seconds
 from zfsmon.engine import Session, check_output_path, tty_progress, zfs_collectors_or_warn
 from zfsmon.errors import UserError
 from zfsmon.outfile import os_message
+from zfsmon.redact import command_line
 from zfsmon.sources.fio_json import looks_like as looks_like_fio
 from zfsmon.sources.pgbench import looks_like
 from zfsmon.sources.pgstat import PgStatCollector
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             session.collectors.append(PgStatCollector(args.conn or ""))
         if not args.no_zfs:
             session.collectors += zfs_collectors_or_warn(args.interval)
-        meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "attach",
+        meta = {"argv": command_line(["zfsmon", *sys.argv[1:]]), "interval": f"{args.interval:g}", "kind": "attach",
                 "pgbench_log": ", ".join(os.path.abspath(p) for p in args.logs)}
         print(f"zfsmon: following {', '.join(args.logs)}; recording into {out}", file=sys.stderr)
         session.record_into(out, meta)

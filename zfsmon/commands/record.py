@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import shlex
 import socket
 import sys
 import time
@@ -21,6 +20,7 @@ from zfsmon.commands._timearg import seconds
 from zfsmon.engine import Session, check_output_path, pick_collectors, tty_progress
 from zfsmon.errors import UserError
 from zfsmon.host import detect_flavour, probe
+from zfsmon.redact import command_line
 from zfsmon.sources.registry import NAMES
 from zfsmon.store.schema import SUFFIX
 
@@ -63,7 +63,7 @@ def host_meta(interval: float) -> dict:
     flavour, version, _why = detect_flavour(system)
     return {"host": socket.gethostname(), "platform": f"{system} {platform.release()} {platform.machine()}",
             "zfs_flavour": flavour, "zfs_version": version, "zfsmon_version": __version__,
-            "argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{interval:g}"}
+            "argv": command_line(["zfsmon", *sys.argv[1:]]), "interval": f"{interval:g}"}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ from zfsmon import outfile
 from zfsmon.commands._timearg import MAX_SECONDS, number, port, seconds, whole
 from zfsmon.engine import Session, check_output_path, zfs_collectors_or_warn
 from zfsmon.errors import UserError
+from zfsmon.redact import command_line
 from zfsmon.sources.pgstat import PgStatCollector
 from zfsmon.trace import trace_collectors
 from zfsmon.workload import fio as fiowl
@@ -135,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         if args.cold:
             target.cold_start(tgt)
         plan = SoakPlan(mode=args.mode, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
-                        total=total, pgbench_args=pgb_args, dbname=tgt.dbname, tee=log,
+                        total=total, pgbench_args=pgb_args, dbname=tgt.dbarg, tee=log,
                         aggregate_interval=args.aggregate_interval,
                         log_prefix=(os.path.splitext(os.path.abspath(log))[0] + ".agg") if args.aggregate_interval
                         else None, pgbench=tgt.pgbench, env=tgt.env)
@@ -145,9 +146,9 @@ def run(args: argparse.Namespace) -> int:
             session.collectors.append(PgStatCollector(tgt.conninfo))
         if not args.no_zfs:
             session.collectors += zfs_collectors_or_warn(args.interval, tgt.lab_pool)
-        meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "soak",
+        meta = {"argv": command_line(["zfsmon", *sys.argv[1:]]), "interval": f"{args.interval:g}", "kind": "soak",
                 "soak_mode": args.mode, "pgbench_log": os.path.abspath(log),
-                "pgbench_args": shlex.join(pgb_args)}
+                "pgbench_args": command_line(pgb_args)}
         meta.update(tgt.meta)
         print(f"zfsmon: soak ({args.mode}) recording into {out}; pgbench output in {log}"
               f"{'' if total is None else f'; for {total:g} s'}", file=sys.stderr)
@@ -195,7 +196,7 @@ def run_fio(args: argparse.Namespace) -> int:
         if not args.no_zfs:
             session.collectors += zfs_collectors_or_warn(args.interval, args.lab)
         session.collectors += trace_collectors(args.trace, args.interval, [args.lab] if args.lab else [])
-        meta = {"argv": shlex.join(["zfsmon"] + sys.argv[1:]), "interval": f"{args.interval:g}", "kind": "soak",
+        meta = {"argv": command_line(["zfsmon", *sys.argv[1:]]), "interval": f"{args.interval:g}", "kind": "soak",
                 "workload": "fio", "fio_argv": shlex.join(argv), "fio_output": os.path.abspath(output),
                 "fio_preset": args.fio_preset or ""}
         print(f"zfsmon: fio soak recording into {out}; fio's JSON in {output}; job file {jobfile}", file=sys.stderr)

@@ -106,7 +106,7 @@ def _soak(args: argparse.Namespace, record: Optional[str], session: Session) -> 
     if args.cold:
         target.cold_start(tgt)
     plan = SoakPlan(mode=LOOP, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
-                    pgbench_args=pgb_args, dbname=tgt.dbname, tee=log, pgbench=tgt.pgbench, env=tgt.env)
+                    pgbench_args=pgb_args, dbname=tgt.dbarg, tee=log, pgbench=tgt.pgbench, env=tgt.env)
     session.collectors += [SoakCollector(plan), PgStatCollector(tgt.conninfo)]
     return {"kind": "soak", "pgbench_log": log, **tgt.meta}
 

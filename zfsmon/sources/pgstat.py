@@ -19,6 +19,7 @@ from typing import Iterable, List, Mapping, Optional, Sequence
 
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.names import PGSTAT_PREFIX
+from zfsmon.redact import redact
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.spec import Source
 
@@ -136,8 +137,10 @@ class PgStatCollector(Collector):
 
 
 def _one_line(exc: BaseException) -> str:
+    """The first line of a psycopg error, for an event in the recording: a conninfo it quotes has its
+    password hidden."""
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return redact(text[0]) if text else type(exc).__name__
 
 
 # --- the source ------------------------------------------------------------------------------------------------

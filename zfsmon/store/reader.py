@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample, SampleBlock, typical_gap, valid_ts
+from zfsmon.redact import redact
 from zfsmon.store import codec, schema
 from zfsmon.store.errors import RecordingError
 from zfsmon.store.writer import NO_INTERVAL
@@ -241,7 +242,9 @@ class Recording:
     @_guard
     def _load(self) -> None:
         db = self._db
-        self.meta: Dict[str, str] = dict(db.execute("SELECT key, value FROM meta"))
+        # hidden again: recordings made before the recorder hid them hold --conn passwords
+        self.meta: Dict[str, str] = {k: redact(v) if isinstance(v, str) else v
+                                     for k, v in db.execute("SELECT key, value FROM meta")}
         self.metrics: Dict[int, MetricInfo] = {}
         self._reload_streams()
 
@@ -628,7 +631,7 @@ class Recording:
             info = json.loads(data) if data else {}
             if not isinstance(info, dict):
                 raise ValueError(f"an event's data is not an object: {str(data)[:40]!r}")
-            out.append(Event(_check_ts(ts, "an event"), ek, str(text), str(source), str(entity), info))
+            out.append(Event(_check_ts(ts, "an event"), ek, redact(str(text)), str(source), str(entity), info))
         return out
 
     def series(self, entity_key: str, metric: str, start: Optional[float] = None,

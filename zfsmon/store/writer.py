@@ -33,6 +33,7 @@ from typing import IO, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 from zfsmon import __version__, metrics
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample, valid_ts
 from zfsmon.outfile import os_message
+from zfsmon.redact import redact
 from zfsmon.store import codec, schema
 from zfsmon.store.errors import RecordingError, RecordingFull
 
@@ -97,7 +98,7 @@ class Recorder:
             raise RecordingError(os_message(self.path, exc)) from None
         self._load_caches()
         info = {"created": repr(self.clock()), "zfsmon_version": __version__, "host": socket.gethostname()}
-        info.update({k: str(v) for k, v in (meta or {}).items()})
+        info.update({k: redact(str(v)) for k, v in (meta or {}).items()})  # a --conn password is never kept
         with self._txn():
             have = {r[0] for r in self._db.execute("SELECT key FROM meta")}
             self._db.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from zfsmon.errors import UserError
+from zfsmon.redact import quote_value
 
 DEFAULT_PORT = 55432
 PG_ROOT_GLOB = "/usr/lib/postgresql/*/bin"
@@ -49,6 +50,27 @@ def find_bindir(prefer: Optional[str] = None) -> Optional[Path]:
         return Path(sorted(dirs, key=_version_key)[-1])
     initdb = shutil.which("initdb")
     return Path(initdb).parent if initdb else None
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as an SQL identifier: double-quoted, its double quotes doubled (PostgreSQL's quote_ident)."""
+    _no_nul(name)
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text: str) -> str:
+    """``text`` as an SQL string literal, whatever ``standard_conforming_strings`` says (PostgreSQL's
+    quote_literal: quotes doubled; with a backslash, an ``E''`` literal with backslashes doubled)."""
+    _no_nul(text)
+    body = text.replace("'", "''")
+    if "\\" not in text:
+        return f"'{body}'"
+    return "E'" + body.replace("\\", "\\\\") + "'"
+
+
+def _no_nul(text: str) -> None:
+    if "\0" in text:
+        raise UserError("a PostgreSQL name or string cannot hold a NUL character")
 
 
 @dataclass
@@ -87,7 +109,8 @@ class PgCluster:
                 "PGDATABASE": dbname}
 
     def conninfo(self, dbname: str = "postgres") -> str:
-        return f"host={self.socket_dir} port={self.port} user={self.db_user} dbname={dbname}"
+        return (f"host={quote_value(str(self.socket_dir))} port={int(self.port)} user={quote_value(self.db_user)} "
+                f"dbname={quote_value(dbname)}")
 
     @property
     def db_user(self) -> str:
@@ -195,14 +218,14 @@ class PgCluster:
             self._run([self._bin("pg_ctl"), "-D", str(self.datadir), "-m", "immediate", "-w", "stop"], timeout=30)
 
     def createdb(self, name: str) -> None:
-        """Create a database unless it exists."""
-        res = self.query(f"SELECT 1 FROM pg_database WHERE datname = '{name}'")
+        """Create a database unless it exists (by SQL with the name quoted: any name is only a name)."""
+        res = self.query(f"SELECT 1 FROM pg_database WHERE datname = {quote_literal(name)}")
         if res.returncode == 0 and res.stdout.strip() == "1":
             return
-        res = subprocess.run([self._bin("createdb"), name], capture_output=True, text=True,
-                             env={**os.environ, **self.env()}, timeout=60)
+        res = self.query(f"CREATE DATABASE {quote_ident(name)}", timeout=60)
         if res.returncode != 0:
-            raise UserError(f"createdb {name} failed: {res.stderr.strip()}")
+            err = res.stderr.strip().splitlines()
+            raise UserError(f"cannot create database {name}: {err[-1] if err else f'psql exit {res.returncode}'}")
 
     def pgbench(self) -> str:
         return self._bin("pgbench")

@@ -50,7 +50,7 @@ class SoakPlan:
     progress: Optional[int] = None  # -P (continuous: default 10)
     total: Optional[float] = None  # seconds of soak; None = until stopped
     pgbench_args: Sequence[str] = ()
-    dbname: Optional[str] = None
+    dbname: Optional[str] = None  # last on the command line: a conninfo without its password (None: PGDATABASE)
     tee: Optional[str] = None
     aggregate_interval: Optional[int] = None  # continuous: --log --aggregate-interval
     log_prefix: Optional[str] = None

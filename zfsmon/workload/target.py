@@ -18,16 +18,23 @@ from typing import Callable, Dict, List, Optional
 
 from zfsmon import lab as labmod
 from zfsmon import outfile
-from zfsmon.errors import UserError
+from zfsmon.errors import UserError, printable
+from zfsmon.redact import quote_value, split_password, with_dbname
 from zfsmon.workload.pgcluster import DEFAULT_PORT, PgCluster
 from zfsmon.workload.soak import init_argv, init_message
 
 LAB_DB = "pgbench"
+#: PostgreSQL's longest name (NAMEDATALEN - 1)
+MAX_DBNAME_BYTES = 63
 LAB_DATADIR = "zfsmon-pgdata"
 
 
 @dataclass
 class Target:
+    """``env`` is the children's environment (libpq's PG* variables, ``PGPASSWORD`` if the conninfo had a
+    password); ``dbarg`` is what goes last on pgbench's and psql's command line (a conninfo without its
+    password; None: from ``env``); ``conninfo`` is for psycopg in this process; ``dbname`` is for messages."""
+
     env: Dict[str, str]
     dbname: Optional[str]
     conninfo: str
@@ -36,6 +43,7 @@ class Target:
     lab_pool: Optional[str] = None
     meta: Dict[str, str] = field(default_factory=dict)
     owned: bool = True  # False: the lab cluster was already running (another zfsmon command's): leave it be
+    dbarg: Optional[str] = None
 
     def stop(self) -> None:
         """Stop the lab cluster, if this target started one; a failure is a warning, not an error."""
@@ -60,8 +68,13 @@ def lab_cluster(pool: str, port: int = DEFAULT_PORT):
 def prepare(lab: Optional[str] = None, port: int = DEFAULT_PORT, dbname: Optional[str] = None,
             conn: Optional[str] = None, say: Callable[[str], None] = lambda m: print(f"zfsmon: {m}",
                                                                                    file=sys.stderr)) -> Target:
-    """Resolve the connection; with ``lab``, create/start the cluster and the database. Call ``stop()`` after."""
+    """Resolve the connection; with ``lab``, create/start the cluster and the database. Call ``stop()`` after.
+
+    A database name travels in ``PGDATABASE`` or as a quoted conninfo value, never as a bare argument, which
+    pgbench and psql would take as an option (``-f...``) or expand as a conninfo (``host=...``)."""
     env = dict(os.environ)
+    if dbname is not None:
+        check_dbname(dbname)
     if lab:
         info, cluster = lab_cluster(lab, port)
         dbname = dbname or LAB_DB
@@ -85,11 +98,27 @@ def prepare(lab: Optional[str] = None, port: int = DEFAULT_PORT, dbname: Optiona
         target.conninfo = cluster.conninfo(dbname)
         env.update(cluster.env(dbname))
         return target
-    conninfo = conn or ""
-    if conn and dbname:
-        conninfo = f"{conn} dbname={dbname}" if "://" not in conn else conn
+    if not conn:
+        if dbname:
+            env["PGDATABASE"] = dbname
+        return Target(env, dbname, f"dbname={quote_value(dbname)}" if dbname else "")
+    conninfo = with_dbname(conn, dbname) if dbname else conn
+    try:
+        dbarg, password = split_password(conninfo)
+    except ValueError as exc:
+        raise UserError(f"--conn is not a connection string libpq reads (keyword=value ... or "
+                        f"postgresql://...): {exc}") from None
+    if password is not None:
+        env["PGPASSWORD"] = password  # a command line is visible to every user (ps); the environment is not
     # pgbench takes a conninfo or URI where the database name goes
-    return Target(env, dbname if dbname else conn, conninfo)
+    return Target(env, dbname or dbarg, conninfo, dbarg=dbarg)
+
+
+def check_dbname(name: str) -> None:
+    """A database name PostgreSQL keeps as given (at most 63 bytes; longer is cut), shown on one line."""
+    if not name or len(name.encode("utf-8", "surrogatepass")) > MAX_DBNAME_BYTES or printable(name) != name:
+        raise UserError(f"--dbname {name!r}: a database name is 1 to {MAX_DBNAME_BYTES} bytes without "
+                        "control characters")
 
 
 def check_pgbench_args(raw: List[str]) -> List[str]:
@@ -146,8 +175,8 @@ def initialise(pgbench: str, scale: int, dbname: Optional[str], env: dict, log: 
 def ensure_database(tgt: Target, init_scale: Optional[int], log: str, quiet: bool) -> None:
     """Initialise with --init-scale, or check that the database already holds pgbench's tables."""
     if init_scale:
-        initialise(tgt.pgbench, init_scale, tgt.dbname, tgt.env, log, quiet)
-    elif not has_pgbench_tables(tgt.env, tgt.dbname, tgt.pgbench):
+        initialise(tgt.pgbench, init_scale, tgt.dbarg, tgt.env, log, quiet)
+    elif not has_pgbench_tables(tgt.env, tgt.dbarg, tgt.pgbench):
         raise UserError(f"database {tgt.dbname or '(from PGDATABASE)'} has no pgbench tables: add --init-scale S")
 
 
