@@ -277,11 +277,14 @@ class FioStream:
         if ios < prev.ios or now.runtime_ms < prev.runtime_ms:  # a new run of a job of the same name
             prev = _Seen()
             now.docs = 1
-        self._seen[key] = now
         d_ms = now.runtime_ms - prev.runtime_ms
         d_ios = ios - prev.ios
         if d_ms <= 0:
+            # no time to divide by (fio can count I/Os before their runtime): the baseline stays where it was, so
+            # these I/Os, bytes and latencies belong to the next interval
+            self._seen[key] = prev
             return None
+        self._seen[key] = now
         m: Dict[str, float] = {
             "iops": d_ios * 1000.0 / d_ms,
             "bw_bytes": (now.bytes - prev.bytes) * 1000.0 / d_ms,
