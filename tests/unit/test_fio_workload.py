@@ -14,9 +14,11 @@ import pytest
 
 from tests.conftest import TEST_DATA, fio_documents, need, wait_until
 from tests.unit.bad_input import answer, one_line, sha
+from zfsmon.commands import info
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Sample
 from zfsmon.sources.fio_json import parse_json
+from zfsmon.store import Recording
 from zfsmon.workload import fio as fiowl
 from zfsmon.workload.attach import FIO_JSON, AttachCollector, sniff
 
@@ -223,6 +225,20 @@ def test_info_shows_fios_own_result_per_job_and_direction(tmp_path, name):
     for line, ((job, direction), (iops, _bw, _p99, _rt)) in zip(lines, want.items()):
         shown = job.replace("\x1b", "\\x1b")
         assert line.startswith(f"fio run:    {shown} {direction} {iops:,.0f} IOPS, "), line
+
+
+def test_info_lists_the_last_fio_results_and_says_how_many_there_were(tmp_path, monkeypatch):
+    """A recording with more fio results than info lists: the last ones, and a line saying of how many."""
+    rec = tmp_path / "fio.zfsmon"
+    name = "sweep-randread-psync-jsonplus.json"
+    assert answer(["import", "--kind", "fio", "--into", str(rec), str(FIO / name)]).code == 0
+    jobs = [job["jobname"] for job in fio_documents((FIO / name).read_text())[-1]["jobs"]]
+    monkeypatch.setattr(info, "MAX_FIO_RUNS", 2)
+    with Recording.open(str(rec)) as r:
+        described = info.describe(r)
+    assert [run["job"] for run in described["fio_runs"]] == jobs[-2:] and described["fio_runs_left_out"] == len(jobs) - 2
+    lines = [line for line in info.render(described) if line.startswith("fio run:")]
+    assert lines[0] == f"fio run:    the last 2 results of {len(jobs)}" and len(lines) == 3
 
 
 def test_info_on_a_recording_whose_fio_result_is_damaged_says_so_in_one_line(tmp_path):

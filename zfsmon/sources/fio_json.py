@@ -8,7 +8,9 @@ the values of an interval are the differences between two consecutive
 documents of the same job:
 
 * IOPS and bandwidth: the change of ``total_ios``/``io_bytes`` over the change
-  of the direction's ``runtime`` (fio's own milliseconds);
+  of the direction's ``runtime`` (fio's own milliseconds); a document whose
+  runtime did not move is no interval, and what it counted goes into the
+  next one (so a job's intervals add up to fio's totals);
 * mean latencies: the change of ``mean * N`` over the change of ``N``;
 * completion-latency percentiles (p50, p90, p99, p99.9) and max per interval
   need the histogram of ``json+`` (``clat_ns.bins``): the difference of two
