@@ -287,7 +287,8 @@ EDITS = {
 }
 
 
-# info counts values without decoding them: a damaged value blob changes nothing it shows
+# info counts values without decoding them (but fio's results, of which this recording has none): a damaged value
+# blob changes nothing it shows here (a fio result's: test_fio_workload.py)
 CASES_13 = [(edit, cmd) for edit in EDITS for cmd in (["info"], ["export", "--json", "-"], ["analyze"])
             if not (edit == "text in a value blob" and cmd == ["info"])]
 

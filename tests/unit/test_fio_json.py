@@ -243,3 +243,28 @@ def test_stream_parser_gives_the_result_when_the_output_ends():
     for line in text.splitlines()[:-5]:  # fio killed inside its last document
         cut.feed(line, 0.0)
     assert _results(cut.flush(1.0)) == {}
+
+
+def _capture_text(path) -> str:
+    return gzip.decompress(path.read_bytes()).decode() if path.name.endswith(".gz") else path.read_text()
+
+
+@pytest.mark.parametrize("path", sorted([*FIO.glob("*.json"), *FIO.glob("*.json.gz")]), ids=lambda p: p.name)
+def test_the_intervals_add_up_to_fios_own_totals(path):
+    """Per job and direction, the intervals' I/Os sum to the final report's total_ios and their bytes to its
+    io_bytes: a document whose runtime did not move (fio printed it before the runtime caught up with the I/Os)
+    gives no interval and its I/Os go to the next one."""
+    text = _capture_text(path)
+    final = fio_documents(text)[-1]
+    want = {key: (figures["ios"], figures["io_bytes"]) for key, figures in _fios_own(final).items()}
+    ios: dict = {}
+    io_bytes: dict = {}
+    for s in fio_json.parse_json(text, path.name):
+        key = fio_job_direction(s.entity.name) if isinstance(s, Sample) else None
+        if key:
+            ios[key] = ios.get(key, 0) + s.metrics["ios"]
+            io_bytes[key] = io_bytes.get(key, 0.0) + s.metrics["bw_bytes"] * s.interval
+    assert set(ios) == set(want)
+    for key, (total_ios, total_bytes) in want.items():
+        assert ios[key] == total_ios, key
+        assert io_bytes[key] == pytest.approx(total_bytes, rel=1e-9, abs=1e-3), key

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_DATA, fio_documents, need, wait_until
+from tests.unit.bad_input import answer, one_line, sha
+from zfsmon.commands import info
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Sample
 from zfsmon.sources.fio_json import parse_json
+from zfsmon.store import Recording
 from zfsmon.workload import fio as fiowl
 from zfsmon.workload.attach import FIO_JSON, AttachCollector, sniff
 
@@ -181,6 +185,74 @@ def test_soak_command_refuses_a_missing_job_file(tmp_path):
     assert res.returncode == 2
     assert res.stderr.strip() == f"zfsmon: fio job file {tmp_path / 'nope.fio'} does not exist"
     assert not (tmp_path / "r.zfsmon").exists()
+
+
+@pytest.mark.parametrize("name", ["randrw-status-jsonplus.json", "randread-numjobs2-status-json.json",
+                                  "sweep-randread-psync-jsonplus.json"])
+def test_info_shows_fios_own_result_per_job_and_direction(tmp_path, name):
+    """`zfsmon import --kind fio` then `zfsmon info`: fio's final report per job and direction (IOPS, bandwidth,
+    clat p99, runtime) as fio printed it, in --json and in the text, a job's name shown through printable."""
+    text = (FIO / name).read_text()
+    hostile = text.replace('"jobname" : "', '"jobname" : "\\u001b[2J')  # an escape in every job's name, as JSON
+    capture = tmp_path / name
+    capture.write_text(hostile)
+    rec = tmp_path / "fio.zfsmon"
+    root = str(Path(__file__).resolve().parents[2])
+
+    def zfsmon(*argv: str) -> str:
+        res = subprocess.run([sys.executable, "-m", "zfsmon", *argv], capture_output=True, text=True, timeout=120,
+                             cwd=root)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    zfsmon("import", "--kind", "fio", "--into", str(rec), str(capture))
+    info = json.loads(zfsmon("info", "--json", str(rec)))
+    jobs = fio_documents(hostile)[-1]["jobs"]
+    names = [job["jobname"] for job in jobs]
+    want = {}
+    for k, job in enumerate(jobs):  # jobs of one name (numjobs without group_reporting) are numbered
+        label = f"{names[k]}.{names[:k].count(names[k])}" if names.count(names[k]) > 1 else names[k]
+        for direction in ("read", "write", "trim"):
+            d = job[direction]
+            if d["total_ios"]:
+                want[(label, direction)] = (d["iops"], d["bw_bytes"], d["clat_ns"]["percentile"]["99.000000"] / 1e6,
+                                            d["runtime"] / 1000)
+    got = {(r["job"], r["direction"]): (r["iops"], r["bw_bytes"], r["clat_p99_ms"], r["runtime_s"])
+           for r in info["fio_runs"]}
+    assert got == want and len(want) >= 2
+    lines = [line for line in zfsmon("info", str(rec)).splitlines() if line.startswith("fio run:")]
+    assert len(lines) == len(want) and "\x1b" not in "".join(lines)
+    for line, ((job, direction), (iops, _bw, _p99, _rt)) in zip(lines, want.items()):
+        shown = job.replace("\x1b", "\\x1b")
+        assert line.startswith(f"fio run:    {shown} {direction} {iops:,.0f} IOPS, "), line
+
+
+def test_info_lists_the_last_fio_results_and_says_how_many_there_were(tmp_path, monkeypatch):
+    """A recording with more fio results than info lists: the last ones, and a line saying of how many."""
+    rec = tmp_path / "fio.zfsmon"
+    name = "sweep-randread-psync-jsonplus.json"
+    assert answer(["import", "--kind", "fio", "--into", str(rec), str(FIO / name)]).code == 0
+    jobs = [job["jobname"] for job in fio_documents((FIO / name).read_text())[-1]["jobs"]]
+    monkeypatch.setattr(info, "MAX_FIO_RUNS", 2)
+    with Recording.open(str(rec)) as r:
+        described = info.describe(r)
+    assert [run["job"] for run in described["fio_runs"]] == jobs[-2:] and described["fio_runs_left_out"] == len(jobs) - 2
+    lines = [line for line in info.render(described) if line.startswith("fio run:")]
+    assert lines[0] == f"fio run:    the last 2 results of {len(jobs)}" and len(lines) == 3
+
+
+def test_info_on_a_recording_whose_fio_result_is_damaged_says_so_in_one_line(tmp_path):
+    """info decodes the fio results' values: a damaged value blob is one line and a non-zero exit, the file
+    unchanged."""
+    rec = tmp_path / "fio.zfsmon"
+    assert answer(["import", "--kind", "fio", "--into", str(rec), str(FIO / "randrw-status-jsonplus.json")]).code == 0
+    db = sqlite3.connect(str(rec))
+    db.execute("UPDATE sample SET vals = 'abc'")
+    db.commit()
+    db.close()
+    before = sha(rec)
+    one_line(answer(["info", str(rec)]), contains="damaged")
+    assert sha(rec) == before
 
 
 def test_import_then_csv_has_fios_columns(tmp_path):

@@ -119,6 +119,24 @@ def test_throttled_lab_sweep_with_status_intervals():
     assert "Little's law holds" in sw.text()[2]
 
 
+def test_throttled_lab_sweep_from_its_intervals_alone():
+    """fio killed while writing its final report: the sweep is rebuilt from the status reports' intervals, and
+    they hold every I/O (qd32's document printed before its runtime moved gives no interval, its 915 reads go to
+    the next one), so each step's I/Os and mean latency are those of fio's last complete document."""
+    text = gzip.decompress((FIO / "lab-sweep-randread-psync-status-jsonplus.json.gz").read_bytes()).decode()
+    cut = text[: text.rindex('{\n  "fio version"') + 3000]
+    last = fio_documents(text)[-2]  # the last document the cut output holds whole
+    samples = [r for r in parse_json(cut) if isinstance(r, Sample)]
+    assert not any(s.entity.name.startswith("fio-run:") for s in samples)
+    sw = qdsweep.sweep(samples)
+    assert [s.depth for s in sw.steps] == DEPTHS
+    jobs = {j["jobname"]: j["read"] for j in last["jobs"]}
+    assert [s.ios for s in sw.steps] == [jobs[f"qd{d}"]["total_ios"] for d in DEPTHS]
+    assert [s.lat_mean_ms for s in sw.steps] == pytest.approx([jobs[f"qd{d}"]["lat_ns"]["mean"] / 1e6 for d in DEPTHS],
+                                                             rel=1e-9)
+    assert sw.little_misfits() == [] and "Little's law holds" in sw.text()[2]
+
+
 def test_analyze_gives_fios_own_result_of_a_status_stream():
     """Not a sweep (one job of two clones): analyze says fio's whole-run figures per job, from its final report."""
     text = (FIO / "randread-numjobs2-status-json.json").read_text()

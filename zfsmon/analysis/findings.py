@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon import names
 from zfsmon.analysis import arc, cacheadvice, goose, qdsweep, readpath, vdevperf
@@ -481,24 +481,34 @@ def _goose(window: Sequence[Sample]) -> List[Finding]:
     return [Finding("goose_eggs", summary.text(), {"per_leaf": summary.per_leaf})]
 
 
-def _fio_runs(window: Sequence[Sample]) -> List[Finding]:
-    """fio's own result per job and direction (its final report, ``fio-run:`` entities): the whole-run IOPS,
-    bandwidth and printed percentiles, the numbers fio printed and users quote, not ones rebuilt from intervals."""
-    runs = []
-    for s in window:
+def fio_runs(samples: Iterable[Sample]) -> List[Dict[str, Any]]:
+    """fio's own result per job and direction (its final report, ``fio-run:`` entities) as dicts: the whole-run
+    IOPS, bandwidth and printed percentiles, the numbers fio printed and users quote, not ones rebuilt from
+    intervals. ``analyze`` and ``info`` both show these."""
+    runs: List[Dict[str, Any]] = []
+    for s in samples:
         jd = names.fio_job_direction(s.entity.name, names.FIO_RUN_PREFIX) if s.entity.kind == Kind.WORKLOAD else None
         if jd is not None and s.metrics.get("ios", 0.0) > 0:
             runs.append({"job": jd[0], "direction": jd[1], "ts": s.ts, **s.metrics})
+    return runs
+
+
+def fio_run_text(run: Mapping[str, Any]) -> str:
+    """One run of :func:`fio_runs` in words: job, direction, IOPS, bandwidth, clat p50/p99/p99.9, runtime, error."""
+    pct = " / ".join(f"{label} {_lat_ms(run.get(f'clat_{p}_ms'))}" for p, label in
+                     (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9")))
+    err = f", error {run['error']:g}" if run.get("error") else ""
+    return (f"{run['job']} {run['direction']} {run.get('iops', 0.0):,.0f} IOPS, {_bytes(run.get('bw_bytes', 0.0))}/s, "
+            f"clat {pct} over {duration(run.get('runtime_s', 0.0))}{err}")
+
+
+def _fio_runs(window: Sequence[Sample]) -> List[Finding]:
+    """fio's own result per job and direction: :func:`fio_runs`, said by :func:`fio_run_text`."""
+    runs = fio_runs(window)
     if not runs:
         return []
-    parts = []
-    for r in runs:
-        pct = " / ".join(f"{label} {_lat_ms(r.get(f'clat_{p}_ms'))}" for p, label in
-                         (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9")))
-        err = f", error {r['error']:g}" if r.get("error") else ""
-        parts.append(f"{r['job']} {r['direction']} {r.get('iops', 0.0):,.0f} IOPS, {_bytes(r.get('bw_bytes', 0.0))}/s, "
-                     f"clat {pct} over {duration(r.get('runtime_s', 0.0))}{err}")
-    return [Finding("fio_run", "fio's result (its final report): " + "; ".join(parts) + ".", {"runs": runs})]
+    text = "fio's result (its final report): " + "; ".join(fio_run_text(r) for r in runs) + "."
+    return [Finding("fio_run", text, {"runs": runs})]
 
 
 def _qd_sweep(window: Sequence[Sample]) -> List[Finding]:

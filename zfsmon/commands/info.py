@@ -1,22 +1,25 @@
 """Describe a recording: where and how it was made, its time range and interval, pools with their vdev
-roles, topology changes, events and size. Reads only (the file may still be recording).
+roles, fio's results (its final reports), topology changes, events and size. Reads only (the file may still be
+recording).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter
-from typing import Dict, List
+from collections import Counter, deque
+from typing import Any, Deque, Dict, List
 
+from zfsmon import names
+from zfsmon.analysis.findings import fio_run_text, fio_runs
 from zfsmon.commands._timearg import whole
 from zfsmon.errors import printable
-from zfsmon.model import EventKind, Kind
+from zfsmon.model import EventKind, Kind, Sample
 from zfsmon.store import Recording, platform_of, zfs_of
 from zfsmon.views.csv_export import iso
 
 NAME = "info"
-HELP = "describe a recording: time range, interval, host, pools, topology changes, events, size"
+HELP = "describe a recording: time range, interval, host, pools, fio's results, topology changes, events, size"
 EPILOG = """\
 examples:
   zfsmon info run.zfsmon
@@ -29,6 +32,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--events", type=whole(0), default=10, metavar="N", help="show the last N marks/errors/topology "
                    "changes (default 10)")
+
+
+#: the most fio results info lists, the last ones (a sweep has one per step and direction; a recording that holds
+#: more, however many, costs no more memory)
+MAX_FIO_RUNS = 100
+
+
+def _fio_results(rec: Recording) -> Dict[str, Any]:
+    """fio's own whole-run figures per job and direction (``fio-run:`` entities), as ``analyze`` reads them."""
+    keys = [e.key for e in rec.entities()
+            if e.kind == Kind.WORKLOAD and names.fio_job_direction(e.name, names.FIO_RUN_PREFIX)]
+    last: Deque[Sample] = deque(maxlen=MAX_FIO_RUNS)
+    seen = 0
+    if keys:
+        for s in rec.samples(entity_keys=keys):
+            seen += 1
+            last.append(s)
+    runs = [{**r, "time": iso(r["ts"])} for r in fio_runs(last)]
+    return {"fio_runs": runs, "fio_runs_left_out": max(0, seen - MAX_FIO_RUNS)}
 
 
 def describe(rec: Recording, last_events: int = 10) -> Dict[str, object]:
@@ -60,7 +82,7 @@ def describe(rec: Recording, last_events: int = 10) -> Dict[str, object]:
         "duration_s": (span[1] - span[0]) if span else 0.0, "interval_s": rec.nominal_interval() or 0.0,
         "samples": counts["samples"], "values": values,
         "bytes_per_value": round(size / values, 2) if values else None,
-        "entities": dict(kinds), "pools": pools,
+        "entities": dict(kinds), "pools": pools, **_fio_results(rec),
         "topology_changes": by_kind.get("topology", 0),
         "events": dict(by_kind),
         "recent_events": [{"time": iso(ev.ts), "kind": ev.kind.value, "text": ev.text}
@@ -107,6 +129,11 @@ def render(info: Dict[str, object]) -> List[str]:
     for pool, p in sorted(info["pools"].items()):  # type: ignore[union-attr]
         vd = ", ".join(f"{n} {r}" for r, n in sorted(p["vdevs"].items()))
         out.append(f"pool:       {pool}: vdevs {vd or '-'}; {p['leaves']} leaves")
+    if info["fio_runs_left_out"]:
+        out.append(f"fio run:    the last {MAX_FIO_RUNS} results of "  # type: ignore[operator]
+                   f"{MAX_FIO_RUNS + info['fio_runs_left_out']}")
+    for run in info["fio_runs"]:  # type: ignore[attr-defined]
+        out.append(f"fio run:    {fio_run_text(run)}")
     out.append(f"topology:   {info['topology_changes']} changes")
     evs = ", ".join(f"{n} {k}" for k, n in sorted(info["events"].items()))  # type: ignore[union-attr]
     out.append(f"events:     {evs or 'none'}")

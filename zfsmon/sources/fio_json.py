@@ -8,7 +8,9 @@ the values of an interval are the differences between two consecutive
 documents of the same job:
 
 * IOPS and bandwidth: the change of ``total_ios``/``io_bytes`` over the change
-  of the direction's ``runtime`` (fio's own milliseconds);
+  of the direction's ``runtime`` (fio's own milliseconds); a document whose
+  runtime did not move is no interval, and what it counted goes into the
+  next one (so a job's intervals add up to fio's totals);
 * mean latencies: the change of ``mean * N`` over the change of ``N``;
 * completion-latency percentiles (p50, p90, p99, p99.9) and max per interval
   need the histogram of ``json+`` (``clat_ns.bins``): the difference of two
@@ -277,11 +279,14 @@ class FioStream:
         if ios < prev.ios or now.runtime_ms < prev.runtime_ms:  # a new run of a job of the same name
             prev = _Seen()
             now.docs = 1
-        self._seen[key] = now
         d_ms = now.runtime_ms - prev.runtime_ms
         d_ios = ios - prev.ios
         if d_ms <= 0:
+            # no time to divide by (fio can count I/Os before their runtime): the baseline stays where it was, so
+            # these I/Os, bytes and latencies belong to the next interval
+            self._seen[key] = prev
             return None
+        self._seen[key] = now
         m: Dict[str, float] = {
             "iops": d_ios * 1000.0 / d_ms,
             "bw_bytes": (now.bytes - prev.bytes) * 1000.0 / d_ms,
