@@ -390,6 +390,15 @@ def assert_valid_scrape(text_body: bytes, openmetrics_body: bytes) -> None:
         assert len(taken) == len(set(taken)), sorted({n for n in taken if taken.count(n) > 1})
 
 
+def served_valid(served, latest: LatestValues) -> Tuple[Scrape, int]:
+    """Serve ``latest`` and check its scrape in both formats (:func:`assert_valid_scrape`): the text scrape's
+    families, and the port for more scrapes."""
+    port = served(latest)
+    text_body = _get(port)
+    assert_valid_scrape(text_body, _get(port, accept=OPENMETRICS))
+    return families(text_body.decode()), port
+
+
 @pytest.mark.parametrize("capture,line,parse", [
     ("openzfs-2.3/kstat/arcstats", "{name} 4 {value}\n", arcstats.parse_linux),
     ("arcstats/freebsd-14.0-RC2__sysctl_kstat.zfs.misc.arcstats.txt", "kstat.zfs.misc.arcstats.{name}: {value}\n",
@@ -410,10 +419,8 @@ def test_unlisted_names_that_sanitise_onto_a_taken_name_are_left_out_with_one_no
     hits, size = arc.metrics["hits"], arc.metrics["size"]
     latest = LatestValues()
     latest.add(samples)
-    port = served(latest)
-    text_body, om_body = _get(port), _get(port, accept=OPENMETRICS)
-    assert_valid_scrape(text_body, om_body)
-    fams = families(text_body.decode())
+    fams, port = served_valid(served, latest)
+    text_body = _get(port)
     assert fams["zfsmon_arc_hits"] == ("counter", prom_name(Kind.ARC, "hits").help, [
         ("zfsmon_arc_hits_total", {}, hits)])
     assert fams["zfsmon_arc_size_bytes"] == ("gauge", prom_name(Kind.ARC, "size").help, [
@@ -442,6 +449,24 @@ def test_no_unlisted_name_takes_a_name_of_zfsmons_own_families():
                                                      (Kind.VDEV, "latency_seconds")}
     assert sorted(f.name for f in fams) == ["zfsmon_arc_fresh", "zfsmon_arc_hits_created_raw",
                                             "zfsmon_vdev_latency_seconds_count_raw"]
+
+
+def test_a_scaled_zpool_iostat_w_capture_gives_whole_bucket_counts(served):
+    """Issue 41 item 10: OpenZFS 2.3's ``zpool iostat -vw`` without ``-p`` prints ``2.40K``, which reads as
+    2457.6 I/Os; served as a bucket's value, Prometheus' OpenMetrics parser refused the scrape. A count of I/Os is
+    whole: each reading's count is rounded, and every series of the histogram is an integer."""
+    text = (TEST_DATA / "openzfs-2.3" / "zpool-iostat-vw.txt").read_text()
+    samples = [r for r in zpool_iostat.parse_text(text, interval=1.0, first_since_boot=False) if isinstance(r, Sample)]
+    raw = [v for s in samples if s.entity.key == "pool:zguest/zguest" for k, v in s.metrics.items()
+           if k.startswith("lat_disk_wait_write_")]  # the capture's two reports
+    assert any(v != round(v) for v in raw)  # the capture has the scaled counts this test is about
+    latest = LatestValues()
+    latest.add(samples)
+    fams, _port = served_valid(served, latest)
+    series = fams["zfsmon_pool_latency_seconds"][2]
+    assert all(v == int(v) for n, _lab, v in series if not n.endswith("_sum"))
+    assert value(fams, "zfsmon_pool_latency_seconds", pool="zguest", queue="disk_wait", op="write",
+                 le="+Inf") == sum(round(v) for v in raw)
 
 
 def test_name_filter_serves_those_families_and_an_unknown_name_an_empty_valid_scrape(served):

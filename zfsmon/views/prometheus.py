@@ -511,6 +511,8 @@ def histogram_parts(s: Sample) -> Dict[Tuple[str, str], Tuple[Dict[Optional[int]
             continue
         if not math.isfinite(n) or n < 0:
             continue
+        # a count of I/Os: whole (zpool's scaled "2.40K" reads as 2457.6), as OpenMetrics wants a bucket's value
+        n = float(round(n))
         key, upper, e = bucket
         counts, _ = out.setdefault(key, ({}, 0.0))
         counts[e] = counts.get(e, 0.0) + n
