@@ -28,12 +28,20 @@ from zfsmon.cli import main
 from zfsmon.commands import exporter as cmd
 from zfsmon.engine import Sampler
 from zfsmon.errors import UserError
-from zfsmon.model import Entity, Kind, Role, Sample
-from zfsmon.sources import arcstats, zpool_iostat
+from zfsmon.model import Entity, Kind, Record, Role, Sample
+from zfsmon.sources import arcstats, diskstats, fio_json, objset, zpool_health, zpool_iostat
 from zfsmon.sources.base import PolledCollector
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recording
-from zfsmon.views.prometheus import LABELS, LatestValues, latest_from_recording, prom_name
+from zfsmon.trace.protocol import parse_text as trace_text
+from zfsmon.trace.resolve import Names
+from zfsmon.views.prometheus import (
+    LABELS,
+    LatestValues,
+    is_histogram_metric,
+    latest_from_recording,
+    prom_name,
+)
 from zfsmon.views.prometheus import families as prom_families
 
 NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -449,6 +457,73 @@ def test_no_unlisted_name_takes_a_name_of_zfsmons_own_families():
                                                      (Kind.VDEV, "latency_seconds")}
     assert sorted(f.name for f in fams) == ["zfsmon_arc_fresh", "zfsmon_arc_hits_created_raw",
                                             "zfsmon_vdev_latency_seconds_count_raw"]
+
+
+def _renamed(text: str, old: str, new: str) -> str:
+    """A second pool's capture: a copy of real text with the pool's name replaced (as a word)."""
+    return re.sub(rf"\b{re.escape(old)}\b", new, text)
+
+
+def _two_pools() -> List[Sample]:
+    """Samples from real captures of two pools whose vdevs, leaves and traced entities have the same names:
+    zfs-fuse ``zpool iostat -v`` and ``zpool status`` (mirror-0, leaf loop1, ... in both), OpenZFS 2.3's
+    ``zpool iostat -vw`` histograms and objset kstats, the uprobe trace of lab pool zcap36 (whose daemon served a
+    second pool on fds 10-15: its ``zpool status`` here is zcap36's renamed, on those fds' loop devices), the block
+    devices (loop1 is a device and, in both pools, a leaf) and fio's two jobs of one name."""
+    status = (rd.FUSE / "zpool_status_ziocap.txt").read_text()
+    iostat = (rd.FUSE / "zpool_iostat_-T_u_-v_ziocap_1_4_writes.txt").read_text()
+    vw = (TEST_DATA / "openzfs-2.3" / "zpool-iostat-vw.txt").read_text()
+    objsets = [(TEST_DATA / "openzfs-2.3" / "kstat" / f"zguest.objset-{i}").read_text() for i in ("0x36", "0x98")]
+    traced = (TEST_DATA / "trace" / "fusevdevlat.zpool_status").read_text()
+    on_fds = {"loop6": "loop5", "loop7": "loop0", "loop8": "loop1", "loop9": "loop2", "loop10": "loop3",
+              "loop11": "loop4"}  # the second pool's layout is not in the capture: one with reads on mirror-0
+    second = re.sub(r"\bloop\d+\b", lambda m: on_fds[m.group(0)], _renamed(traced, "zcap36", "zcap37"))
+    fds = dict(line.split(None, 1) for line in (TEST_DATA / "trace" / "fusevdevlat.fds").read_text().splitlines())
+    names = Names(topology=parse_status(traced + "\n" + second), fds=fds)
+    recs: List[Record] = []
+    for pool in ("ziocap", "zpool2"):
+        topo = parse_status(_renamed(status, "ziocap", pool))
+        recs += zpool_iostat.parse_text(_renamed(iostat, "ziocap", pool), interval=1.0, topology=topo)
+    recs += zpool_health.parse_text(status + "\n" + _renamed(status, "ziocap", "zpool2"), "zpool status")
+    for pool in ("zguest", "zother"):
+        recs += zpool_iostat.parse_text(_renamed(vw, "zguest", pool), interval=1.0, first_since_boot=False)
+        recs += [objset.parse_objset(_renamed(t, "zguest", pool), 1_795_332_275.0) for t in objsets]
+    recs += trace_text((TEST_DATA / "trace" / "fusevdevlat.bt.out").read_text(), resolve=names)
+    recs += diskstats.parse_diskstats((TEST_DATA / "diskstats" / "linux-6.18_debian12__proc_diskstats.txt")
+                                      .read_text(), 1_795_332_275.0)
+    recs += fio_json.parse_json((TEST_DATA / "fio" / "randread-numjobs2-status-json.json").read_text())
+    return [r for r in recs if isinstance(r, Sample)]
+
+
+def test_two_pools_with_the_same_vdev_leaf_and_traced_names_give_each_series_once(served):
+    """Issue 41 item 10: trace entities were labelled by ``name`` alone, so mirror-0 traced in two pools gave one
+    series twice and Prometheus' parsers refused the scrape. Every family is served from real captures of two
+    pools with clashing names: each series once, every parser accepts it, and each entity's values are there
+    under labels that tell the pools apart."""
+    samples = _two_pools()
+    keys = {s.entity.key for s in samples}
+    for kind, name in ((Kind.VDEV, "mirror-0"), (Kind.LEAF, "loop1"), (Kind.TRACE, "mirror-0"),
+                       (Kind.TRACE, "mirror-1"), (Kind.VDEV, "virtio-data0")):  # the same name in two pools or more
+        assert len({k for k in keys if k.startswith(f"{kind.value}:") and k.endswith(f"/{name}")}) >= 2, name
+    assert "device:loop1" in keys and "workload:fio:rr.0:read" in keys and "workload:fio:rr.1:read" in keys
+    latest = LatestValues(leaf_histograms=True, histogram_queues=None)
+    latest.add(samples)
+    fams, _port = served_valid(served, latest)
+    last = {}
+    for s in samples:
+        if not s.since_boot:
+            last.setdefault(s.entity.key, {}).update(s.metrics)
+    for pool, vdev in (("zcap36", "mirror-0"), ("zcap37", "mirror-0"), ("zcap37", "loop1")):
+        m = {k: v for k, v in last[f"trace:{pool}/{vdev}"].items() if not is_histogram_metric(Kind.TRACE, k)}
+        assert m
+        for metric, v in m.items():
+            pn = prom_name(Kind.TRACE, metric)
+            assert value(fams, pn.name, pool=pool, name=vdev) == pytest.approx(v * pn.scale), metric
+    assert all(set(lab) == set(LABELS[Kind.TRACE]) for f, fam in fams.items() if f.startswith("zfsmon_trace_")
+               for _n, lab, _v in fam[2])
+    for pool, op in (("zcap36", "read"), ("zcap37", "read"), ("zcap37", "write")):  # the traced histograms of both pools' mirror-0
+        assert value(fams, "zfsmon_vdev_latency_seconds", pool=pool, vdev="mirror-0", queue="trace", op=op,
+                     le="+Inf") > 0
 
 
 def test_a_scaled_zpool_iostat_w_capture_gives_whole_bucket_counts(served):

@@ -67,7 +67,7 @@ LABELS: Dict[Kind, Tuple[str, ...]] = {
     Kind.DEVICE: ("device", "leaf"),  # leaf: the zpool leaf the block device is (empty: none, or unknown)
     Kind.DATASET: ("pool", "dataset"),
     Kind.WORKLOAD: ("workload",),
-    Kind.TRACE: ("name",),
+    Kind.TRACE: ("pool", "name"),  # a traced vdev's name (mirror-0) is only unique within its pool
 }
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
