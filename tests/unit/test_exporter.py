@@ -32,7 +32,7 @@ from zfsmon.model import Entity, Kind, Record, Role, Sample
 from zfsmon.sources import arcstats, diskstats, fio_json, objset, zpool_health, zpool_iostat
 from zfsmon.sources.base import PolledCollector
 from zfsmon.sources.zpool_status import parse_status
-from zfsmon.store import Recording
+from zfsmon.store import Recorder, Recording
 from zfsmon.trace.protocol import parse_text as trace_text
 from zfsmon.trace.resolve import Names
 from zfsmon.views.prometheus import (
@@ -542,6 +542,36 @@ def test_a_scaled_zpool_iostat_w_capture_gives_whole_bucket_counts(served):
     assert all(v == int(v) for n, _lab, v in series if not n.endswith("_sum"))
     assert value(fams, "zfsmon_pool_latency_seconds", pool="zguest", queue="disk_wait", op="write",
                  le="+Inf") == sum(round(v) for v in raw)
+
+
+def test_a_recordings_entities_that_share_labels_are_served_once_with_one_note(served, capsys, tmp_path):
+    """No source makes two entities of one kind with the same labels, but a recording can hold any: a second
+    ``arc`` (host-wide, no labels), a pool entity not named as its pool, a block device with a pool, a workload
+    with one. Each would repeat the other's series; the first (sorted by key) is served, the other said once."""
+    arc = arcstats.parse_linux((TEST_DATA / "openzfs-2.3" / "kstat" / "arcstats").read_text(), 1_700_000_000.0)
+    real = [s for s in arc if s.entity.kind == Kind.ARC][0]
+    crafted = [Sample(1_700_000_000.0, Entity(Kind.ARC, "arc2"), {"hits": 1.0, "size": 2.0}),
+               Sample(1_700_000_000.0, Entity(Kind.POOL, "tank", "tank"), {"read_ops": 3.0}),
+               Sample(1_700_000_000.0, Entity(Kind.POOL, "zzz", "tank"), {"read_ops": 4.0}),
+               Sample(1_700_000_000.0, Entity(Kind.DEVICE, "sda"), {"reads": 5.0}),
+               Sample(1_700_000_000.0, Entity(Kind.DEVICE, "sda", "tank"), {"reads": 6.0}),
+               Sample(1_700_000_000.0, Entity(Kind.WORKLOAD, "pgbench", "tank"), {"tps": 7.0}),
+               Sample(1_700_000_000.0, Entity(Kind.WORKLOAD, "pgbench"), {"tps": 8.0})]
+    path = str(tmp_path / "crafted.zfsmon")
+    with Recorder(path, {"host": "lab", "interval": "1"}) as rec:
+        rec.write(arc + crafted)
+    with Recording.open(path) as rec:
+        fams, port = served_valid(served, latest_from_recording(rec))
+    assert fams["zfsmon_arc_hits"][2] == [("zfsmon_arc_hits_total", {}, real.metrics["hits"])]  # arc < arc2
+    assert value(fams, "zfsmon_pool_read_ops_per_second", pool="tank") == 3.0
+    assert value(fams, "zfsmon_device_reads", device="sda") == 5.0
+    assert value(fams, "zfsmon_workload_transactions_per_second", workload="pgbench") == 8.0
+    _get(port)
+    err = capsys.readouterr().err.splitlines()
+    assert sorted(err) == [f"zfsmon: note: '{k}' is not exported: its labels are those of '{o}' (docs/exporter.md, "
+                           f"Labels)" for k, o in (("arc:arc2", "arc:arc"), ("device:tank/sda", "device:sda"),
+                                                   ("pool:tank/zzz", "pool:tank/tank"),
+                                                   ("workload:tank/pgbench", "workload:pgbench"))], err
 
 
 def test_name_filter_serves_those_families_and_an_unknown_name_an_empty_valid_scrape(served):
