@@ -28,12 +28,20 @@ from zfsmon.cli import main
 from zfsmon.commands import exporter as cmd
 from zfsmon.engine import Sampler
 from zfsmon.errors import UserError
-from zfsmon.model import Entity, Kind, Role, Sample
-from zfsmon.sources import arcstats, zpool_iostat
+from zfsmon.model import Entity, Kind, Record, Role, Sample
+from zfsmon.sources import arcstats, diskstats, fio_json, objset, zpool_health, zpool_iostat
 from zfsmon.sources.base import PolledCollector
 from zfsmon.sources.zpool_status import parse_status
-from zfsmon.store import Recording
-from zfsmon.views.prometheus import LABELS, LatestValues, latest_from_recording, prom_name
+from zfsmon.store import Recorder, Recording
+from zfsmon.trace.protocol import parse_text as trace_text
+from zfsmon.trace.resolve import Names
+from zfsmon.views.prometheus import (
+    LABELS,
+    LatestValues,
+    is_histogram_metric,
+    latest_from_recording,
+    prom_name,
+)
 from zfsmon.views.prometheus import families as prom_families
 
 NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -390,6 +398,15 @@ def assert_valid_scrape(text_body: bytes, openmetrics_body: bytes) -> None:
         assert len(taken) == len(set(taken)), sorted({n for n in taken if taken.count(n) > 1})
 
 
+def served_valid(served, latest: LatestValues) -> Tuple[Scrape, int]:
+    """Serve ``latest`` and check its scrape in both formats (:func:`assert_valid_scrape`): the text scrape's
+    families, and the port for more scrapes."""
+    port = served(latest)
+    text_body = _get(port)
+    assert_valid_scrape(text_body, _get(port, accept=OPENMETRICS))
+    return families(text_body.decode()), port
+
+
 @pytest.mark.parametrize("capture,line,parse", [
     ("openzfs-2.3/kstat/arcstats", "{name} 4 {value}\n", arcstats.parse_linux),
     ("arcstats/freebsd-14.0-RC2__sysctl_kstat.zfs.misc.arcstats.txt", "kstat.zfs.misc.arcstats.{name}: {value}\n",
@@ -410,10 +427,8 @@ def test_unlisted_names_that_sanitise_onto_a_taken_name_are_left_out_with_one_no
     hits, size = arc.metrics["hits"], arc.metrics["size"]
     latest = LatestValues()
     latest.add(samples)
-    port = served(latest)
-    text_body, om_body = _get(port), _get(port, accept=OPENMETRICS)
-    assert_valid_scrape(text_body, om_body)
-    fams = families(text_body.decode())
+    fams, port = served_valid(served, latest)
+    text_body = _get(port)
     assert fams["zfsmon_arc_hits"] == ("counter", prom_name(Kind.ARC, "hits").help, [
         ("zfsmon_arc_hits_total", {}, hits)])
     assert fams["zfsmon_arc_size_bytes"] == ("gauge", prom_name(Kind.ARC, "size").help, [
@@ -442,6 +457,121 @@ def test_no_unlisted_name_takes_a_name_of_zfsmons_own_families():
                                                      (Kind.VDEV, "latency_seconds")}
     assert sorted(f.name for f in fams) == ["zfsmon_arc_fresh", "zfsmon_arc_hits_created_raw",
                                             "zfsmon_vdev_latency_seconds_count_raw"]
+
+
+def _renamed(text: str, old: str, new: str) -> str:
+    """A second pool's capture: a copy of real text with the pool's name replaced (as a word)."""
+    return re.sub(rf"\b{re.escape(old)}\b", new, text)
+
+
+def _two_pools() -> List[Sample]:
+    """Samples from real captures of two pools whose vdevs, leaves and traced entities have the same names:
+    zfs-fuse ``zpool iostat -v`` and ``zpool status`` (mirror-0, leaf loop1, ... in both), OpenZFS 2.3's
+    ``zpool iostat -vw`` histograms and objset kstats, the uprobe trace of lab pool zcap36 (whose daemon served a
+    second pool on fds 10-15: its ``zpool status`` here is zcap36's renamed, on those fds' loop devices), the block
+    devices (loop1 is a device and, in both pools, a leaf) and fio's two jobs of one name."""
+    status = (rd.FUSE / "zpool_status_ziocap.txt").read_text()
+    iostat = (rd.FUSE / "zpool_iostat_-T_u_-v_ziocap_1_4_writes.txt").read_text()
+    vw = (TEST_DATA / "openzfs-2.3" / "zpool-iostat-vw.txt").read_text()
+    objsets = [(TEST_DATA / "openzfs-2.3" / "kstat" / f"zguest.objset-{i}").read_text() for i in ("0x36", "0x98")]
+    traced = (TEST_DATA / "trace" / "fusevdevlat.zpool_status").read_text()
+    on_fds = {"loop6": "loop5", "loop7": "loop0", "loop8": "loop1", "loop9": "loop2", "loop10": "loop3",
+              "loop11": "loop4"}  # the second pool's layout is not in the capture: one with reads on mirror-0
+    second = re.sub(r"\bloop\d+\b", lambda m: on_fds[m.group(0)], _renamed(traced, "zcap36", "zcap37"))
+    fds = dict(line.split(None, 1) for line in (TEST_DATA / "trace" / "fusevdevlat.fds").read_text().splitlines())
+    names = Names(topology=parse_status(traced + "\n" + second), fds=fds)
+    recs: List[Record] = []
+    for pool in ("ziocap", "zpool2"):
+        topo = parse_status(_renamed(status, "ziocap", pool))
+        recs += zpool_iostat.parse_text(_renamed(iostat, "ziocap", pool), interval=1.0, topology=topo)
+    recs += zpool_health.parse_text(status + "\n" + _renamed(status, "ziocap", "zpool2"), "zpool status")
+    for pool in ("zguest", "zother"):
+        recs += zpool_iostat.parse_text(_renamed(vw, "zguest", pool), interval=1.0, first_since_boot=False)
+        recs += [objset.parse_objset(_renamed(t, "zguest", pool), 1_795_332_275.0) for t in objsets]
+    recs += trace_text((TEST_DATA / "trace" / "fusevdevlat.bt.out").read_text(), resolve=names)
+    recs += diskstats.parse_diskstats((TEST_DATA / "diskstats" / "linux-6.18_debian12__proc_diskstats.txt")
+                                      .read_text(), 1_795_332_275.0)
+    recs += fio_json.parse_json((TEST_DATA / "fio" / "randread-numjobs2-status-json.json").read_text())
+    return [r for r in recs if isinstance(r, Sample)]
+
+
+def test_two_pools_with_the_same_vdev_leaf_and_traced_names_give_each_series_once(served):
+    """Issue 41 item 10: trace entities were labelled by ``name`` alone, so mirror-0 traced in two pools gave one
+    series twice and Prometheus' parsers refused the scrape. Every family is served from real captures of two
+    pools with clashing names: each series once, every parser accepts it, and each entity's values are there
+    under labels that tell the pools apart."""
+    samples = _two_pools()
+    keys = {s.entity.key for s in samples}
+    for kind, name in ((Kind.VDEV, "mirror-0"), (Kind.LEAF, "loop1"), (Kind.TRACE, "mirror-0"),
+                       (Kind.TRACE, "mirror-1"), (Kind.VDEV, "virtio-data0")):  # the same name in two pools or more
+        assert len({k for k in keys if k.startswith(f"{kind.value}:") and k.endswith(f"/{name}")}) >= 2, name
+    assert "device:loop1" in keys and "workload:fio:rr.0:read" in keys and "workload:fio:rr.1:read" in keys
+    latest = LatestValues(leaf_histograms=True, histogram_queues=None)
+    latest.add(samples)
+    fams, _port = served_valid(served, latest)
+    last = {}
+    for s in samples:
+        if not s.since_boot:
+            last.setdefault(s.entity.key, {}).update(s.metrics)
+    for pool, vdev in (("zcap36", "mirror-0"), ("zcap37", "mirror-0"), ("zcap37", "loop1")):
+        m = {k: v for k, v in last[f"trace:{pool}/{vdev}"].items() if not is_histogram_metric(Kind.TRACE, k)}
+        assert m
+        for metric, v in m.items():
+            pn = prom_name(Kind.TRACE, metric)
+            assert value(fams, pn.name, pool=pool, name=vdev) == pytest.approx(v * pn.scale), metric
+    assert all(set(lab) == set(LABELS[Kind.TRACE]) for f, fam in fams.items() if f.startswith("zfsmon_trace_")
+               for _n, lab, _v in fam[2])
+    for pool, op in (("zcap36", "read"), ("zcap37", "read"), ("zcap37", "write")):  # the traced histograms of both pools' mirror-0
+        assert value(fams, "zfsmon_vdev_latency_seconds", pool=pool, vdev="mirror-0", queue="trace", op=op,
+                     le="+Inf") > 0
+
+
+def test_a_scaled_zpool_iostat_w_capture_gives_whole_bucket_counts(served):
+    """Issue 41 item 10: OpenZFS 2.3's ``zpool iostat -vw`` without ``-p`` prints ``2.40K``, which reads as
+    2457.6 I/Os; served as a bucket's value, Prometheus' OpenMetrics parser refused the scrape. A count of I/Os is
+    whole: each reading's count is rounded, and every series of the histogram is an integer."""
+    text = (TEST_DATA / "openzfs-2.3" / "zpool-iostat-vw.txt").read_text()
+    samples = [r for r in zpool_iostat.parse_text(text, interval=1.0, first_since_boot=False) if isinstance(r, Sample)]
+    raw = [v for s in samples if s.entity.key == "pool:zguest/zguest" for k, v in s.metrics.items()
+           if k.startswith("lat_disk_wait_write_")]  # the capture's two reports
+    assert any(v != round(v) for v in raw)  # the capture has the scaled counts this test is about
+    latest = LatestValues()
+    latest.add(samples)
+    fams, _port = served_valid(served, latest)
+    series = fams["zfsmon_pool_latency_seconds"][2]
+    assert all(v == int(v) for n, _lab, v in series if not n.endswith("_sum"))
+    assert value(fams, "zfsmon_pool_latency_seconds", pool="zguest", queue="disk_wait", op="write",
+                 le="+Inf") == sum(round(v) for v in raw)
+
+
+def test_a_recordings_entities_that_share_labels_are_served_once_with_one_note(served, capsys, tmp_path):
+    """No source makes two entities of one kind with the same labels, but a recording can hold any: a second
+    ``arc`` (host-wide, no labels), a pool entity not named as its pool, a block device with a pool, a workload
+    with one. Each would repeat the other's series; the first (sorted by key) is served, the other said once."""
+    arc = arcstats.parse_linux((TEST_DATA / "openzfs-2.3" / "kstat" / "arcstats").read_text(), 1_700_000_000.0)
+    real = [s for s in arc if s.entity.kind == Kind.ARC][0]
+    crafted = [Sample(1_700_000_000.0, Entity(Kind.ARC, "arc2"), {"hits": 1.0, "size": 2.0}),
+               Sample(1_700_000_000.0, Entity(Kind.POOL, "tank", "tank"), {"read_ops": 3.0}),
+               Sample(1_700_000_000.0, Entity(Kind.POOL, "zzz", "tank"), {"read_ops": 4.0}),
+               Sample(1_700_000_000.0, Entity(Kind.DEVICE, "sda"), {"reads": 5.0}),
+               Sample(1_700_000_000.0, Entity(Kind.DEVICE, "sda", "tank"), {"reads": 6.0}),
+               Sample(1_700_000_000.0, Entity(Kind.WORKLOAD, "pgbench", "tank"), {"tps": 7.0}),
+               Sample(1_700_000_000.0, Entity(Kind.WORKLOAD, "pgbench"), {"tps": 8.0})]
+    path = str(tmp_path / "crafted.zfsmon")
+    with Recorder(path, {"host": "lab", "interval": "1"}) as rec:
+        rec.write(arc + crafted)
+    with Recording.open(path) as rec:
+        fams, port = served_valid(served, latest_from_recording(rec))
+    assert fams["zfsmon_arc_hits"][2] == [("zfsmon_arc_hits_total", {}, real.metrics["hits"])]  # arc < arc2
+    assert value(fams, "zfsmon_pool_read_ops_per_second", pool="tank") == 3.0
+    assert value(fams, "zfsmon_device_reads", device="sda") == 5.0
+    assert value(fams, "zfsmon_workload_transactions_per_second", workload="pgbench") == 8.0
+    _get(port)
+    err = capsys.readouterr().err.splitlines()
+    assert sorted(err) == [f"zfsmon: note: '{k}' is not exported: its labels are those of '{o}' (docs/exporter.md, "
+                           f"Labels)" for k, o in (("arc:arc2", "arc:arc"), ("device:tank/sda", "device:sda"),
+                                                   ("pool:tank/zzz", "pool:tank/tank"),
+                                                   ("workload:tank/pgbench", "workload:pgbench"))], err
 
 
 def test_name_filter_serves_those_families_and_an_unknown_name_an_empty_valid_scrape(served):

@@ -67,7 +67,7 @@ LABELS: Dict[Kind, Tuple[str, ...]] = {
     Kind.DEVICE: ("device", "leaf"),  # leaf: the zpool leaf the block device is (empty: none, or unknown)
     Kind.DATASET: ("pool", "dataset"),
     Kind.WORKLOAD: ("workload",),
-    Kind.TRACE: ("name",),
+    Kind.TRACE: ("pool", "name"),  # a traced vdev's name (mirror-0) is only unique within its pool
 }
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
@@ -295,6 +295,7 @@ class ZfsmonCollector(Collector):
         #: told once about each unlisted metric left out of the scrape (the exporter prints it on stderr)
         self.note = note
         self._noted: set[Tuple[Kind, str]] = set()
+        self._noted_keys: set[str] = set()  # entities left out for another's labels, told once
         self._noted_lock = threading.Lock()
 
     def describe(self) -> List[Metric]:
@@ -302,21 +303,43 @@ class ZfsmonCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         ents, errors, resets, source_ts = self.latest.snapshot()
-        fams, dropped = families(ents)
-        self._tell(dropped)
+        hists = self.latest.histograms()
+        clashes = label_clashes([e for e, _ in ents] + [h[0] for h in hists])
+        fams, dropped = families([(e, v) for e, v in ents if e.key not in clashes])
+        self._tell(dropped, clashes)
         yield from fams
-        yield from histogram_families(self.latest.histograms())
+        yield from histogram_families([h for h in hists if h[0].key not in clashes])
         yield from _self_metrics(errors, resets, source_ts)
         yield host_info(self.latest.host)
 
-    def _tell(self, dropped: Sequence[Dropped]) -> None:
+    def _tell(self, dropped: Sequence[Dropped], clashes: Mapping[str, str]) -> None:
         with self._noted_lock:  # two scrapes at once still say it once
             new = [d for d in dropped if (d.kind, d.metric) not in self._noted]
             self._noted.update((d.kind, d.metric) for d in new)
+            fresh = sorted(k for k in clashes if k not in self._noted_keys)
+            self._noted_keys.update(fresh)
         for d in new if self.note is not None else ():
             whose = f"unlisted '{printable(d.owner)}' has it" if d.owner else "one of zfsmon's own families takes it"
             self.note(f"{d.kind.value} statistic '{printable(d.metric)}' is not exported: its name would be {d.name}, "
                       f"and {whose} (docs/exporter.md, Names)")
+        for key in fresh if self.note is not None else ():
+            self.note(f"'{printable(key)}' is not exported: its labels are those of '{printable(clashes[key])}' "
+                      f"(docs/exporter.md, Labels)")
+
+
+def label_clashes(ents: Iterable[Entity]) -> Dict[str, str]:
+    """Entity key -> the key of another entity whose labels it has (the first in sorted order keeps them).
+
+    The labels tell apart every entity a source makes; only a recording can hold others (an ``arc`` of
+    another name, a pool entity not named as its pool): those are left out, since Prometheus' parsers refuse
+    a scrape with a series twice."""
+    first: Dict[Tuple[Kind, Tuple[str, ...]], str] = {}
+    out: Dict[str, str] = {}
+    for e in sorted(ents, key=lambda e: e.key):
+        owner = first.setdefault((e.kind, entity_labels(e)[1]), e.key)
+        if owner != e.key:
+            out[e.key] = owner
+    return out
 
 
 #: the series names a family's type adds to the family's name, in either exposition format (text, OpenMetrics)
@@ -511,6 +534,8 @@ def histogram_parts(s: Sample) -> Dict[Tuple[str, str], Tuple[Dict[Optional[int]
             continue
         if not math.isfinite(n) or n < 0:
             continue
+        # a count of I/Os: whole (zpool's scaled "2.40K" reads as 2457.6), as OpenMetrics wants a bucket's value
+        n = float(round(n))
         key, upper, e = bucket
         counts, _ = out.setdefault(key, ({}, 0.0))
         counts[e] = counts.get(e, 0.0) + n
