@@ -213,6 +213,21 @@ def test_jobs_of_one_name_keep_their_own_result():
     assert got[("rr.0", "read")].metrics["numjobs"] == 2
 
 
+def test_a_job_named_as_anothers_suffix_keeps_its_own_result():
+    """Jobs named ``rr``, ``rr`` and ``rr.0`` (the real numjobs=2 capture with a third job, a copy of the first
+    renamed): three results, each with its own job's figures; none overwrites another."""
+    doc = fio_documents(_text("randread-numjobs2-status-json.json"))[-1]
+    third = json.loads(json.dumps(doc["jobs"][0]))
+    third["jobname"] = "rr.0"
+    third["read"]["iops"] = 1.5
+    doc["jobs"].append(third)
+    got = _results(fio_json.parse_json(json.dumps(doc)))
+    assert sorted(got) == [("rr.0", "read"), ("rr.1", "read"), ("rr.2", "read")]
+    assert got[("rr.0", "read")].metrics["iops"] == 1.5
+    assert got[("rr.1", "read")].metrics["iops"] == doc["jobs"][0]["read"]["iops"]
+    assert got[("rr.2", "read")].metrics["iops"] == doc["jobs"][1]["read"]["iops"]
+
+
 def test_a_truncated_output_has_no_result():
     """fio killed while writing: the last complete document is a status report, not fio's result."""
     text = _text("randrw-status-jsonplus.json")

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -322,12 +323,20 @@ class FioStream:
 
 
 def _named_jobs(jobs: Sequence[Mapping]) -> Iterator[Tuple[str, Mapping]]:
+    """Each job under a name of its own: jobs sharing a name (``numjobs`` without ``group_reporting``) become
+    ``name.0``, ``name.1``, ... in their order, skipping any suffix another job already carries as its name
+    (``a``, ``a``, ``a.0`` give ``a.1``, ``a.2``, ``a.0``), so no job's figures overwrite another's."""
     names = [str(j.get("jobname", "job")) for j in jobs]
+    count = Counter(names)
+    taken = set(names)
     seen: Dict[str, int] = {}
     for name, job in zip(names, jobs):
-        if names.count(name) > 1:
+        if count[name] > 1:
             k = seen.get(name, 0)
+            while f"{name}.{k}" in taken:
+                k += 1
             seen[name] = k + 1
+            taken.add(f"{name}.{k}")
             yield f"{name}.{k}", job
         else:
             yield name, job
