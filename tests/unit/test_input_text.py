@@ -207,6 +207,22 @@ def test_report_draws_mathtext_in_names_and_file_name_as_text(tmp_path):
     assert any(t.strip() == MARK for t in shown)  # the mark's label
 
 
+def test_the_html_report_holds_names_marks_and_the_file_name_as_text(tmp_path):
+    """HTML in the host and the recording's name is escaped in the HTML report, and a mark's (drawn in the plots)
+    leaves no element in it: no tag, no script."""
+    path = str(tmp_path / "<i onmouseover=alert(1)>x.zfsmon")
+    recs = hostile_records() + [Event(T0 + 3.5, EventKind.MARK, "<img src=x onerror=alert(1)>", source="user")]
+    with Recorder(path, {"host": "<script>alert(1)</script>", "interval": "1"}) as rec:
+        rec.write(recs)
+    out = tmp_path / "post.html"
+    a = answer(["report", path, "--out", str(out)])
+    assert a.code == 0, a.err
+    page = out.read_text()
+    assert "<script>" not in page and "<img src=x" not in page and "<i onmouseover" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;i onmouseover=alert(1)&gt;x.zfsmon" in page
+    assert "\x1b" not in page
+
+
 # ------------------------------------------------------------------------------------------------ iostat
 def test_iostat_table_and_csv_show_names_as_text():
     topo = parse_status(hostile(STATUS.read_text()))
