@@ -69,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pause", type=number(0.0, MAX_SECONDS, lo_open=False), default=2.0, metavar="S",
                    help="loop mode: seconds between runs (default 2)")
     p.add_argument("--progress", "-P", type=whole(1, int(MAX_SECONDS)), metavar="N",
-                   help="pgbench -P N --progress-timestamp (continuous default 10; loop: off)")
+                   help="pgbench -P N --progress-timestamp (default 1: TPS every second)")
     p.add_argument("--aggregate-interval", type=whole(1, int(MAX_SECONDS)), metavar="N",
                    help="continuous mode: also write pgbench --log --aggregate-interval=N files next to --log")
     p.add_argument("--duration", "-d", type=seconds, metavar="D",

@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-seconds", "-T", type=whole(1, int(MAX_SECONDS)), default=58, metavar="N", help="--soak: -T of each run "
                    "(default 58)")
     p.add_argument("--pause", type=number(0.0, MAX_SECONDS, lo_open=False), default=2.0, metavar="S", help="--soak: seconds between runs (default 2)")
-    p.add_argument("--progress", "-P", type=whole(1, int(MAX_SECONDS)), metavar="N", help="--soak: pgbench -P N (TPS every N s)")
+    p.add_argument("--progress", "-P", type=whole(1, int(MAX_SECONDS)), metavar="N", help="--soak: pgbench -P N (TPS every N s; default 1)")
     p.add_argument("--init-scale", type=whole(1, 1_000_000), metavar="S", help="--soak: first run pgbench -i -s S")
     p.add_argument("pgbench_args", nargs=argparse.REMAINDER, metavar="-- PGBENCH_OPTIONS",
                    help="--soak: options passed to pgbench (after --)")
