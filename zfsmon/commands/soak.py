@@ -132,9 +132,7 @@ def run(args: argparse.Namespace) -> int:
     with Session(args.interval) as session:
         tgt = target.prepare(args.lab, args.port, args.dbname, args.conn)
         session.add_cleanup(tgt.stop)
-        target.ensure_database(tgt, args.init_scale, log, args.quiet)
-        if args.cold:
-            target.cold_start(tgt)
+        target.ready(tgt, args.init_scale, log, args.quiet, args.cold)
         plan = SoakPlan(mode=args.mode, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
                         total=total, pgbench_args=pgb_args, dbname=tgt.dbarg, tee=log,
                         aggregate_interval=args.aggregate_interval,

@@ -102,9 +102,7 @@ def _soak(args: argparse.Namespace, record: Optional[str], session: Session) -> 
     session.add_cleanup(tgt.stop)
     log = os.path.abspath(tee_log_for(record) if record else
                           f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
-    target.ensure_database(tgt, args.init_scale, log, quiet=False)
-    if args.cold:
-        target.cold_start(tgt)
+    target.ready(tgt, args.init_scale, log, False, args.cold)
     plan = SoakPlan(mode=LOOP, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
                     pgbench_args=pgb_args, dbname=tgt.dbarg, tee=log, pgbench=tgt.pgbench, env=tgt.env)
     session.collectors += [SoakCollector(plan), PgStatCollector(tgt.conninfo)]
