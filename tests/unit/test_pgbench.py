@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import TEST_DATA, fixture_files, fixture_ids
+from zfsmon import names
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.sources import pgbench, pgbench_log, pgbench_text
+from zfsmon.sources.pgbench_text import PgbenchTextParser
 from zfsmon.workload.soak import CONTINUOUS, LOOP, SoakPlan, init_argv, next_run_seconds, run_argv
 
 SHARED = fixture_files("pgbench")
@@ -241,13 +243,51 @@ def test_stream_log_parser_emits_with_lateness() -> None:
 def test_init_estimate_and_soak_argv() -> None:
     assert pgbench.init_size_estimate(10) == 7_600_000 + 157_000_000
     plan = SoakPlan(mode=LOOP, run_seconds=58, pgbench_args=["-c", "30", "-j", "10", "-N"], dbname="db")
-    assert run_argv(plan, 58) == ["pgbench", "-T", "58", "-c", "30", "-j", "10", "-N", "db"]
-    cont = SoakPlan(mode=CONTINUOUS, aggregate_interval=10, log_prefix="/tmp/x.agg", pgbench_args=["-S"])
+    assert run_argv(plan, 58) == ["pgbench", "-T", "58", "-P", "1", "--progress-timestamp", "-c", "30", "-j", "10",
+                                  "-N", "db"]
+    cont = SoakPlan(mode=CONTINUOUS, aggregate_interval=10, log_prefix="/tmp/x.agg", pgbench_args=["-S"], progress=10)
     assert run_argv(cont, 3600) == ["pgbench", "-T", "3600", "-P", "10", "--progress-timestamp", "--log",
                                     "--aggregate-interval=10", "--log-prefix=/tmp/x.agg", "-S"]
     assert init_argv("pgbench", 40, "db") == ["pgbench", "-i", "-s", "40", "-q", "db"]
     assert next_run_seconds(plan, 100.0, 130.0) == 30 and next_run_seconds(plan, 100.0, 100.5) == 0
     assert next_run_seconds(plan, 100.0, None) == 58
+
+
+@pytest.mark.parametrize("mode", [LOOP, CONTINUOUS])
+def test_a_soak_asks_pgbench_for_progress_every_second_unless_told(mode) -> None:
+    """TPS live: a loop's summaries alone come once a run (58 s); the user's --progress wins."""
+    argv = run_argv(SoakPlan(mode=mode, pgbench_args=["-S", "-c", "8"]), 58)
+    assert argv[argv.index("-P") + 1] == "1" and argv.count("-P") == 1 and "--progress-timestamp" in argv
+    argv = run_argv(SoakPlan(mode=mode, progress=6, pgbench_args=["-S"]), 58)
+    assert argv[argv.index("-P") + 1] == "6" and argv.count("-P") == 1
+
+
+def test_progress_lines_and_the_summary_of_each_run_of_a_loop_with_p1() -> None:
+    """What a loop soak with -P 1 --progress-timestamp reads: progress on stderr as it comes, the banner and summary
+    (stdout, block-buffered through the pipe) at the run's end, run after run: each run one RUN_START, its
+    progress samples, one summary, one RUN_END; no run opened by the late banner."""
+    text = _text("-c4_-j2_-T4_-P1_--progress-timestamp_-N")
+    lines = text.splitlines()
+    banner = [line for line in lines if line.startswith("pgbench (")]
+    rest = [line for line in lines if not line.startswith("pgbench (")]
+    piped = rest[:1] + [line for line in rest if line.startswith("progress:")] + banner + \
+        [line for line in rest[1:] if not line.startswith("progress:")]
+    p = PgbenchTextParser()
+    out = []
+    for run in range(3):
+        for k, line in enumerate(piped):
+            out += p.feed(line, 1795331722.0 + run * 10 + k * 0.1)
+    out += p.flush(1795331760.0)
+    samples = [r for r in out if isinstance(r, Sample)]
+    starts = [r for r in out if isinstance(r, Event) and r.kind == EventKind.RUN_START]
+    ends = [r for r in out if isinstance(r, Event) and r.kind == EventKind.RUN_END]
+    assert len(starts) == len(ends) == 3 and p.run == 3
+    progress = [s for s in samples if s.entity.name == names.PGBENCH]
+    runs = [s for s in samples if s.entity.name == names.PGBENCH_RUN]
+    assert len(progress) == 12 and [s.metrics["tps"] for s in progress[:4]] == [7219.9, 7733.0, 7350.5, 7688.2]
+    assert [s.metrics["run"] for s in progress] == [float(1 + k // 4) for k in range(12)]
+    assert len(runs) == 3 and all(s.metrics["tps"] == pytest.approx(7505.173458) for s in runs)
+    assert not [r for r in out if isinstance(r, Event) and r.kind == EventKind.ERROR]
 
 
 _LINES = [line for p in ALL for line in p.read_text().splitlines()]

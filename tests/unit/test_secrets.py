@@ -203,7 +203,7 @@ def test_a_database_name_is_only_a_name_in_the_conninfo(name, conn):
 def test_a_database_name_without_conn_goes_in_pgdatabase_not_on_the_command_line(name):
     tgt = target.prepare(dbname=name)
     assert tgt.env["PGDATABASE"] == name and tgt.dbarg is None
-    assert run_argv(SoakPlan(dbname=tgt.dbarg), 58)[-1] == "58"
+    assert name not in run_argv(SoakPlan(dbname=tgt.dbarg), 58)
     assert conninfo_to_dict(tgt.conninfo) == {"dbname": name}
 
 

@@ -760,10 +760,11 @@ def test_no_fio_no_fio_rows(recording):
 def _timeline_parts(app):
     """(rows by label, the axis' cells, the footer) of the timeline panel as drawn."""
     lines = _panel(app, "timeline").splitlines()
-    axis = next(line for line in lines if line.startswith(" " * 11) and set(line[11:].strip()) <= set("─━▲M|"))
-    w = len(axis.rstrip()) - 11
-    rows = {line[:11].strip(): line[11:11 + w] for line in lines[1:] if line[:11].strip()}
-    return rows, axis[11:11 + w], lines[lines.index(axis) + 1]
+    n = panels.TIMELINE_LABEL
+    axis = next(line for line in lines if line.startswith(" " * n) and set(line[n:].strip()) <= set("─━▲M|"))
+    w = len(axis.rstrip()) - n
+    rows = {line[:n].strip(): line[n:n + w] for line in lines[1:] if line[:n].strip()}
+    return rows, axis[n:n + w], lines[lines.index(axis) + 1]
 
 
 def _data_reads_per_tick(path: str):
@@ -798,7 +799,7 @@ def test_timeline_replay_is_the_whole_run_and_follows_the_cursor(tmp_path):
             await _until(pilot, lambda: "data reads" in _panel(app, "timeline"), "the recording's timeline read")
             rows, axis, foot = _timeline_parts(app)
             w = len(axis)
-            assert set(rows) == {"fio IOPS", "L2 hit %", "L2 size", "data reads"} and w > 40
+            assert set(rows) == {"IOPS per s", "L2 hit %", "L2 size", "data reads"} and w > 40
             # the whole recording, not the 5-minute window's end: the cursor (at the end) is in the last cell
             assert axis.index("▲") == w - 1 and "cursor +00:00:39" in foot
             drawn = rows["data reads"]
@@ -858,7 +859,7 @@ def test_timeline_shows_run_boundaries_and_marks(recording):
             w = len(axis)
             assert axis[int((mark.ts - start) / (end + 1 - start) * w)] == "M"
             assert axis[int((run_end.ts - start) / (end + 1 - start) * w)] == "|"
-            assert rows["TPS"].strip() and "max 752" in _panel(app, "timeline")  # pgbench -P 6's best 6 s
+            assert rows["TPS per s"].strip() and "max 752" in _panel(app, "timeline")  # pgbench -P 6's best 6 s
     run(go())
 
 
@@ -875,7 +876,7 @@ def test_timeline_live_grows_from_the_records(tmp_path, fixtures):
             app.redraw()
             await _settle(pilot)
             rows, axis, foot = _timeline_parts(app)
-            assert "TPS" in rows and "data reads" in rows and "M" in axis and "▲" not in axis and "now +" in foot
+            assert "TPS per s" in rows and "data reads" in rows and "M" in axis and "▲" not in axis and "now +" in foot
             assert app.timeline.span()[1] == top_data.T_END + 1  # every record, in 1 s buckets (2 min < 256)
             shown, version = app._shown["timeline"], app.timeline.version
             app.redraw()

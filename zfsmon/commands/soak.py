@@ -69,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pause", type=number(0.0, MAX_SECONDS, lo_open=False), default=2.0, metavar="S",
                    help="loop mode: seconds between runs (default 2)")
     p.add_argument("--progress", "-P", type=whole(1, int(MAX_SECONDS)), metavar="N",
-                   help="pgbench -P N --progress-timestamp (continuous default 10; loop: off)")
+                   help="pgbench -P N --progress-timestamp (default 1: TPS every second)")
     p.add_argument("--aggregate-interval", type=whole(1, int(MAX_SECONDS)), metavar="N",
                    help="continuous mode: also write pgbench --log --aggregate-interval=N files next to --log")
     p.add_argument("--duration", "-d", type=seconds, metavar="D",
@@ -132,9 +132,7 @@ def run(args: argparse.Namespace) -> int:
     with Session(args.interval) as session:
         tgt = target.prepare(args.lab, args.port, args.dbname, args.conn)
         session.add_cleanup(tgt.stop)
-        target.ensure_database(tgt, args.init_scale, log, args.quiet)
-        if args.cold:
-            target.cold_start(tgt)
+        target.ready(tgt, args.init_scale, log, args.quiet, args.cold)
         plan = SoakPlan(mode=args.mode, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
                         total=total, pgbench_args=pgb_args, dbname=tgt.dbarg, tee=log,
                         aggregate_interval=args.aggregate_interval,

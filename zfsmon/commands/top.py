@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-seconds", "-T", type=whole(1, int(MAX_SECONDS)), default=58, metavar="N", help="--soak: -T of each run "
                    "(default 58)")
     p.add_argument("--pause", type=number(0.0, MAX_SECONDS, lo_open=False), default=2.0, metavar="S", help="--soak: seconds between runs (default 2)")
-    p.add_argument("--progress", "-P", type=whole(1, int(MAX_SECONDS)), metavar="N", help="--soak: pgbench -P N (TPS every N s)")
+    p.add_argument("--progress", "-P", type=whole(1, int(MAX_SECONDS)), metavar="N", help="--soak: pgbench -P N (TPS every N s; default 1)")
     p.add_argument("--init-scale", type=whole(1, 1_000_000), metavar="S", help="--soak: first run pgbench -i -s S")
     p.add_argument("pgbench_args", nargs=argparse.REMAINDER, metavar="-- PGBENCH_OPTIONS",
                    help="--soak: options passed to pgbench (after --)")
@@ -102,9 +102,7 @@ def _soak(args: argparse.Namespace, record: Optional[str], session: Session) -> 
     session.add_cleanup(tgt.stop)
     log = os.path.abspath(tee_log_for(record) if record else
                           f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
-    target.ensure_database(tgt, args.init_scale, log, quiet=False)
-    if args.cold:
-        target.cold_start(tgt)
+    target.ready(tgt, args.init_scale, log, False, args.cold)
     plan = SoakPlan(mode=LOOP, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
                     pgbench_args=pgb_args, dbname=tgt.dbarg, tee=log, pgbench=tgt.pgbench, env=tgt.env)
     session.collectors += [SoakCollector(plan), PgStatCollector(tgt.conninfo)]

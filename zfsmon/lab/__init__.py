@@ -13,7 +13,7 @@ import contextlib
 import os
 import shutil
 import time
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 from zfsmon.host import zfs_fuse_pid
 from zfsmon.lab import system
@@ -21,7 +21,7 @@ from zfsmon.lab.config import KSTAT_DIR, Device, LabConfig, LabInfo, LabState, a
 from zfsmon.lab.system import LabError, run
 from zfsmon.model import Role
 
-__all__ = ["LabConfig", "LabInfo", "LabError", "up", "down", "info", "status_lines", "cold_cache"]
+__all__ = ["LabConfig", "LabInfo", "LabError", "up", "down", "info", "status_lines", "cold_cache", "unthrottled"]
 
 
 def _pool_exists(pool: str) -> bool:
@@ -190,6 +190,33 @@ def cold_cache(pool: str, log=print) -> None:
             run(["zpool", "add", "-f", pool, "cache", *cache])
         log(f"lab {pool}: ARC and L2ARC emptied (cache removed, pool exported and imported, cache added back) "
             f"in {time.monotonic() - t0:.1f} s")
+
+
+@contextlib.contextmanager
+def unthrottled(pool: str, log=print) -> Iterator[bool]:
+    """The lab's data vdevs at full speed for the ``with`` block, then throttled again as ``up`` left them; yields
+    whether there was a throttle to lift.
+
+    Loading a database on disks of 100 IOPS took minutes (scale 40: 6 min 20 s before the first screen, the
+    primary keys alone 168 s); what a soak watches is the reads afterwards. The lock is held only while the
+    rules change, not during the load."""
+    with system.machine_lock():
+        state = LabState.load(pool)
+        iops = int(state.config.get("slow_data_iops") or 0) if state is not None and state.complete else 0
+        rules = list(state.cgroup_rules) if state is not None and iops else []
+        if rules:
+            system.unthrottle(rules)
+            log(f"lab {pool}: data vdevs unthrottled while the database loads")
+    try:
+        yield bool(rules)
+    finally:
+        if rules:
+            with system.machine_lock():
+                pid = zfs_fuse_pid()
+                if pid is None:
+                    raise LabError(f"lab {pool}: zfs-fuse is gone; the data vdevs stay unthrottled")
+                system.throttle(rules, iops, pid)
+                log(f"lab {pool}: data vdevs throttled again to {iops} IOPS each")
 
 
 def status_lines() -> List[str]:

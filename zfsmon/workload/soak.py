@@ -3,9 +3,12 @@
 Two shapes, both what sysadmins already do by hand:
 
 * ``loop``: ``pgbench -T 58 ...; sleep 2`` over and over (each run's summary
-  is a TPS point; a run that dies is reported and the loop goes on);
-* ``continuous``: one long ``pgbench -P N --progress-timestamp`` (a TPS point
-  every N seconds, stamped by pgbench itself).
+  is recorded; a run that dies is reported and the loop goes on);
+* ``continuous``: one long pgbench run.
+
+Either way pgbench runs with ``-P N --progress-timestamp`` (``N`` 1 unless the
+user gave ``--progress``): a TPS point every N seconds, stamped by pgbench
+itself, so the dashboard's TPS is live and not once per run.
 
 Every line pgbench prints is also appended to a plain log file (the classic
 ``| tee soak.log``), so the soak can be read, or re-imported with ``zfsmon
@@ -36,6 +39,8 @@ from zfsmon.sources.pgbench_text import PgbenchTextParser
 LOOP, CONTINUOUS = "loop", "continuous"
 #: pgbench's -T when a continuous soak runs until interrupted (pgbench needs a number; we stop it ourselves)
 FOREVER_S = 365 * 86400
+#: pgbench's -P when the user gave none: TPS every second, in loop mode too
+PROGRESS_S = 1
 #: after this many runs in a row end without a summary, the soak gives up (database gone, bad options)
 MAX_FAILED_RUNS = 3
 
@@ -47,7 +52,7 @@ class SoakPlan:
     mode: str = LOOP
     run_seconds: int = 58  # loop: -T of each run
     pause: float = 2.0  # loop: seconds between runs
-    progress: Optional[int] = None  # -P (continuous: default 10)
+    progress: Optional[int] = None  # -P (default: PROGRESS_S)
     total: Optional[float] = None  # seconds of soak; None = until stopped
     pgbench_args: Sequence[str] = ()
     dbname: Optional[str] = None  # last on the command line: a conninfo without its password (None: PGDATABASE)
@@ -57,10 +62,9 @@ class SoakPlan:
     pgbench: str = "pgbench"
     env: Mapping[str, str] = field(default_factory=dict)
 
-    def progress_every(self) -> Optional[int]:
-        if self.progress:
-            return self.progress
-        return 10 if self.mode == CONTINUOUS else None
+    def progress_every(self) -> int:
+        """pgbench's -P: the user's, else every second (a loop's summaries alone come once a run)."""
+        return self.progress if self.progress else PROGRESS_S
 
 
 def tee_log_for(recording: str) -> str:
@@ -71,9 +75,7 @@ def tee_log_for(recording: str) -> str:
 def run_argv(plan: SoakPlan, seconds: int) -> List[str]:
     """The pgbench command line of one run lasting ``seconds``."""
     argv = [plan.pgbench, "-T", str(int(seconds))]
-    every = plan.progress_every()
-    if every:
-        argv += ["-P", str(every), "--progress-timestamp"]
+    argv += ["-P", str(plan.progress_every()), "--progress-timestamp"]
     if plan.mode == CONTINUOUS and plan.aggregate_interval:
         argv += ["--log", f"--aggregate-interval={plan.aggregate_interval}"]
         if plan.log_prefix:

@@ -180,6 +180,19 @@ def ensure_database(tgt: Target, init_scale: Optional[int], log: str, quiet: boo
         raise UserError(f"database {tgt.dbname or '(from PGDATABASE)'} has no pgbench tables: add --init-scale S")
 
 
+def ready(tgt: Target, init_scale: Optional[int], log: str, quiet: bool, cold: bool,
+          say: Callable[[str], None] = lambda m: print(f"zfsmon: {m}", file=sys.stderr)) -> None:
+    """The database there (loaded with ``init_scale``: on a throttled lab, at full speed, then throttled again),
+    then, with ``cold``, the caches emptied: the order a soak's first minutes need (soak and top --soak)."""
+    if init_scale and tgt.lab_pool is not None:
+        with labmod.unthrottled(tgt.lab_pool, log=say):
+            ensure_database(tgt, init_scale, log, quiet)
+    else:
+        ensure_database(tgt, init_scale, log, quiet)
+    if cold:
+        cold_start(tgt, say)
+
+
 def cold_start(tgt: Target, say: Callable[[str], None] = lambda m: print(f"zfsmon: {m}", file=sys.stderr)) -> None:
     """Start the soak with empty ZFS caches: stop the lab cluster, empty ARC and L2ARC, start it again.
 

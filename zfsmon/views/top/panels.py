@@ -363,7 +363,7 @@ def fio_rows(state: TopState, rows: List[FioRow], opts: ViewOptions, width: int,
 
 
 # ------------------------------------------------------------------------------------------------ timeline
-TIMELINE_LABEL = 11
+TIMELINE_LABEL = 13
 TIMELINE_RIGHT = 11
 
 
@@ -393,15 +393,8 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
 
     marks = {cell(e.ts): e for e in tl.events if start <= e.ts <= end + tl.every}
     at = cell(cursor) if cursor is not None else None
-    have_tps = False
-    for name, label, unit, fixed in tl_mod.ROWS:
-        if name == "iops" and have_tps:
-            continue
-        vals = tl.cells(name, start, end, w, closed_only=live)
+    for label, unit, fixed, vals in tl_mod.rows(tl, start, end, w, closed_only=live):
         present = [v for v in vals if v is not None]
-        if not present:
-            continue
-        have_tps |= name == "tps"
         lo, hi = fixed if fixed is not None else (0.0, max(present))
         scale = 7.999 / (hi - lo) if hi > lo else 0.0
         blocks = "".join(" " if v is None else fmt.BLOCKS[max(0, min(7, int((v - lo) * scale)))] for v in vals)

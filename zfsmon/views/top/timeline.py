@@ -10,6 +10,14 @@ as :mod:`zfsmon.analysis.downsample` aligns its buckets); when a run outgrows
 memory and drawing stay the same for a minute as for a day. Run boundaries
 and marks are kept beside them.
 
+TPS and fio IOPS come from the workload's interval samples (pgbench ``-P``,
+fio's status reports) where there are any; where there are none (a loop soak
+``pgbench -T 58 ...`` without ``-P``, a fio run without
+``--status-interval``), from its run summaries (``pgbench-run``,
+``fio-run:JOB:DIR``): each run's TPS or IOPS spread over the seconds it
+covered (:meth:`Timeline.runs`), and the row's label says which it is
+(:func:`rows`).
+
 Two ways in, one arithmetic: live, :meth:`Timeline.feed` takes the records
 as the dashboard receives them (:meth:`Timeline.sample`: a few additions per
 record, no file read, so it works with ``--no-record`` too); replay,
@@ -41,12 +49,19 @@ MAX_BUCKETS = 256
 EVENT_KINDS = (EventKind.RUN_START, EventKind.RUN_END, EventKind.MARK)
 #: series: (name, label, unit for fmt.num, fixed scale or None)
 ROWS: Tuple[Tuple[str, str, str, Optional[Tuple[float, float]]], ...] = (
-    ("tps", "TPS", "x", None), ("iops", "fio IOPS", "x", None), ("l2_hit", "L2 hit %", "%", (0.0, 100.0)),
+    ("tps", "TPS per s", "x", None), ("tps_run", "TPS per run", "x", None), ("iops", "IOPS per s", "x", None),
+    ("iops_run", "IOPS per run", "x", None), ("l2_hit", "L2 hit %", "%", (0.0, 100.0)),
     ("l2_size", "L2 size", "B", None), ("reads", "data reads", "ops", None))
+#: a series drawn only when none of the series it stands in for has a value: the per-run rows stand in for the
+#: per-interval ones; fio's IOPS stand in for pgbench's TPS (a fio run beside a soak is the soak's load)
+INSTEAD_OF: Dict[str, Tuple[str, ...]] = {"tps_run": ("tps",), "iops": ("tps", "tps_run"),
+                                          "iops_run": ("tps", "tps_run", "iops")}
 MAX_EVENTS = 2000
 #: the metrics the timeline reads, per kind (replay reads no others)
-WANTED: Dict[Kind, Tuple[str, ...]] = {Kind.WORKLOAD: ("tps", "ios"), Kind.L2ARC: ("asize", "size", "hits", "misses"),
+WANTED: Dict[Kind, Tuple[str, ...]] = {Kind.WORKLOAD: ("tps", "ios", "iops"), Kind.L2ARC: ("asize", "size", "hits", "misses"),
                                        Kind.VDEV: ("read_ops",), Kind.POOL: ("read_ops",)}
+#: the longest a run summary reaches back when nothing else bounds it (live, before the first reading)
+MAX_RUN_S = 400 * 86400.0
 #: vdev roles whose reads a pool's line holds besides its data vdevs' (then the data vdevs are read one by one)
 OTHER_READERS = (Role.SPECIAL, Role.DEDUP)
 
@@ -70,6 +85,8 @@ class Timeline:
         self._l2: Optional[Tuple[float, float]] = None  # the previous L2ARC (hits, misses) counters
         #: pools with special or dedup vdevs: their data reads are their data vdevs', not the pool line's
         self.split_pools: Set[str] = set()
+        #: no run summary reaches back before this (replay: the recording's first reading; live: None)
+        self.floor: Optional[float] = None
         self._cache: Dict[tuple, List[Optional[float]]] = {}
         self._cache_version: Tuple[int, float] = (-1, 0.0)
 
@@ -92,15 +109,19 @@ class Timeline:
 
     def _coarsen(self) -> None:
         while self.buckets and max(self.buckets) - min(self.buckets) >= self.max_buckets:
-            self.every *= 2
-            merged: Dict[int, Dict[str, List[float]]] = {}
-            for i, b in self.buckets.items():
-                m = merged.setdefault(i // 2, {})
-                for part, (t, n) in b.items():
-                    _accumulate(m, part, t, n)
-            self.buckets = merged
-            self._open = max(merged) if merged else None
+            self._halve()
         self.version += 1
+
+    def _halve(self) -> None:
+        """Twice as wide buckets: neighbours merged."""
+        self.every *= 2
+        merged: Dict[int, Dict[str, List[float]]] = {}
+        for i, b in self.buckets.items():
+            m = merged.setdefault(i // 2, {})
+            for part, (t, n) in b.items():
+                _accumulate(m, part, t, n)
+        self.buckets = merged
+        self._open = max(merged) if merged else None
 
     def event(self, ev: Event) -> None:
         if ev.kind in EVENT_KINDS:
@@ -111,7 +132,7 @@ class Timeline:
     def wants(self, e: Entity) -> bool:
         """Whether the timeline draws anything from this entity's samples."""
         if e.kind == Kind.WORKLOAD:
-            return e.name == names.PGBENCH or names.fio_job_direction(e.name) is not None
+            return run_part(e) is not None or e.name == names.PGBENCH or names.fio_job_direction(e.name) is not None
         if e.kind == Kind.POOL:
             return e.pool not in self.split_pools
         return e.kind == Kind.L2ARC or (is_data_vdev(e) and e.pool in self.split_pools)
@@ -126,11 +147,18 @@ class Timeline:
             if isinstance(r, Event):
                 self.event(r)
             elif not r.since_boot and self.wants(r.entity):
-                self.sample(r.ts, r.entity, r.metrics)
+                self.sample(r.ts, r.entity, r.metrics, r.interval)
 
-    def sample(self, ts: float, e: Entity, m: Dict[str, float]) -> None:
-        """One reading of an entity the timeline :meth:`wants` (live and replay alike)."""
-        if e.kind == Kind.WORKLOAD:
+    def sample(self, ts: float, e: Entity, m: Dict[str, float], interval: Optional[float] = None) -> None:
+        """One reading of an entity the timeline :meth:`wants` (live and replay alike); ``interval``: the seconds
+        a run summary covers, up to ``ts``."""
+        run = run_part(e)
+        if run is not None:
+            part, name = run
+            if name in m:
+                self.runs(part, np.array([ts], dtype=np.float64), np.array([_span(interval)]),
+                          np.array([m[name]], dtype=np.float64))
+        elif e.kind == Kind.WORKLOAD:
             if e.name == names.PGBENCH:
                 if "tps" in m:
                     self.add(ts, "tps", m["tps"])
@@ -149,15 +177,22 @@ class Timeline:
         elif "read_ops" in m:
             self.add(ts, f"reads:{e.key}", m["read_ops"])
 
-    def sample_block(self, ts: Sequence[float], e: Entity, m: Dict[str, Sequence[float]]) -> None:
+    def sample_block(self, ts: Sequence[float], e: Entity, m: Dict[str, Sequence[float]],
+                     intervals: Optional[Sequence[Optional[float]]] = None) -> None:
         """:meth:`sample` of an entity's consecutive readings given column-wise (a store block: ``m`` maps a
-        metric to its column): the same parts, each bucket's sum and count from one ``numpy.add.reduceat`` per
-        part instead of an addition per reading (the sums agree to float rounding)."""
+        metric to its column, ``intervals`` each reading's): the same parts, each bucket's sum and count from one
+        ``numpy.add.reduceat`` per part instead of an addition per reading (the sums agree to float rounding)."""
         if not len(ts):
             return
         t = np.asarray(ts, dtype=np.float64)
         ones = np.ones(len(t))
-        if e.kind == Kind.WORKLOAD:
+        run = run_part(e)
+        if run is not None:
+            part, name = run
+            if name in m:
+                spans = np.array([_span(iv) for iv in intervals] if intervals is not None else [_span(None)] * len(t))
+                self.runs(part, t, spans, np.asarray(m[name], dtype=np.float64))
+        elif e.kind == Kind.WORKLOAD:
             part, name = ("tps", "tps") if e.name == names.PGBENCH else ("fio_ios", "ios")
             if name in m:
                 self._add_runs(t, part, np.asarray(m[name], dtype=np.float64), ones)
@@ -188,6 +223,47 @@ class Timeline:
         lo, hi = float(t.min()), float(t.max())
         self.first = lo if self.first is None else min(self.first, lo)
         self.last = hi if self.last is None else max(self.last, hi)
+
+    def runs(self, part: str, ends: np.ndarray, spans: np.ndarray, rates: np.ndarray) -> None:
+        """Run summaries: the run ending at ``ends[k]`` after ``spans[k]`` seconds went at ``rates[k]`` (TPS, IOPS)
+        all along. Each bucket gets, per run, the rate times the run's seconds inside it, and those seconds (so a
+        bucket's mean is time-weighted, and its sum over the bucket's seconds an IOPS); a run of no length counts
+        as one second at its end. A run reaches back no further than :attr:`floor` (replay: the recording's
+        start), else the first reading, else :data:`MAX_RUN_S`. All runs at once: the integral of their rates up
+        to each bucket edge, from sorted cumulative sums (O((runs + buckets) log runs), however many overlap)."""
+        ok = np.isfinite(ends) & np.isfinite(rates) & np.isfinite(spans)
+        ends, spans, rates = ends[ok], np.maximum(spans[ok], 0.0), rates[ok]
+        if not len(ends):
+            return
+        floor = self.floor if self.floor is not None else self.first
+        starts = ends - np.minimum(spans, MAX_RUN_S)
+        if floor is not None:
+            starts = np.maximum(starts, floor)
+        starts = np.minimum(starts, ends)
+        lo, hi = float(starts.min()), float(ends.max())
+        self._fit(lo, hi)
+        every = self.every
+        i0, i1 = int(lo // every), int(hi // every)
+        edges = np.arange(i0, i1 + 2, dtype=np.float64) * every
+        amount, secs = np.diff(_integral(edges, starts, ends, rates)), np.diff(_integral(edges, starts, ends, None))
+        for k in np.flatnonzero(secs > 0).tolist():
+            _accumulate(self.buckets.setdefault(i0 + k, {}), part, float(amount[k]), float(secs[k]))
+        if self._open is None or i1 > self._open:
+            self._open = i1
+        self.first = lo if self.first is None else min(self.first, lo)
+        self.last = hi if self.last is None else max(self.last, hi)
+        self.version += 1  # a summary fills buckets that had closed
+
+    def _fit(self, lo: float, hi: float) -> None:
+        """Widen the buckets until the ones there are and those [lo, hi] needs are fewer than max_buckets."""
+        while True:
+            idx = [int(lo // self.every), int(hi // self.every)]
+            if self.buckets:
+                idx += [min(self.buckets), max(self.buckets)]
+            if max(idx) - min(idx) < self.max_buckets:
+                return
+            self._halve()
+            self.version += 1
 
     # ------------------------------------------------------------------------------------------ reading
     def span(self) -> Optional[Tuple[float, float]]:
@@ -220,6 +296,49 @@ class Timeline:
         return out
 
 
+def run_part(e: Entity) -> Optional[Tuple[str, str]]:
+    """(the timeline's part, the metric it takes) of a run summary's entity, or None for any other entity."""
+    if e.kind != Kind.WORKLOAD:
+        return None
+    if e.name == names.PGBENCH_RUN:
+        return "tps_run", "tps"
+    if names.fio_job_direction(e.name, names.FIO_RUN_PREFIX) is not None:
+        return "fio_run", "iops"
+    return None
+
+
+def _span(interval: Optional[float]) -> float:
+    """The seconds a run summary covers: its interval, or 0 without a finite one (then it counts as a point)."""
+    return float(interval) if isinstance(interval, (int, float)) and math.isfinite(interval) else 0.0
+
+
+def _integral(edges: np.ndarray, starts: np.ndarray, ends: np.ndarray, rates: Optional[np.ndarray]) -> np.ndarray:
+    """At each edge x, the sum over runs of rate times the run's seconds before x (``rates`` None: 1), a run of
+    no length counting one second once x is past its end. ``clamp(x, s, e) - s == min(x, e) - min(x, s)``, and
+    the sum of ``r * min(x, c)`` over runs is the sum of ``r * c`` over the c below x plus x times the sum of r
+    over the others: sorted once, then a search per edge."""
+    r = np.ones(len(ends)) if rates is None else rates
+    point = ends <= starts
+    origin = edges[0]  # times from the first edge: epoch seconds times a rate would round away the fractions
+    edges, starts, ends = edges - origin, starts - origin, ends - origin
+
+    def below(c: np.ndarray, w: np.ndarray) -> np.ndarray:
+        order = np.argsort(c, kind="stable")
+        c, w = c[order], w[order]
+        k = np.searchsorted(c, edges, side="left")  # how many c < x
+        wc = np.concatenate(([0.0], np.cumsum(w * c)))
+        ws = np.concatenate(([0.0], np.cumsum(w)))
+        return wc[k] + edges * (ws[-1] - ws[k])
+
+    w = np.where(point, 0.0, r)
+    out = below(ends, w) - below(starts, w)
+    pts = np.sort(ends[point])
+    if len(pts):
+        pr = r[point][np.argsort(ends[point], kind="stable")]
+        out = out + np.concatenate(([0.0], np.cumsum(pr)))[np.searchsorted(pts, edges, side="left")]
+    return out
+
+
 def _item(col: Sequence[float], i: int) -> float:
     """A column's value as a Python number (an array's is a numpy scalar)."""
     return col[i] if isinstance(col, (list, tuple)) else col.item(i)
@@ -228,11 +347,11 @@ def _item(col: Sequence[float], i: int) -> float:
 def value(b: Dict[str, List[float]], name: str, every: float) -> Optional[float]:
     """A bucket's value of a series: TPS and L2 size averaged, fio IOPS as its I/Os over the bucket's seconds,
     L2 hit % of the bucket's hits and misses, data reads the sum over data vdevs of each one's average ops/s."""
-    if name in ("tps", "l2_size"):
+    if name in ("tps", "l2_size", "tps_run"):
         acc = b.get(name)
         return acc[0] / acc[1] if acc and acc[1] else None
-    if name == "iops":
-        acc = b.get("fio_ios")
+    if name in ("iops", "iops_run"):
+        acc = b.get("fio_ios" if name == "iops" else "fio_run")
         return acc[0] / every if acc else None
     if name == "l2_hit":
         h, m = b.get("l2_hits"), b.get("l2_misses")
@@ -243,6 +362,22 @@ def value(b: Dict[str, List[float]], name: str, every: float) -> Optional[float]
         parts = [acc[0] / acc[1] for part, acc in b.items() if part.startswith("reads:") and acc[1]]
         return sum(parts) if parts else None
     raise KeyError(name)
+
+
+def rows(tl: Timeline, start: float, end: float, width: int, closed_only: bool = False
+         ) -> List[Tuple[str, str, Optional[Tuple[float, float]], List[Optional[float]]]]:
+    """(label, unit, fixed scale, cells) of the :data:`ROWS` to draw over [start, end): those with a value,
+    less each one whose :data:`INSTEAD_OF` series is drawn (per-run TPS only without per-second TPS, ...)."""
+    drawn: Set[str] = set()
+    out: List[Tuple[str, str, Optional[Tuple[float, float]], List[Optional[float]]]] = []
+    for name, label, unit, fixed in ROWS:
+        if drawn.intersection(INSTEAD_OF.get(name, ())):
+            continue
+        vals = tl.cells(name, start, end, width, closed_only)
+        if any(v is not None for v in vals):
+            drawn.add(name)
+            out.append((label, unit, fixed, vals))
+    return out
 
 
 def every_for(span_s: float, max_buckets: int = MAX_BUCKETS) -> float:
@@ -261,6 +396,7 @@ def read_timeline(path: str, max_buckets: int = MAX_BUCKETS) -> Timeline:
         if rng is None:
             return tl
         ents = {e.key: e for e in rec.entities()}
+        tl.floor = rng[0]
         tl.split_pools = {e.pool for e in ents.values() if e.kind == Kind.VDEV and e.role in OTHER_READERS}
         plan: Dict[int, Tuple[Entity, List[Tuple[str, int]]]] = {}
         for sid in rec.select_streams([k for k, e in ents.items() if tl.wants(e)]):
@@ -273,7 +409,7 @@ def read_timeline(path: str, max_buckets: int = MAX_BUCKETS) -> Timeline:
             kept = {(e.kind, n) for e, want in plan.values() for n, _i in want}
             for group in arrays.blocks(rec, list(plan), metrics=lambda kind, name: (kind, name) in kept):
                 for sb in group:
-                    tl.sample_block(sb.ts, ents[sb.entity.key], dict(zip(sb.names, sb.cols)))
+                    tl.sample_block(sb.ts, ents[sb.entity.key], dict(zip(sb.names, sb.cols)), sb.intervals)
         for ev in rec.events(kinds=EVENT_KINDS):
             tl.event(ev)
         tl._open = None  # a recording's buckets are all complete
