@@ -526,6 +526,7 @@ class HeaderInfo:
     recording: str = ""  # path, or "" for --no-record
     mode: str = "live"  # live | replay
     started: float = 0.0
+    serving: str = ""  # HOST:PORT `top --listen` serves /metrics on, or ""
 
 
 def header(state: TopState, info: HeaderInfo, opts: ViewOptions, width: int, paused: bool,
@@ -540,6 +541,10 @@ def header(state: TopState, info: HeaderInfo, opts: ViewOptions, width: int, pau
     t.append(f" {badge} ", style=bstyle)
     t.append(f" {info.host}", style="bold")
     t.append(f"  {info.platform}  {info.zfs}", style="")
+    serving = f"  metrics {info.serving}" if info.serving else ""
+    if serving and len(t.plain) + len(serving) <= width:  # else on the second line, before the recording
+        t.append(serving)
+        serving = ""
     t.append("\n")
     pools = state.pools()
     shown = " ".join(f"[{p}]" if p == opts.pool else p for p in pools) or "-"
@@ -550,6 +555,8 @@ def header(state: TopState, info: HeaderInfo, opts: ViewOptions, width: int, pau
         elapsed = (opts.now or time.time()) - info.started if info.started else 0.0
         t.append(f"up {fmt.clock(elapsed)}  ")
     t.append(f"every {opts.interval:g}s  window {fmt.window(state.window_s)}  ")
+    if serving:
+        t.append(serving.lstrip() + "  ")
     rec = info.recording or "not recording"
     room = max(10, width - len(t.plain.split("\n")[-1]) - 5)
     if len(rec) > room:
