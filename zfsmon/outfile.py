@@ -26,7 +26,7 @@ import errno
 import os
 import stat
 import tempfile
-from typing import IO, Dict, Iterable, Iterator, Mapping, Optional, Tuple
+from typing import IO, Callable, Dict, Iterable, Iterator, Mapping, Optional, Tuple
 
 from zfsmon.errors import UserError
 
@@ -162,14 +162,19 @@ ROOT_STATE_DIR = "/var/lib/zfsmon"
 
 def state_directory(environ: Optional[Mapping[str, str]] = None, root: Optional[bool] = None) -> str:
     """The directory zfsmon records into when no file is named: a user expects state there, not in whatever
-    directory the command was started in. As root (``root`` defaults to the effective uid being 0)
-    :data:`ROOT_STATE_DIR`, else ``$XDG_STATE_HOME/zfsmon`` (``~/.local/state/zfsmon``; a relative
+    directory the command was started in. A service's ``$STATE_DIRECTORY`` (systemd's ``StateDirectory=``, set
+    by the SMF manifest too) when set; as root (``root`` defaults to the effective uid being 0)
+    :data:`ROOT_STATE_DIR`; else ``$XDG_STATE_HOME/zfsmon`` (``~/.local/state/zfsmon``; a relative
     ``XDG_STATE_HOME`` is ignored, as the XDG specification says). Created with mode 0700 when missing.
 
     Refused with a one-line UserError: a symbolic link there (dangling or not), something that is not a
     directory, a directory owned by another user or writable by group or others (names could be planted in
     it between zfsmon's check and its write)."""
     env = os.environ if environ is None else environ
+    service = env.get("STATE_DIRECTORY", "").split(":")[0]
+    if os.path.isabs(service):
+        # the service manager made it (systemd's StateDirectory=; DynamicUser= makes it a link into private/)
+        return _checked_state(service, os.stat)
     if os.geteuid() == 0 if root is None else root:
         path = ROOT_STATE_DIR
     else:
@@ -180,10 +185,8 @@ def state_directory(environ: Optional[Mapping[str, str]] = None, root: Optional[
                 raise UserError("no home directory to record into (set XDG_STATE_HOME or give --record/--out FILE)")
             base = os.path.join(home, ".local", "state")
         path = os.path.join(base, "zfsmon")
-    linked = UserError(f"{path} is a symbolic link: zfsmon does not record through one (remove it, or name a file "
-                       "to record into)")
     if os.path.islink(path):
-        raise linked
+        raise _linked(path)
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         os.mkdir(path, 0o700)
@@ -191,9 +194,24 @@ def state_directory(environ: Optional[Mapping[str, str]] = None, root: Optional[
         pass
     except OSError as exc:
         raise UserError(os_message(path, exc, "cannot create"), exit_code=1) from None
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):  # planted between the check and the mkdir
-        raise linked
+    if os.path.islink(path):  # planted between the check and the mkdir
+        raise _linked(path)
+    return _checked_state(path, os.lstat)
+
+
+def _linked(path: str) -> UserError:
+    return UserError(f"{path} is a symbolic link: zfsmon does not record through one (remove it, or name a file "
+                     "to record into)")
+
+
+def _checked_state(path: str, stat_fn: Callable[[str], os.stat_result]) -> str:
+    """``path`` if it is a directory of this user that no one else can write into, else a one-line UserError."""
+    try:
+        st = stat_fn(path)
+    except OSError as exc:
+        raise UserError(os_message(path, exc, "cannot record into"), exit_code=1) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _linked(path)
     if not stat.S_ISDIR(st.st_mode):
         raise UserError(f"{path}: exists and is not a directory")
     if st.st_uid != os.geteuid():

@@ -32,6 +32,7 @@ def places(tmp_path, monkeypatch):
     state.mkdir()
     cwd.mkdir()
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
     monkeypatch.setattr(outfile, "ROOT_STATE_DIR", str(tmp_path / "varlib" / "zfsmon"), raising=False)
     monkeypatch.chdir(cwd)
     return state, tmp_path / "varlib" / "zfsmon", cwd
@@ -53,6 +54,19 @@ def test_without_xdg_state_home_or_with_a_relative_one_it_is_under_home(places, 
         assert os.path.dirname(path) == str(tmp_path / "home" / ".local" / "state" / "zfsmon")
     assert stat.S_IMODE(os.lstat(tmp_path / "home" / ".local" / "state").st_mode) == 0o700
     assert not os.path.exists("relative")
+
+
+def test_a_service_records_into_its_state_directory_a_link_included(places, tmp_path):
+    """systemd's StateDirectory= with DynamicUser=: STATE_DIRECTORY=/var/lib/zfsmon, a link to private/zfsmon."""
+    private = tmp_path / "lib" / "private" / "zfsmon"
+    private.mkdir(parents=True, mode=0o750)
+    os.symlink("private/zfsmon", tmp_path / "lib" / "zfsmon")
+    env = {"STATE_DIRECTORY": str(tmp_path / "lib" / "zfsmon"), "XDG_STATE_HOME": str(places[0])}
+    for root in (True, False):
+        assert os.path.dirname(record.default_out(NOW, environ=env, root=root)) == str(tmp_path / "lib" / "zfsmon")
+    os.chmod(private, 0o770)  # one the service's group could plant names in
+    with pytest.raises(UserError, match="writable by group or others"):
+        record.default_out(NOW, environ=env)
 
 
 def test_root_records_into_var_lib_zfsmon(places):
@@ -107,7 +121,7 @@ def test_zfsmon_record_without_out_records_into_the_state_directory_and_says_whe
     state, root, cwd = places
     monkeypatch.setattr(record, "probe", lambda: HOST)
     monkeypatch.setattr(record, "pick_collectors", lambda *a, **k: (captures(fixtures), []))
-    assert main(["record", "-q", "--interval", "0.2", "--duration", "1"]) == 0
+    assert main(["record", "--interval", "0.2", "--duration", "1"]) == 0
     err = capsys.readouterr().err
     made = os.listdir(root if os.geteuid() == 0 else state / "zfsmon")
     assert len(made) == 1 and made[0].endswith(".zfsmon") and made[0] in err

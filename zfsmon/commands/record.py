@@ -86,8 +86,6 @@ def host_meta(interval: float) -> dict:
 def run(args: argparse.Namespace) -> int:
     out = args.out or default_out(time.time())
     check_output_path(out)
-    if args.quiet and not args.out:  # a name zfsmon chose: said even when quiet, or nobody would find it
-        print(f"zfsmon: recording into {out}", file=sys.stderr)
     if args.backend and not args.trace:
         raise UserError("--backend goes with --trace")
     collectors, skipped = pick_collectors(probe(), args.interval, args.pool, args.sources, args.trace, args.backend)
