@@ -28,6 +28,8 @@ from zfsmon.model import Entity, Kind, Sample
 from zfsmon.sources import arcstats, zpool_iostat
 from zfsmon.sources.base import PolledCollector
 from zfsmon.sources.zpool_status import parse_status
+from zfsmon.views.top import panels
+from zfsmon.views.top.state import TopState
 
 INTERVAL = "0.2"
 #: families whose values differ between two runs by nature (the time of a sample, the build)
@@ -215,3 +217,14 @@ def test_top_listen_a_bad_address_or_a_taken_port_is_one_line_and_nothing_keeps_
         with pytest.raises(UserError, match="cannot listen on 127.0.0.1"):
             with top.dashboard(top_args("--no-record", "--listen", f"127.0.0.1:{s.getsockname()[1]}")):
                 pass
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_the_header_keeps_the_metrics_address_and_the_recording_on_their_two_lines(width):
+    """At 80 columns the platform's text gives way: the address stays whole and the recording keeps its line."""
+    info = panels.HeaderInfo("db1", "Linux 6.18.44-fc-v769", "zfs-fuse 0.7.0-25+b1 (pool v23)",
+                             "/var/lib/zfsmon/zfsmon-db1-20260101T000000Z.zfsmon", "live", 1.0, "127.0.0.1:39999")
+    state = TopState(300)
+    lines = panels.header(state, info, panels.ViewOptions(interval=1.0, now=2.0), width, False).plain.split("\n")
+    assert len(lines) == 2 and all(len(line) <= width for line in lines), lines
+    assert lines[0].endswith("metrics 127.0.0.1:39999") and lines[1].endswith("T000000Z.zfsmon")

@@ -540,11 +540,13 @@ def header(state: TopState, info: HeaderInfo, opts: ViewOptions, width: int, pau
     t = Text()
     t.append(f" {badge} ", style=bstyle)
     t.append(f" {info.host}", style="bold")
-    t.append(f"  {info.platform}  {info.zfs}", style="")
+    about = f"  {info.platform}  {info.zfs}"
     serving = f"  metrics {info.serving}" if info.serving else ""
-    if serving and len(t.plain) + len(serving) <= width:  # else on the second line, before the recording
-        t.append(serving)
-        serving = ""
+    room = width - len(t.plain) - len(serving)
+    if serving and len(about) > room:  # the address whole: the platform's text gives way
+        about = about[:max(0, room - 1)] + "…"
+    t.append(about, style="")
+    t.append(serving)
     t.append("\n")
     pools = state.pools()
     shown = " ".join(f"[{p}]" if p == opts.pool else p for p in pools) or "-"
@@ -555,8 +557,6 @@ def header(state: TopState, info: HeaderInfo, opts: ViewOptions, width: int, pau
         elapsed = (opts.now or time.time()) - info.started if info.started else 0.0
         t.append(f"up {fmt.clock(elapsed)}  ")
     t.append(f"every {opts.interval:g}s  window {fmt.window(state.window_s)}  ")
-    if serving:
-        t.append(serving.lstrip() + "  ")
     rec = info.recording or "not recording"
     room = max(10, width - len(t.plain.split("\n")[-1]) - 5)
     if len(rec) > room:
