@@ -10,6 +10,8 @@
   untouched. A rename replaces a name, it never writes through a link. ``replace=False`` links the finished
   file in instead, which fails if anything has that name (:class:`Taken`): for names zfsmon picks itself.
 - :func:`open_append` opens a log zfsmon appends to, never through a link.
+- :func:`state_directory` is where zfsmon records when no file is named (XDG state directory;
+  /var/lib/zfsmon as root): created 0700, never a link, never one another user could plant names in.
 - :class:`Written` is the manifest of the files zfsmon wrote into a directory: only those are replaced or
   removed by a later run.
 - :func:`os_message` says what an ``OSError`` means for the file, in one line.
@@ -24,7 +26,7 @@ import errno
 import os
 import stat
 import tempfile
-from typing import IO, Dict, Iterable, Iterator, Tuple
+from typing import IO, Callable, Dict, Iterable, Iterator, Mapping, Optional, Tuple
 
 from zfsmon.errors import UserError
 
@@ -152,6 +154,72 @@ def open_append(path: str) -> IO[str]:
         raise UserError(f"{path}: not a regular file: zfsmon appends only to one", exit_code=1)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "a", encoding="utf-8")
+
+
+#: where root's recordings go when no file is named (the FHS's place for a program's state)
+ROOT_STATE_DIR = "/var/lib/zfsmon"
+
+
+def state_directory(environ: Optional[Mapping[str, str]] = None, root: Optional[bool] = None) -> str:
+    """The directory zfsmon records into when no file is named: a user expects state there, not in whatever
+    directory the command was started in. A service's ``$STATE_DIRECTORY`` (systemd's ``StateDirectory=``, set
+    by the SMF manifest too) when set; as root (``root`` defaults to the effective uid being 0)
+    :data:`ROOT_STATE_DIR`; else ``$XDG_STATE_HOME/zfsmon`` (``~/.local/state/zfsmon``; a relative
+    ``XDG_STATE_HOME`` is ignored, as the XDG specification says). Created with mode 0700 when missing.
+
+    Refused with a one-line UserError: a symbolic link there (dangling or not), something that is not a
+    directory, a directory owned by another user or writable by group or others (names could be planted in
+    it between zfsmon's check and its write)."""
+    env = os.environ if environ is None else environ
+    service = env.get("STATE_DIRECTORY", "").split(":")[0]
+    if os.path.isabs(service):
+        # the service manager made it (systemd's StateDirectory=; DynamicUser= makes it a link into private/)
+        return _checked_state(service, os.stat)
+    if os.geteuid() == 0 if root is None else root:
+        path = ROOT_STATE_DIR
+    else:
+        base = env.get("XDG_STATE_HOME", "")
+        if not os.path.isabs(base):
+            home = os.path.expanduser("~")
+            if not os.path.isabs(home):
+                raise UserError("no home directory to record into (set XDG_STATE_HOME or give --record/--out FILE)")
+            base = os.path.join(home, ".local", "state")
+        path = os.path.join(base, "zfsmon")
+    if os.path.islink(path):
+        raise _linked(path)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise UserError(os_message(path, exc, "cannot create"), exit_code=1) from None
+    if os.path.islink(path):  # planted between the check and the mkdir
+        raise _linked(path)
+    return _checked_state(path, os.lstat)
+
+
+def _linked(path: str) -> UserError:
+    return UserError(f"{path} is a symbolic link: zfsmon does not record through one (remove it, or name a file "
+                     "to record into)")
+
+
+def _checked_state(path: str, stat_fn: Callable[[str], os.stat_result]) -> str:
+    """``path`` if it is a directory of this user that no one else can write into, else a one-line UserError."""
+    try:
+        st = stat_fn(path)
+    except OSError as exc:
+        raise UserError(os_message(path, exc, "cannot record into"), exit_code=1) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _linked(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{path}: exists and is not a directory")
+    if st.st_uid != os.geteuid():
+        raise UserError(f"{path}: owned by uid {st.st_uid}, not by this user: zfsmon does not record into it")
+    if st.st_mode & 0o022:
+        raise UserError(f"{path}: writable by group or others: zfsmon does not record into it "
+                        f"(chmod go-w {path})")
+    return path
 
 
 #: a file's identity as zfsmon left it: inode, size, modification time (ns)

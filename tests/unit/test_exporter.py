@@ -25,6 +25,7 @@ from tests.conftest import TEST_DATA, free_loopback_port, need
 from tests.unit import report_data as rd
 from zfsmon import metrics
 from zfsmon.cli import main
+from zfsmon.commands import _serve
 from zfsmon.commands import exporter as cmd
 from zfsmon.engine import Sampler
 from zfsmon.errors import UserError
@@ -315,7 +316,7 @@ def test_listen_parsing_and_loopback():
     assert cmd.parse_listen("127.0.0.1:9134") == ("127.0.0.1", 9134)
     assert cmd.parse_listen("[::1]:0") == ("::1", 0)
     assert cmd.parse_listen(":9134") == ("127.0.0.1", 9134)
-    assert cmd.is_loopback("::1") and cmd.is_loopback("localhost") and not cmd.is_loopback("0.0.0.0")
+    assert _serve.is_loopback("::1") and _serve.is_loopback("localhost") and not _serve.is_loopback("0.0.0.0")
 
 
 @settings(max_examples=300, deadline=None)

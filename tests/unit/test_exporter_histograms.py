@@ -15,8 +15,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import TEST_DATA, need
+from tests.unit.test_top_listen import HOST, exporter_scrape
+from zfsmon.commands import exporter as exporter_cmd
 from zfsmon.metrics import latency
 from zfsmon.model import Kind, Sample
+from zfsmon.sources.base import Collector
 from zfsmon.sources.zpool_iostat import parse_text as parse_iostat
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.trace.protocol import parse_text as parse_trace
@@ -176,3 +179,25 @@ def test_label_names_are_a_fixed_bounded_set() -> None:
             if "le" in smp.labels:
                 les.add(smp.labels["le"])
     assert len(les) == len(LE_EXPONENTS) + 1
+
+
+@pytest.mark.parametrize("choice,queues", [("none", set()), ("wait", {"total_wait", "disk_wait"}),
+                                           ("all", {"total_wait", "disk_wait", "syncq_wait", "asyncq_wait", "scrub",
+                                                    "trim"})])
+def test_the_live_exporter_serves_the_histograms_asked_for(choice, queues, monkeypatch) -> None:
+    """`zfsmon exporter --histograms CHOICE` sampling a source (not only --from-recording) honours CHOICE."""
+    reads: List[int] = []
+
+    class Vw(Collector):
+        name = "zpool_iostat_w"
+
+        def poll(self):
+            reads.append(1)
+            return _vw()
+
+    monkeypatch.setattr(exporter_cmd, "probe", lambda: HOST)
+    monkeypatch.setattr(exporter_cmd, "pick_collectors", lambda *a, **k: ([Vw()], []))
+    fams = {name: series for name, (_t, _h, series) in
+            exporter_scrape(monkeypatch, ["--histograms", choice], lambda: len(reads) >= 2).items()}
+    served = {lab["queue"] for _n, lab, _v in fams.get("zfsmon_vdev_latency_seconds", [])}
+    assert served >= queues and (served == queues or choice == "all")

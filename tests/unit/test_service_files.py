@@ -161,8 +161,9 @@ def test_record_units_command_line_rotates_into_a_new_file_per_run(tmp_path):
     assert argv[argv.index("--duration") + 1] == "1d"
     argv[argv.index("--duration") + 1] = "2s"
     for _ in range(2):
+        # StateDirectory= gives the service STATE_DIRECTORY (and its working directory); this checkout's zfsmon
         out = subprocess.run(_zfsmon_argv(argv), cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})  # this checkout's zfsmon, installed or not
+                             env={**os.environ, "PYTHONPATH": str(REPO), "STATE_DIRECTORY": str(tmp_path)})
         assert out.returncode == 0 and out.stderr == "", out.stderr
     files = sorted(tmp_path.glob("zfsmon-*.zfsmon"))
     assert len(files) == 2, files

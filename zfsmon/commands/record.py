@@ -10,12 +10,15 @@ it is being written.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import re
 import socket
 import sys
 import time
+from typing import Mapping, Optional
 
-from zfsmon import __version__
+from zfsmon import __version__, outfile
 from zfsmon.commands._timearg import seconds
 from zfsmon.engine import Session, check_output_path, pick_collectors, tty_progress
 from zfsmon.errors import UserError
@@ -28,7 +31,7 @@ NAME = "record"
 HELP = "record all available sources into a recording file (SQLite)"
 EPILOG = """\
 examples:
-  zfsmon record                                   every source, 1 s, until Ctrl-C
+  zfsmon record                                   every source, 1 s, until Ctrl-C, into ~/.local/state/zfsmon
   zfsmon record --interval 5 --duration 4h --out soak.zfsmon
   zfsmon record zpool arcstats                    only these sources (names as `zfsmon doctor` shows them)
   zfsmon record --trace zil --trace arc --backend bcc   both traces in one bcc program, beside every source
@@ -46,16 +49,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: one script per trace) or bcc (every --trace in ONE compiled program)")
     p.add_argument("--interval", "-i", type=seconds, default=1.0, metavar="S", help="seconds between readings "
                    "(default 1)")
-    p.add_argument("--out", "-o", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon); an "
-                   "existing recording is appended to")
+    p.add_argument("--out", "-o", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon in "
+                   "$XDG_STATE_HOME/zfsmon, ~/.local/state/zfsmon, or /var/lib/zfsmon as root); an existing "
+                   "recording is appended to")
     p.add_argument("--duration", "-d", type=seconds, metavar="D", help="stop after D (10m, 4h, 2d); default: "
                    "until SIGINT/SIGTERM")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress line on standard error")
 
 
-def default_out(now: float) -> str:
+#: what of a host name may go into a file name (a name set with sethostname may hold "/" or escapes)
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def default_out(now: float, environ: Optional[Mapping[str, str]] = None, root: Optional[bool] = None) -> str:
+    """Where a recording goes when no file is named: ``zfsmon-HOST-TIME.zfsmon`` in the state directory
+    (:func:`zfsmon.outfile.state_directory`), with a ``-N`` suffix if that name is taken (never appended to
+    another run's recording)."""
+    directory = outfile.state_directory(environ, root)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    return f"zfsmon-{socket.gethostname()}-{stamp}{SUFFIX}"
+    stem = os.path.join(directory, f"zfsmon-{_NAME_UNSAFE.sub('_', socket.gethostname())[:64]}-{stamp}")
+    for n in range(100):
+        path = f"{stem}{'-' + str(n) if n else ''}{SUFFIX}"
+        if not os.path.lexists(path):
+            return path
+    raise UserError(f"{stem}{SUFFIX}: that name and 99 others are taken; name a file to record into")
 
 
 def host_meta(interval: float) -> dict:

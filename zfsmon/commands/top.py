@@ -9,9 +9,13 @@ workload's TPS and latency, where reads are answered (PostgreSQL buffers, ARC,
 L2ARC, disks), and the findings (warming up / warm / decaying, correlations).
 
 Everything shown is also written to a recording (default
-zfsmon-HOST-TIME.zfsmon in the current directory; --record FILE, or
---no-record); `zfsmon replay FILE` shows it again. A source that hangs shows as
-stale with its age; a source that fails shows its error in its panel.
+zfsmon-HOST-TIME.zfsmon in $XDG_STATE_HOME/zfsmon, ~/.local/state/zfsmon, or
+/var/lib/zfsmon as root, shown in the header and on exit; --record FILE, or
+--no-record); `zfsmon replay FILE` shows it again. With --listen ADDR:PORT the
+same readings are served to Prometheus on /metrics, as `zfsmon exporter` serves
+them: one set of sources, read once, for the screen and the scrapes. A source
+that hangs shows as stale with its age; a source that fails shows its error in
+its panel.
 Press ? for the keys. This is also what `zfsmon` runs with no subcommand on a
 terminal.
 """
@@ -19,11 +23,15 @@ terminal.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
-from typing import List, Optional
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Tuple
 
+from zfsmon import outfile
+from zfsmon.commands import _serve
 from zfsmon.commands._timearg import MAX_SECONDS, number, seconds, whole
 from zfsmon.commands.record import default_out, host_meta
 from zfsmon.engine import Session, check_output_path, pick_collectors
@@ -43,8 +51,9 @@ NAME = "top"
 HELP = "live dashboard of all sources (vdevs by role, ARC/L2ARC, ZIL, workload), recorded as it runs"
 EPILOG = """\
 examples:
-  zfsmon top                                  every source, 1 s, recording into ./zfsmon-HOST-TIME.zfsmon
+  zfsmon top                                  every source, 1 s, recording into ~/.local/state/zfsmon/
   zfsmon top --pool tank -i 5 --no-record     one pool, every 5 s, nothing written
+  zfsmon top --listen 127.0.0.1:9134          and serve the same readings to Prometheus on /metrics
   zfsmon top --soak --lab -- -c 4 -j 2 -N     run a pgbench soak on the lab and watch the caches warm up
   zfsmon top --attach soak.log                follow a soak someone else runs (its tee'd pgbench output)
   zfsmon replay zfsmon-db1-20260101T000000Z.zfsmon
@@ -59,10 +68,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool", action="append", default=[], metavar="POOL", help="only this pool (repeatable)")
     p.add_argument("--sources", metavar="A,B", help="only these sources (names as `zfsmon doctor` shows them)")
     rec = p.add_mutually_exclusive_group()
-    rec.add_argument("--record", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon here)")
+    rec.add_argument("--record", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon in "
+                     "$XDG_STATE_HOME/zfsmon, ~/.local/state/zfsmon, or /var/lib/zfsmon as root)")
     rec.add_argument("--no-record", action="store_true", help="do not record")
     p.add_argument("--window", "-w", type=seconds, default=300.0, metavar="D",
                    help="time window of sparklines, totals and findings (default 5m; +/- change it)")
+    p.add_argument("--listen", "-l", metavar="ADDR:PORT",
+                   help="also serve the readings to Prometheus on http://ADDR:PORT/metrics, with the names and labels "
+                        "of `zfsmon exporter` (which see; 127.0.0.1:9134 is its default, port 0 a free one)")
     p.add_argument("--attach", action="append", default=[], metavar="LOG",
                    help="follow a running soak's pgbench output or --log files (repeatable)")
     p.add_argument("--soak", action="store_true", help="run a pgbench soak (loop mode) in this process")
@@ -95,13 +108,13 @@ def _soak(args: argparse.Namespace, record: Optional[str], session: Session) -> 
     """Add the soak runner and pg_stat_database to ``session`` (and the lab cluster's stop to its cleanups);
     the recording's extra meta.
 
-    pgbench's output is tee'd beside the recording (as `zfsmon soak` does), else into the current directory.
+    pgbench's output is tee'd beside the recording (as `zfsmon soak` does), else into the state directory.
     """
     pgb_args = target.check_pgbench_args(args.pgbench_args or [])
     tgt = target.prepare(args.lab, dbname=args.dbname, conn=args.conn)
     session.add_cleanup(tgt.stop)
-    log = os.path.abspath(tee_log_for(record) if record else
-                          f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log")
+    log = os.path.abspath(tee_log_for(record) if record else os.path.join(
+        outfile.state_directory(), f"top-soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.pgbench.log"))
     target.ready(tgt, args.init_scale, log, False, args.cold)
     plan = SoakPlan(mode=LOOP, run_seconds=args.run_seconds, pause=args.pause, progress=args.progress,
                     pgbench_args=pgb_args, dbname=tgt.dbarg, tee=log, pgbench=tgt.pgbench, env=tgt.env)
@@ -119,8 +132,42 @@ def _attach(args: argparse.Namespace) -> List[Collector]:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    need_terminal("zfsmon top")
+@dataclass
+class Dashboard:
+    """A dashboard ready to run: the session (its collectors, recording, sinks), the screen, where it records
+    (None: --no-record) and the /metrics address it serves (None: no --listen)."""
+
+    session: Session
+    app: TopApp
+    path: Optional[str]
+    metrics_url: Optional[str] = None
+
+
+def _listen(text: str, session: Session, feed: LiveFeed, interval: float) -> Tuple[str, int]:
+    """--listen: the exporter's server on ADDR:PORT, fed by the session's sampler beside the screen (one set of
+    collectors, read once per interval for both); the address and port it is bound to."""
+    if not _serve.HAVE_PROMETHEUS:
+        raise UserError(_serve.INSTALL_HINT)
+    host, port = _serve.parse_listen(text)
+    latest = _serve.live_values(interval)
+    session.sinks.append(latest.add)
+
+    def note(line: str) -> None:  # the screen owns the terminal: what the exporter would print is an event
+        feed.sink([Event(time.time(), EventKind.INFO, line, source="exporter")])
+
+    server, bound = _serve.serve(latest, host, port, note=note)
+    session.add_cleanup(server.server_close)
+    session.add_cleanup(server.shutdown)
+    exposed = _serve.exposure_note(host)
+    if exposed is not None:
+        note(exposed)
+    return host, bound
+
+
+@contextlib.contextmanager
+def dashboard(args: argparse.Namespace) -> Iterator[Dashboard]:
+    """Everything `top` runs, set up (the soak's database, the recording, the --listen server) and torn down
+    after (the session closed, its cleanups run), whichever way the block ends."""
     if args.soak and args.attach:
         raise UserError("--soak and --attach are two ways to get a workload: choose one")
     path = None if args.no_record else (args.record or default_out(time.time()))
@@ -133,26 +180,34 @@ def run(args: argparse.Namespace) -> int:
         collectors += _attach(args)
     feed = LiveFeed()
     with Session(args.interval, collectors, sinks=[feed.sink]) as session:
-        extra_meta = _soak(args, path, session) if args.soak else {}
-        if not session.collectors:
+        if not (session.collectors or args.soak):
             raise UserError("no source is available on this host: " + "; ".join(skipped) +
                             " (see `zfsmon doctor`)")
+        served = _listen(args.listen, session, feed, args.interval) if args.listen else None  # before a soak starts
+        extra_meta = _soak(args, path, session) if args.soak else {}
         if path is not None:
             session.record_into(path, {**host_meta(args.interval), **extra_meta})
         info = panels.HeaderInfo(host=host.hostname, platform=f"{host.system} {host.release}",
                                  zfs=f"{host.flavour} {host.zfs_version}".strip(),
-                                 recording=os.path.abspath(path) if path else "", mode="live", started=time.time())
+                                 recording=os.path.abspath(path) if path else "", mode="live", started=time.time(),
+                                 serving=_serve.address(*served) if served else "")
         state = TopState(args.window, interval=args.interval)
         if skipped:
             state.feed([Event(time.time(), EventKind.INFO, f"skipped {s}", source="top") for s in skipped])
         app = TopApp(state, info, args.interval, feed=feed, on_mark=session.mark if path is not None else None,
                      export_dir=os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
-        session.start(on_end=app.exit)  # the sampler in a thread: the screen keeps the main thread
-        app.run()
-    outcome = session.close()
-    if path is not None:
-        print(f"zfsmon: {path}: {outcome.samples} samples, {outcome.events} events "
-              f"(replay: zfsmon replay {path})", file=sys.stderr)
+        yield Dashboard(session, app, path, _serve.url(*served) if served else None)
+
+
+def run(args: argparse.Namespace) -> int:
+    need_terminal("zfsmon top")
+    with dashboard(args) as live:
+        live.session.start(on_end=live.app.exit)  # the sampler in a thread: the screen keeps the main thread
+        live.app.run()
+    outcome = live.session.close()
+    if live.path is not None:
+        print(f"zfsmon: {live.path}: {outcome.samples} samples, {outcome.events} events "
+              f"(replay: zfsmon replay {live.path})", file=sys.stderr)
     if outcome.failure:
         raise UserError(outcome.failure, exit_code=1)
     return 0

@@ -519,6 +519,7 @@ class HeaderInfo:
     recording: str = ""  # path, or "" for --no-record
     mode: str = "live"  # live | replay
     started: float = 0.0
+    serving: str = ""  # HOST:PORT `top --listen` serves /metrics on, or ""
 
 
 def header(state: TopState, info: HeaderInfo, opts: ViewOptions, width: int, paused: bool,
@@ -532,7 +533,13 @@ def header(state: TopState, info: HeaderInfo, opts: ViewOptions, width: int, pau
     t = Text()
     t.append(f" {badge} ", style=bstyle)
     t.append(f" {info.host}", style="bold")
-    t.append(f"  {info.platform}  {info.zfs}", style="")
+    about = f"  {info.platform}  {info.zfs}"
+    serving = f"  metrics {info.serving}" if info.serving else ""
+    room = width - len(t.plain) - len(serving)
+    if serving and len(about) > room:  # the address whole: the platform's text gives way
+        about = about[:max(0, room - 1)] + "…"
+    t.append(about, style="")
+    t.append(serving)
     t.append("\n")
     pools = state.pools()
     shown = " ".join(f"[{p}]" if p == opts.pool else p for p in pools) or "-"
