@@ -11,16 +11,19 @@ import os
 import re
 import socket
 import stat
+import subprocess
+import sys
 
 import pytest
 
-from tests.conftest import wait_until_async
+from tests.conftest import REPO, wait_until_async
 from tests.unit.test_top_listen import HOST, captures, top_args
 from zfsmon import outfile
 from zfsmon.cli import main
 from zfsmon.commands import record, top
 from zfsmon.errors import UserError
 from zfsmon.store import Recording
+from zfsmon.workload import fio as fiowl
 
 NOW = 1767225600.0  # 2026-01-01T00:00:00Z
 
@@ -127,6 +130,32 @@ def test_zfsmon_record_without_out_records_into_the_state_directory_and_says_whe
     assert len(made) == 1 and made[0].endswith(".zfsmon") and made[0] in err
     assert os.listdir(cwd) == []  # nothing in the directory it was started in
     with Recording.open(os.path.join(root if os.geteuid() == 0 else state / "zfsmon", made[0])) as rec:
+        assert rec.time_range() is not None
+
+
+def test_zfsmon_soak_without_out_records_into_the_state_directory(places, tmp_path):
+    """A real fio soak (2 s, --no-zfs) named no file: the recording and fio's output go to the state directory,
+    nothing to the directory it was started in."""
+    state, root, cwd = places
+    work = tmp_path / "work"
+    work.mkdir()
+    job = tmp_path / "tiny.fio"
+    job.write_text(fiowl.preset_jobfile("randread", fiowl.PresetPlan(directory=str(work), size="4M", runtime_s=2,
+                                                                     depth=1)))
+    env = {**os.environ, "XDG_STATE_HOME": str(state)}
+    env.pop("STATE_DIRECTORY", None)
+    code = ("import sys; from zfsmon import outfile, cli; outfile.ROOT_STATE_DIR = sys.argv[1]; "
+            "sys.exit(cli.main(sys.argv[2:]))")
+    res = subprocess.run([sys.executable, "-c", code, str(root), "soak", "--fio", str(job), "--no-zfs",
+                          "--interval", "0.5"], cwd=str(cwd), env={**env, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr
+    where = root if os.geteuid() == 0 else state / "zfsmon"
+    made = sorted(os.listdir(where))
+    recordings = [m for m in made if m.endswith(".zfsmon")]
+    assert len(recordings) == 1 and recordings[0].startswith("soak-") and recordings[0] in res.stderr
+    assert os.listdir(cwd) == []
+    with Recording.open(os.path.join(where, recordings[0])) as rec:
         assert rec.time_range() is not None
 
 

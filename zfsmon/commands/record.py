@@ -61,13 +61,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def default_out(now: float, environ: Optional[Mapping[str, str]] = None, root: Optional[bool] = None) -> str:
-    """Where a recording goes when no file is named: ``zfsmon-HOST-TIME.zfsmon`` in the state directory
+def default_out(now: float, environ: Optional[Mapping[str, str]] = None, root: Optional[bool] = None,
+                kind: str = "zfsmon") -> str:
+    """Where a recording goes when no file is named: ``KIND-HOST-TIME.zfsmon`` in the state directory
     (:func:`zfsmon.outfile.state_directory`), with a ``-N`` suffix if that name is taken (never appended to
     another run's recording)."""
     directory = outfile.state_directory(environ, root)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    stem = os.path.join(directory, f"zfsmon-{_NAME_UNSAFE.sub('_', socket.gethostname())[:64]}-{stamp}")
+    stem = os.path.join(directory, f"{kind}-{_NAME_UNSAFE.sub('_', socket.gethostname())[:64]}-{stamp}")
     for n in range(100):
         path = f"{stem}{'-' + str(n) if n else ''}{SUFFIX}"
         if not os.path.lexists(path):

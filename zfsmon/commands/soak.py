@@ -30,6 +30,7 @@ import time
 
 from zfsmon import outfile
 from zfsmon.commands._timearg import MAX_SECONDS, number, port, seconds, whole
+from zfsmon.commands.record import default_out
 from zfsmon.engine import Session, check_output_path, zfs_collectors_or_warn
 from zfsmon.errors import UserError
 from zfsmon.redact import command_line
@@ -89,7 +90,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-zfs", action="store_true", help="record only the workload (no ZFS collectors)")
     p.add_argument("--interval", "-i", type=seconds, default=5.0, metavar="S",
                    help="seconds between ZFS/pg_stat readings (default 5)")
-    p.add_argument("--out", "-o", metavar="FILE", help="recording file (default soak-TIME.zfsmon)")
+    p.add_argument("--out", "-o", metavar="FILE",
+                   help="recording file (default soak-HOST-TIME.zfsmon in the state directory: /var/lib/zfsmon as "
+                        "root, else $XDG_STATE_HOME/zfsmon)")
     p.add_argument("--log", metavar="FILE", help="plain log of pgbench's output (default: the recording's name "
                    "with .pgbench.log)")
     p.add_argument("--quiet", "-q", action="store_true", help="do not echo pgbench's output")
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if args.run_seconds < 1:
         raise UserError("--run-seconds must be at least 1")
     now = time.time()
-    out = args.out or f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.zfsmon"
+    out = args.out or default_out(now, kind="soak")
     log = args.log or tee_log_for(out)
     for path in (out, log):
         check_output_path(path)
@@ -169,7 +172,7 @@ def run_fio(args: argparse.Namespace) -> int:
     if args.pgbench_args:
         raise UserError("options after -- are pgbench's; fio takes them in its job file")
     now = time.time()
-    out = args.out or f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}.zfsmon"
+    out = args.out or default_out(now, kind="soak")
     output = fiowl.output_for(out)
     for path in (out, output):
         check_output_path(path)
