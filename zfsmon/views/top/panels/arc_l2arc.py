@@ -6,17 +6,16 @@ from typing import List
 
 from rich.text import Text
 
+from zfsmon.model import Kind
 from zfsmon.views.top import fmt
-from zfsmon.views.top.panels.base import ViewOptions, _lines, heading, status_line
+from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _lines, heading, register, status_lines
 from zfsmon.views.top.state import TopState
 
 
 def arc(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
     a = state.arc()
     parts: List[Text] = [heading("arc", width, "since boot" if a.get("since_boot") else "")]
-    status = status_line(state, "arc", opts)
-    if status is not None:
-        parts.append(status)
+    parts.extend(status_lines(state, "arc", opts))
     if a.get("size") is None and a.get("hit_pct") is None and "l2_size" not in a:
         return _lines(parts, width)
     raw = opts.raw
@@ -63,3 +62,10 @@ def arc(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
     else:
         parts.append(Text("no L2ARC", style="dim"))
     return _lines(parts, width)
+
+
+def _render(f: Frame) -> Text:
+    return arc(f.state, f.opts, f.width, f.compact)
+
+
+PANEL = register(Panel("arc", "ARC / L2ARC", (Kind.ARC, Kind.L2ARC), _render))

@@ -7,9 +7,10 @@ from typing import List
 from rich.text import Text
 
 from zfsmon.analysis.findings import DRIVERS
+from zfsmon.model import Kind
 from zfsmon.views import thresholds
 from zfsmon.views.top import fmt
-from zfsmon.views.top.panels.base import ViewOptions, _lines, heading
+from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _lines, error_lines, heading, register
 from zfsmon.views.top.state import TopState
 
 DRIVER_WORDS = dict(DRIVERS)
@@ -19,6 +20,8 @@ def findings(report, state: TopState, opts: ViewOptions, width: int, compact: bo
     """``report``: a :class:`zfsmon.analysis.findings.Report` (computed by the app every few seconds) or None."""
     verdict = cache_verdict(report, state)
     parts: List[Text] = [heading("findings", width, verdict)]
+    errors = error_lines(state, "findings", opts)
+    parts.extend(errors)
     eggs = state.goose_eggs()
     if eggs:
         parts.append(Text(f"goose eggs: {', '.join(sorted(v.leaf for v in eggs))}", style=thresholds.GOOSE_STYLE,
@@ -45,7 +48,7 @@ def findings(report, state: TopState, opts: ViewOptions, width: int, compact: bo
                               no_wrap=True, overflow="ellipsis"))
         else:
             parts.append(Text(f.text, no_wrap=compact, overflow="ellipsis"))
-    if len(parts) == 1 + bool(eggs):
+    if len(parts) == 1 + len(errors) + bool(eggs):
         parts.append(Text("nothing to say yet", style="dim"))
     return _lines(parts, width)
 
@@ -69,3 +72,12 @@ def cache_verdict(report, state: TopState) -> str:
     if tps:
         return "steady"
     return ""
+
+
+def _render(f: Frame) -> Text:
+    return findings(f.report, f.state, f.opts, f.width, f.compact)
+
+
+#: the window's analysis, which reads the datasets' activity and the traced distributions too: the only panel
+#: showing those kinds, so their sources' errors are here
+PANEL = register(Panel("findings", "Findings", (Kind.DATASET, Kind.TRACE), _render, span=2))

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+from zfsmon.model import Kind
 from zfsmon.views.top import fmt
-from zfsmon.views.top.panels.base import ViewOptions
+from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, error_line, register
 from zfsmon.views.top.state import TopState
 
 
@@ -49,4 +50,19 @@ def header(state: TopState, info: HeaderInfo, opts: ViewOptions, width: int, pau
     if len(rec) > room:
         rec = "…" + rec[-(room - 1):]
     t.append(f"rec {rec}", style="dim" if not info.recording else "")
+    others = state.unowned_errors()
+    if others:  # what no source module declares (the recorder, the clock, a tracing script): no panel has them
+        t.append("\n")
+        t.append_text(error_line(others[0], opts.now if opts.now is not None else state.now))
+        if len(others) > 1:
+            t.append(f" (+{len(others) - 1} more)", style="bold red")
     return t
+
+
+def _render(f: Frame) -> Text:
+    x = f.extra
+    return header(f.state, x["info"], f.opts, f.width, bool(x.get("paused")), str(x.get("replay_note", "")))
+
+
+#: the pools seen; and the errors of what no source module declares (the recorder, the clock, a tracing script)
+PANEL = register(Panel("header", "Header", (Kind.POOL,), _render, place="header"))

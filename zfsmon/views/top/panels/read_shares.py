@@ -6,8 +6,9 @@ from typing import List
 
 from rich.text import Text
 
+from zfsmon.model import Kind
 from zfsmon.views.top import fmt
-from zfsmon.views.top.panels.base import ViewOptions, _columns, _lines, heading
+from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _columns, _lines, heading, register
 from zfsmon.views.top.state import TopState
 
 
@@ -27,3 +28,11 @@ def read_path(state: TopState, opts: ViewOptions, width: int, compact: bool) -> 
         th = "disk_share_pct" if attr == "disks" else None
         parts.append(_columns([Text(label), fmt.colored(a, "%", th), fmt.colored(b, "%", th)], 7, widths))
     return _lines(parts, width)
+
+
+def _render(f: Frame) -> Text:
+    return read_path(f.state, f.opts, f.width, f.compact)
+
+
+#: PostgreSQL's buffer counters (pgstat) and the ARC's and L2ARC's; their sources' errors are on those panels
+PANEL = register(Panel("readpath", "Read path", (Kind.ARC, Kind.L2ARC, Kind.WORKLOAD), _render))

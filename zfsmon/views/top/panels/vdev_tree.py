@@ -7,9 +7,20 @@ from typing import List, Optional
 from rich.text import Text
 
 from zfsmon.analysis import goose
+from zfsmon.model import Kind
 from zfsmon.views import thresholds
 from zfsmon.views.top import fmt
-from zfsmon.views.top.panels.base import ViewOptions, _columns, _fit, _lines, heading, status_line
+from zfsmon.views.top.panels.base import (
+    Frame,
+    Panel,
+    ViewOptions,
+    _columns,
+    _fit,
+    _lines,
+    heading,
+    register,
+    status_lines,
+)
 from zfsmon.views.top.state import TopState, TreeRow, unhealthy
 
 
@@ -28,12 +39,11 @@ def tree_lines(state: TopState, opts: ViewOptions, width: int, shown: Optional[r
     extra = f"{pool}  sort:{opts.sort}  {mode}" + (f"  filter:{opts.filter}" if opts.filter else "") + \
         ("  collapsed" if opts.collapsed else "")
     parts: List[Text] = [heading("vdevs", width, extra)]
-    status = status_line(state, "vdevs", opts)
-    if status is not None:
-        parts.append(status)
+    status = status_lines(state, "vdevs", opts)
+    parts.extend(status)
     rows = state.tree(pool, opts.sort, opts.collapsed, opts.filter, opts.totals) if pool else []
     if not rows:
-        if status is None:
+        if not status:
             parts.append(Text("no pool seen yet", style="dim"))
         return _fit(parts, width)
     wide = width >= 110
@@ -85,3 +95,13 @@ def _tree_cells(r: TreeRow, opts: ViewOptions, wide: bool) -> List[Text]:
     else:
         cells.append(Text(""))
     return [name] + cells
+
+
+def _render(f: Frame) -> Text:
+    return tree(f.state, f.opts, f.width)
+
+
+#: the tree's rows, and the block devices the leaves are judged against (the goose-egg columns); the rows' own
+#: samples date it (the devices go on counting while ZFS's figures are stale)
+PANEL = register(Panel("vdevs", "Vdevs", (Kind.POOL, Kind.VDEV, Kind.LEAF, Kind.DEVICE), _render, place="tree",
+                       widget="tree", dated_by=(Kind.POOL, Kind.VDEV, Kind.LEAF)))

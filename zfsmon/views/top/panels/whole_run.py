@@ -7,10 +7,10 @@ from typing import List, Optional, Tuple
 
 from rich.text import Text
 
-from zfsmon.model import EventKind
+from zfsmon.model import EventKind, Kind
 from zfsmon.views.top import fmt
 from zfsmon.views.top import timeline as tl_mod
-from zfsmon.views.top.panels.base import ViewOptions, _lines, heading
+from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _lines, heading, register
 
 TIMELINE_LABEL = 11
 TIMELINE_RIGHT = 11
@@ -88,3 +88,14 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
     foot = f"{left}{where:^{gap}}{right}" if len(where) + 2 <= gap else f"{left}{' ' * gap}{right}"
     parts.append(Text(" " * TIMELINE_LABEL + foot, style="dim"))
     return _lines(parts, width)
+
+
+def _render(f: Frame) -> Text:
+    x = f.extra
+    return timeline(x.get("timeline"), x.get("cursor"), f.opts, f.width, bool(x.get("live")), x.get("extent"),
+                    float(x.get("window_s", 0.0)))
+
+
+#: TPS (or fio's IOPS), the L2ARC and the data vdevs' reads over the whole run
+PANEL = register(Panel("timeline", "Timeline", (Kind.WORKLOAD, Kind.L2ARC, Kind.POOL, Kind.VDEV), _render,
+                       place="timeline"))

@@ -6,9 +6,9 @@ from typing import List
 
 from rich.text import Text
 
-from zfsmon.model import EventKind
+from zfsmon.model import EventKind, Kind
 from zfsmon.views.top import fmt
-from zfsmon.views.top.panels.base import ViewOptions, _lines, heading, status_line
+from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _lines, heading, register, status_lines
 from zfsmon.views.top.state import FioRow, TopState
 
 
@@ -16,13 +16,12 @@ def workload(state: TopState, opts: ViewOptions, width: int, compact: bool) -> T
     w = state.workload()
     fio = state.fio()
     parts: List[Text] = [heading("workload", width)]
-    status = status_line(state, "workload", opts)
+    status = status_lines(state, "workload", opts)
     pgbench = not (w.get("tps") is None and w.get("run_tps") is None and w.get("pg_hit_pct") is None)
     if not pgbench and not fio:
-        parts.append(status if status is not None else Text("no workload (--soak/--attach)", style="dim"))
+        parts.extend(status or [Text("no workload (--soak/--attach)", style="dim")])
         return _lines(parts, width)
-    if status is not None:
-        parts.append(status)
+    parts.extend(status)
     raw = opts.raw
     lo, hi = state.window()
     if pgbench:
@@ -105,3 +104,10 @@ def fio_rows(state: TopState, rows: List[FioRow], opts: ViewOptions, width: int,
     if len(rows) > len(shown):
         out.append(Text(f"+{len(rows) - len(shown)} older fio jobs in the window", style="dim", no_wrap=True))
     return out
+
+
+def _render(f: Frame) -> Text:
+    return workload(f.state, f.opts, f.width, f.compact)
+
+
+PANEL = register(Panel("workload", "Workload", (Kind.WORKLOAD,), _render))
