@@ -167,7 +167,7 @@ class TopApp(App):
     BINDINGS = BINDINGS
     CSS = """
     Screen { layout: vertical; }
-    #header { height: auto; }
+    #header { height: 2; }
     #body { height: 1fr; layout: horizontal; }
     #treebox { width: 3fr; height: 100%; scrollbar-size-vertical: 1; }
     #side { width: 2fr; height: 100%; }
@@ -516,6 +516,10 @@ class TopApp(App):
         t = p.render(panels.Frame(self.state, self.opts, self.size.width, extra={
             "info": self.info, "paused": self.paused, "replay_note": note}))
         t.no_wrap, t.overflow = True, "ellipsis"
+        w = self.query_one(f"#{p.widget_id}")
+        rows = t.plain.count("\n") + 1  # its lines, cut at the screen's width (an error line comes and goes)
+        if w.styles.height is None or w.styles.height.value != rows:
+            w.styles.height = rows
         self._put(p.widget_id, t)
 
     def say(self, message: str, severity: SeverityLevel = "information") -> None:
