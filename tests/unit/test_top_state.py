@@ -18,7 +18,7 @@ from zfsmon.sources.zpool_iostat import read_capture
 from zfsmon.store import Recording
 from zfsmon.views import thresholds
 from zfsmon.views.top import panels, timeline
-from zfsmon.views.top.state import TopState, area_of_source
+from zfsmon.views.top.state import TopState, source_name
 
 
 @pytest.fixture
@@ -109,9 +109,11 @@ def test_window_bounds_samples(state):
     assert hi == top_data.T_END and all(lo <= s.ts <= hi for s in state.window_samples())
 
 
-def test_error_area_mapping():
-    assert area_of_source("zpool_iostat") == "vdevs" and area_of_source("arcstats") == "arc"
-    assert area_of_source("pgbench") == "workload" and area_of_source("zil") == "zil"
+def test_a_source_goes_by_its_records_name():
+    """Errors route by the source's one name: the names other recordings carry for it are that name."""
+    assert source_name("zpool_iostat") == source_name("zpool iostat") == source_name("zpool") == "zpool"
+    assert source_name("zpool iostat -w") == source_name("latency") == "latency"
+    assert source_name("arcstats") == "arcstats" and source_name("record") == "record"
 
 
 def test_threshold_table_is_documented():
@@ -292,10 +294,10 @@ def test_an_error_over_old_figures_says_how_old_they_are(state):
                 source="zpool_iostat")
     state.feed([err])
     fresh = panels.tree(state, panels.ViewOptions(pool="ziocap", now=top_data.T_END + 1.0), 130).plain.splitlines()
-    assert fresh[1] == f"error: {err.text}"[:130]
+    assert fresh[1] == f"error 0s ago: {err.text}"[:130]  # the error's age, then its text
     # the vdevs' longest interval is testpool's 30 s: stale after 3.5 of them
     old = panels.tree(state, panels.ViewOptions(pool="ziocap", now=top_data.T_END + 120.0), 130).plain.splitlines()
-    assert old[1].startswith("stale: last data 2m ago; error: zpool_iostat: `zpool iostat")
+    assert old[1].startswith("stale: last data 2m ago; error 119s ago: zpool_iostat: `zpool iostat")
     assert any(line.split()[:1] == ["ziocap"] for line in old)  # the figures are still there, now with their age
     later = Sample(top_data.T_END + 121.0, Entity(Kind.POOL, "ziocap", "ziocap"), {"write_ops": 1.0}, 1.0)
     state.feed([later])  # the source reports again: no status line

@@ -103,7 +103,7 @@ def test_collector_with_roles_from_status(tmp_path):
     calls = (tmp_path / "calls").read_text().splitlines()
     assert "status zguest" in calls and "iostat -T u -w -p -y -v zguest 2" in calls
     leaf = next(s for s in got if s.entity.name == "virtio-log0")
-    assert leaf.entity.role == Role.LOG and leaf.entity.kind == Kind.VDEV and leaf.source == "zpool iostat -w"
+    assert leaf.entity.role == Role.LOG and leaf.entity.kind == Kind.VDEV and leaf.source == "latency"  # the record's name
 
 
 def test_the_histograms_come_every_ten_seconds_or_at_a_longer_interval():

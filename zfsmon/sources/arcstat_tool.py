@@ -30,6 +30,9 @@ from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sam
 from zfsmon.sources.spec import Source, TextKind
 from zfsmon.units import parse_size
 
+#: the source's name: what the records parsed from these tools' texts carry as ``source``
+SOURCE_NAME = "arcstat"
+
 _ENTITIES = {Kind.ARC: Entity(Kind.ARC, "arc"), Kind.L2ARC: Entity(Kind.L2ARC, "l2arc"),
              Kind.ZIL: Entity(Kind.ZIL, "zil")}
 
@@ -633,9 +636,9 @@ def _with_note(records: List[Record], text: Optional[str], source: str) -> List[
 
 def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Record]:
     if re.search(r"^ZFS Subsystem Report", text, re.M):
-        reading = read_arc_summary(text, 0.0, source="arcstat", where=source)
+        reading = read_arc_summary(text, 0.0, source=SOURCE_NAME, where=source)
         return _with_note(list(reading.samples), reading.notice(source), "arcstat")
-    records: List[Record] = list(parse_arcstat(text, 0.0, source="arcstat", where=source, interval=interval))
+    records: List[Record] = list(parse_arcstat(text, 0.0, source=SOURCE_NAME, where=source, interval=interval))
     head = next((ln.split() for ln in text.splitlines() if ln.strip()), [])
     unknown = [c for c in head if c not in _ARCSTAT_KNOWN]
     note = (f"{source}: arcstat column(s) zfsmon does not know, kept under their own names: {', '.join(unknown)}"
@@ -651,14 +654,15 @@ def looks_like_zilstat(text: str) -> bool:
 
 
 def _parse_zilstat(text: str, source: str, interval: Optional[float]) -> List[Record]:
-    return list(parse_zilstat(text, 0.0, source="zilstat", where=source, interval=interval))
+    return list(parse_zilstat(text, 0.0, source=SOURCE_NAME, where=source, interval=interval))
 
 
 SOURCE = Source(
-    name="arcstat", help="saved output of the arcstat / arc_summary / zilstat tools", order=30,
+    name=SOURCE_NAME, help="saved output of the arcstat / arc_summary / zilstat tools", order=30,
     kinds=(TextKind("zilstat", "zilstat tool output (OpenZFS 2.2+): ZIL commits and itx rates", looks_like_zilstat,
                     _parse_zilstat, "zilstat -i 5 | tee zilstat.log"),
            TextKind("arcstat", "arcstat / arcstat.py output, or an arc_summary report", looks_like, _parse_capture,
                     "arcstat 5 | tee arcstat.log; arc_summary > arc_summary.txt"),),
     family="arc",
+    feeds=(Kind.ARC, Kind.L2ARC, Kind.ZIL),
 )

@@ -256,4 +256,5 @@ SOURCE = Source(
     kinds=(TextKind("arcstats", "arcstats dumps: Linux /proc/spl/kstat/zfs/arcstats, FreeBSD sysctl, illumos kstat -p",
                     looks_like, parse_dumps, "while sleep 10; do cat /proc/spl/kstat/zfs/arcstats; done > arc.log"),),
     family="arc",
+    feeds=(Kind.ARC, Kind.L2ARC),
 )

@@ -300,4 +300,4 @@ SOURCE = Source(name="diskstats", help="block-device view (/proc/diskstats), for
                 kinds=(TextKind("diskstats", "/proc/diskstats dumps, one or a loop (with `date +%s` lines: timed)",
                                 looks_like, parse_log,
                                 "while sleep 10; do date +%s; cat /proc/diskstats; done > diskstats.log"),),
-                check=check_host, collector=_collector, family="device")
+                check=check_host, collector=_collector, family="device", feeds=(Kind.DEVICE,))

@@ -7,6 +7,7 @@ by a host collector.
 
 from __future__ import annotations
 
+from zfsmon.model import Kind
 from zfsmon.sources.fio_json import looks_like, parse_json
 from zfsmon.sources.spec import Source, TextKind
 
@@ -16,4 +17,5 @@ SOURCE = Source(
                     looks_like, parse_json,
                     "fio JOBFILE --output-format=json+ --status-interval=5 --output=fio.json"),),
     family="workload",
+    feeds=(Kind.WORKLOAD,),
 )

@@ -201,4 +201,5 @@ def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Re
 SOURCE = Source(name="fsstat", help="per-filesystem-type operations (illumos fsstat zfs)", order=80,
                 check=check_host, collector=_collector, family="dataset",
                 kinds=(TextKind("fsstat", "illumos/Solaris `fsstat [-a|-n] {fstype|path}... [INTERVAL]` output",
-                                looks_like, _parse_capture, "fsstat zfs 5 | tee fsstat.log", interval_rows=True),))
+                                looks_like, _parse_capture, "fsstat zfs 5 | tee fsstat.log", interval_rows=True),),
+                feeds=(Kind.DATASET,))

@@ -234,4 +234,5 @@ SOURCE = Source(
            TextKind("pool-io-kstat", "`/proc/spl/kstat/zfs/POOL/io` dumps (ZoL 0.6-0.8; one or a loop; pool named "
                     "after the file: POOL.io)", looks_like_io, parse_io_dumps,
                     "while sleep 10; do cat /proc/spl/kstat/zfs/tank/io; done > tank.io")),
+    feeds=(Kind.POOL, Kind.DATASET),
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from zfsmon.model import Record
+from zfsmon.model import Kind, Record
 from zfsmon.sources import pgbench_log, pgbench_text
 from zfsmon.sources.pgbench_text import RECORD_SOURCE
 from zfsmon.sources.spec import Source, TextKind
@@ -35,6 +35,7 @@ SOURCE = Source(
     kinds=(TextKind("pgbench", "pgbench progress/summary text or its -l / --aggregate-interval logs", looks_like,
                     parse_capture, "pgbench -P 5 -T 600 bench | tee pgbench.log"),),
     family="workload",
+    feeds=(Kind.WORKLOAD,),
 )
 
 

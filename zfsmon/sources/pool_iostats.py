@@ -62,4 +62,5 @@ SOURCE = Source(
     check=check_host, collector=_collector, family="iostats",
     kinds=(TextKind("iostats-kstat", "`/proc/spl/kstat/zfs/POOL/iostats` (pool named after the file: POOL.iostats)",
                     looks_like, parse_text, "cat /proc/spl/kstat/zfs/tank/iostats > tank.iostats"),),
+    feeds=(Kind.POOL,),
 )

@@ -9,7 +9,7 @@ probed :class:`~zfsmon.host.Host` whether it can run here and, if not, why;
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.errors import UserError
 from zfsmon.host import Check, Host
@@ -27,6 +27,15 @@ def collectable(sources: Sequence[Source]) -> Tuple[Source, ...]:
 
 #: the names `zfsmon record SOURCES` accepts
 NAMES: Tuple[str, ...] = tuple(s.name for s in collectable(SOURCES))
+
+#: a record's ``source`` (a source's name, or a name older recordings carry for it) -> that source's record
+_BY_NAME: Dict[str, Source] = {n: s for s in SOURCES for n in (*s.aliases, s.name)}
+
+
+def named(source: str) -> Optional[Source]:
+    """The source record a sample's or event's ``source`` names; None for what no source module declares (the
+    recorder, the clock, a tracing script, the user's marks)."""
+    return _BY_NAME.get(source)
 
 
 def source_checks(host: Host, sources: Optional[Sequence[Source]] = None) -> List[Check]:

@@ -5,7 +5,9 @@ is (``name``, ``help``), whether this host has it (``check``: the line
 ``zfsmon doctor`` prints, whose detail is also why ``record`` skips it), how
 to run it (``collector``), which saved texts it reads (``kinds``, for
 ``zfsmon parse`` and ``zfsmon import``) and which metrics table family
-(``zfsmon/metrics/<family>.py``) documents its values.
+(``zfsmon/metrics/<family>.py``) documents its values, which entity kinds it
+``feeds``, and the ``aliases`` older recordings name it by. ``name`` is what its
+samples and events carry as ``source``.
 
 Every list of sources is derived from these records: the host registry
 (:mod:`zfsmon.sources.registry`: ``record``/``top``/``exporter`` sources and
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
-from zfsmon.model import Record, with_intervals
+from zfsmon.model import Kind, Record, with_intervals
 from zfsmon.sources.base import Collector
 
 #: seconds at or above this (1973) are epoch times; below it they are offsets (elapsed time, time since boot)
@@ -120,6 +122,11 @@ class Source:
     collector: Optional[MakeCollector] = None
     kinds: Tuple[TextKind, ...] = ()
     family: Optional[str] = None
+    #: the entity kinds its samples are about: the dashboard shows its errors on the panels of these kinds
+    feeds: Tuple[Kind, ...] = ()
+    #: other names its records carry in recordings made by other zfsmon versions (``Sample.source``,
+    #: ``Event.source``); what this version writes is ``name``
+    aliases: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.collector is not None and self.check is None:

@@ -163,4 +163,5 @@ SOURCE = Source(
     kinds=(TextKind("iostat-x", "Linux sysstat `iostat -x` [-d] [-t] output (sysstat 12 columns)", looks_like,
                     _parse_capture, "iostat -x -t 5 | tee iostat-x.log"),),
     family="device",
+    feeds=(Kind.DEVICE,),
 )

@@ -412,4 +412,5 @@ SOURCE = Source(
                  "bpftrace -e 'tracepoint:block:block_rq_complete { @ = hist(args->nr_sector); }' > hist.txt"),
     ),
     family="trace",
+    feeds=(Kind.TRACE,),
 )

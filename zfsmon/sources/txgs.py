@@ -205,4 +205,5 @@ SOURCE = Source(
     "kstat)", order=54, check=check_host, collector=_collector, family="txg",
     kinds=(TextKind("txgs-kstat", "`/proc/spl/kstat/zfs/POOL/txgs` (pool named after the file: POOL.txgs)",
                     looks_like, parse_text, "cat /proc/spl/kstat/zfs/tank/txgs > tank.txgs"),),
+    feeds=(Kind.POOL,),
 )

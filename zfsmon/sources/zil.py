@@ -166,4 +166,4 @@ SOURCE = Source(name="zil", help="ZIL commit and itx statistics", order=40, chec
                 kinds=(TextKind("zil-kstat", "zil kstat dumps: Linux /proc/spl/kstat/zfs/zil, FreeBSD sysctl, illumos "
                                 "kstat -p", looks_like, parse_dumps,
                                 "while sleep 10; do cat /proc/spl/kstat/zfs/zil; done > zil.log"),),
-                family="zil")
+                family="zil", feeds=(Kind.ZIL,))

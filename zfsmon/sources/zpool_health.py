@@ -332,6 +332,7 @@ SOURCE = Source(
            TextKind("pool-state-kstat", "`/proc/spl/kstat/zfs/POOL/state` (Linux; one or a line per reading; pool "
                     "named after the file: POOL.state)", looks_like_state, parse_state,
                     "cat /proc/spl/kstat/zfs/tank/state > tank.state")),
+    feeds=(Kind.POOL, Kind.VDEV, Kind.LEAF),
 )
 
 __all__ = ["SOURCE", "StatusCollector", "HealthTracker", "choose", "parse_any", "samples"]

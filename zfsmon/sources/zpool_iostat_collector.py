@@ -13,7 +13,7 @@ import time
 from typing import Callable, List, Optional, Sequence
 
 from zfsmon.host import Check, Host
-from zfsmon.model import ParseError, Record
+from zfsmon.model import Kind, ParseError, Record
 from zfsmon.sources.base import Collector
 from zfsmon.sources.child import StreamCollector
 from zfsmon.sources.spec import Source, TextKind
@@ -70,7 +70,7 @@ class ZpoolIostatCollector(StreamCollector):
         self.flags: Optional[List[str]] = list(flags) if flags is not None else None
         self.roles_from_status = roles_from_status
         parser = ZpoolIostatParser(RECORD_SOURCE, self.interval, pools=self.pools)
-        super().__init__(iostat_argv(self.pools, self.interval, self.flags or (), zpool), parser, "zpool_iostat",
+        super().__init__(iostat_argv(self.pools, self.interval, self.flags or (), zpool), parser, RECORD_SOURCE,
                          clock=clock)
         # one report per interval: silence for several intervals means a hung zpool (replaced, see StreamCollector)
         self.hang_after = max(5 * self.interval, 10.0)
@@ -123,11 +123,12 @@ def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
 
 
 SOURCE = Source(
-    name="zpool", help="per-pool/vdev/leaf I/O with roles (zpool iostat -v, roles from zpool status)", order=10,
+    name=RECORD_SOURCE, help="per-pool/vdev/leaf I/O with roles (zpool iostat -v, roles from zpool status)", order=10,
     check=check_host, collector=_collector,
     kinds=(TextKind("zpool-iostat", "`zpool iostat` output: -v tree, -l/-q columns, -p, -T u|d, -y, "
                     "-r/-w histograms, headerless -H rows (tree from a `zpool status` beside it, or guessed)",
                     looks_like, parse_text, "zpool iostat -v -T u 5 | tee iostat.log", parse_with=read_capture,
                     options=("flags", "beside", "host_text"), interval_rows=True),),
     family="vdev",
+    feeds=(Kind.POOL, Kind.VDEV, Kind.LEAF), aliases=("zpool iostat", "zpool_iostat"),
 )

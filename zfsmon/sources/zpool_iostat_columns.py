@@ -19,7 +19,7 @@ from zfsmon.model import ParseError
 from zfsmon.units import parse_count, parse_duration_ns, parse_size
 
 #: the ``source`` of the records, and where parse errors say they come from
-RECORD_SOURCE = "zpool iostat"
+RECORD_SOURCE = "zpool"
 
 #: the first column of a histogram table's second header line -> the histogram's metric prefix
 HISTOGRAM_KINDS = {"req_size": "rq", "latency": "lat"}

@@ -34,7 +34,7 @@ import time
 from typing import List, Optional, Sequence
 
 from zfsmon.host import Check, Host
-from zfsmon.model import ParseError, Record
+from zfsmon.model import Kind, ParseError, Record
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector
 from zfsmon.sources.spec import Source
@@ -43,7 +43,7 @@ from zfsmon.sources.zpool_iostat_collector import iostat_argv
 from zfsmon.sources.zpool_status import read_topology
 
 NAME = "latency"
-RECORD_SOURCE = "zpool iostat -w"
+RECORD_SOURCE = NAME
 FLAGS = ("-T", "u", "-w", "-p", "-y")
 #: seconds between two reads of ``zpool status`` for the vdevs' roles
 TOPOLOGY_EVERY_S = 60.0
@@ -131,4 +131,5 @@ def histogram_records(text: str, pools: Sequence[str] = (), topology=None, inter
 
 SOURCE = Source(name=NAME, help=f"per-vdev latency histograms per queue and op, interval deltas (zpool iostat -w), "
                 f"every {HISTOGRAM_EVERY_S:g} s or the interval if longer",
-                order=11, check=check_host, collector=_collector, family="latency")
+                order=11, check=check_host, collector=_collector, family="latency",
+                feeds=(Kind.POOL, Kind.VDEV, Kind.LEAF), aliases=("zpool iostat -w",))

@@ -23,7 +23,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from zfsmon.model import Event, EventKind, ParseError, Record
-from zfsmon.names import PGBENCH
+from zfsmon.names import FIO, PGBENCH
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamParser
 from zfsmon.sources.detect import shift
@@ -53,7 +53,12 @@ def sniff(path: str, limit: int = 65536) -> Optional[str]:
 
 
 class AttachCollector(Collector):
-    """Polls followers of one or more files and parses their new lines."""
+    """Polls followers of one or more files and parses their new lines.
+
+    Each file's records and notes carry the source its text is (``pgbench``, or ``fio`` for fio's JSON): the
+    dashboard shows a file's errors on the panel of what it follows. ``name`` is ``fio`` when every file given is
+    fio's (as sniffed at :meth:`start`), else ``pgbench``.
+    """
 
     name = PGBENCH
 
@@ -86,6 +91,13 @@ class AttachCollector(Collector):
                 offset = self._import_text(path)
             self._parsers[path] = self._parser_for(path, fmt) if fmt else None
             self._followers[path] = Follower(path, from_start=self.from_start, start_offset=offset)
+        if self._parsers and all(isinstance(p, FioJsonStreamParser) for p in self._parsers.values()):
+            self.name = FIO
+
+    def _source(self, path: str) -> str:
+        """The source a file's records are: fio's JSON is ``fio``; pgbench's text or logs (or not known yet) is
+        ``pgbench``."""
+        return FIO if isinstance(self._parsers.get(path), FioJsonStreamParser) else PGBENCH
 
     def _import_text(self, path: str) -> Optional[int]:
         """Parse the text already in ``path`` on a virtual clock and pin it to the file's mtime."""
@@ -117,13 +129,19 @@ class AttachCollector(Collector):
         self._pending.extend(recs)
         return cut
 
+    def _error_of(self, path: str, message: str) -> Event:
+        """:meth:`Collector._error` (once per distinct message), as the source ``path``'s text is."""
+        ev = self._error(message)
+        return Event(ev.ts, ev.kind, ev.text, source=self._source(path), data=ev.data)
+
     def poll(self) -> List[Record]:
         out, self._pending = self._pending, []
         for path, follower in self._followers.items():
             chunk = follower.poll()
             ts = self.clock()
             for note in chunk.notes:
-                out.append(Event(ts, EventKind.INFO, f"pgbench: {note}", source=self.name))
+                src = self._source(path)
+                out.append(Event(ts, EventKind.INFO, f"{src}: {note}", source=src))
                 if "truncated" in note or "rewritten" in note or "rotated" in note:
                     parser = self._parsers.get(path)
                     if isinstance(parser, PgbenchTextParser):
@@ -143,21 +161,21 @@ class AttachCollector(Collector):
                 try:
                     out.extend(parser.feed(line, ts))
                 except ParseError as exc:
-                    out.append(self._error(f"pgbench: {exc}"))
+                    out.append(self._error_of(path, f"{self._source(path)}: {exc}"))
         return out
 
     def stop(self) -> None:
         ts = self.clock()
         flushed: List[Record] = []
         seen = set()
-        for parser in self._parsers.values():
+        for path, parser in self._parsers.items():
             if parser is None or id(parser) in seen:
                 continue
             seen.add(id(parser))
             try:
                 flushed.extend(parser.flush(ts))
             except ParseError as exc:
-                flushed.append(self._error(f"pgbench: {exc}"))
+                flushed.append(self._error_of(path, f"{self._source(path)}: {exc}"))
         self._pending.extend(flushed)
         for f in self._followers.values():
             f.close()

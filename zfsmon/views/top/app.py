@@ -227,15 +227,21 @@ class TopApp(App):
         return True
 
     def compose(self) -> ComposeResult:
-        yield Static(id="header")
+        """The panels of the registry (:data:`panels.PANELS`): the header on top, the tree and the timeline under
+        it in the tree's box, the side panels in their column."""
+        placed = {place: [p for p in panels.PANELS if p.place == place] for place in ("header", "tree", "timeline")}
+        for p in placed["header"]:
+            yield Static(id=p.widget_id)
         yield Static(id="toosmall")
         with Horizontal(id="body"):
             with VerticalScroll(id="treebox"):
-                yield Lines(id="tree")
-                yield Static(id="timeline")
+                for p in placed["tree"]:
+                    yield Lines(id=p.widget_id)
+                for p in placed["timeline"]:
+                    yield Static(id=p.widget_id)
             with VerticalScroll(id="side"):
-                for name in ("arc", "zil", "workload", "readpath", "findings"):
-                    yield Lines(id=name, classes="panel")
+                for p in panels.SIDE:
+                    yield Lines(id=p.widget_id, classes="panel")
         yield Static(id="keys")
 
     def on_mount(self) -> None:
@@ -410,9 +416,10 @@ class TopApp(App):
         self.report, self._report_key = report, key
         if not self.paused and self.size.width >= MIN_SIZE[0] and self.size.height >= MIN_SIZE[1]:
             narrow = self.size.width < NARROW
-            side_w = self._width("#arc", 30)
-            self._put("findings", panels.findings(report, self.state, self.opts, side_w * 2 if narrow else side_w,
-                                                  narrow))
+            p = panels.panel("findings")
+            side_w = self._width(f"#{panels.SIDE[0].widget_id}", 30)
+            self._put(p.widget_id, p.render(panels.Frame(self.state, self.opts, side_w * p.span if narrow else side_w,
+                                                         narrow, report)))
 
     # ---------------------------------------------------------------------------------------------- drawing
     def redraw(self) -> None:
@@ -431,16 +438,14 @@ class TopApp(App):
         self._draw_header()
         # the widgets' real widths once laid out (minus a scrollbar), else what the CSS will give them
         tree_w = self._width("#treebox", w if narrow else max(40, w * 3 // 5 - 2))
-        side_w = self._width("#arc", max(20, (w - 2) // 3) if narrow else max(30, w * 2 // 5 - 2))
-        st, o = self.state, self.opts
+        side_w = self._width(f"#{panels.SIDE[0].widget_id}", max(20, (w - 2) // 3) if narrow else max(30, w * 2 // 5 - 2))
         self._tree_w = tree_w
         self._draw_tree()
         self._draw_timeline(tree_w)
-        self._put("arc", panels.arc(st, o, side_w, narrow))
-        self._put("zil", panels.zil(st, o, side_w, narrow))
-        self._put("workload", panels.workload(st, o, side_w, narrow))
-        self._put("readpath", panels.read_path(st, o, side_w, narrow))
-        self._put("findings", panels.findings(self._findings(), st, o, side_w * 2 if narrow else side_w, narrow))
+        report = self._findings()
+        for p in panels.SIDE:
+            width = side_w * p.span if narrow else side_w
+            self._put(p.widget_id, p.render(panels.Frame(self.state, self.opts, width, narrow, report)))
         keys = "q quit  p pause  m mark  tab pool  +/- window  r rates/totals  e export  / filter  ? help"
         if self.replay is not None:
             keys = "q quit  p play  ←/→ step  [/] events  home/end  </> speed  +/- window  e export  ? help"
@@ -453,7 +458,8 @@ class TopApp(App):
         h = box.scrollable_content_region.height
         y = int(box.scroll_y)
         shown = range(y - 1, y + h + 1) if h > 0 else None
-        self.query_one("#tree", Lines).set_lines(panels.tree_lines(self.state, self.opts, self._tree_w, shown))
+        self.query_one(f"#{panels.panel('vdevs').widget_id}", Lines).set_lines(
+            panels.tree_lines(self.state, self.opts, self._tree_w, shown))
 
     def _tree_scrolled(self) -> None:
         if self._panels_mounted() and self._tree_w:
@@ -469,8 +475,10 @@ class TopApp(App):
             return
         self._timeline_key = key
         extent = (self.replay.start, self.replay.end) if self.replay is not None else None
-        self._put("timeline", panels.timeline(tl, cursor, self.opts, width, live=self.replay is None, extent=extent,
-                                              window_s=self.state.window_s))
+        p = panels.panel("timeline")
+        self._put(p.widget_id, p.render(panels.Frame(self.state, self.opts, width, extra={
+            "timeline": tl, "cursor": cursor, "live": self.replay is None, "extent": extent,
+            "window_s": self.state.window_s})))
 
     def _width(self, selector: str, guess: int) -> int:
         got = self.query_one(selector).size.width
@@ -504,9 +512,15 @@ class TopApp(App):
             note = (f"at {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(r.cursor))}Z "
                     f"({panels.fmt.clock(r.cursor - r.start)}/{panels.fmt.clock(r.end - r.start)}) "
                     f"{'▶' if r.playing else '❚❚'} x{r.speed:g}  ")
-        t = panels.header(self.state, self.info, self.opts, self.size.width, self.paused, note)
+        p = panels.panel("header")
+        t = p.render(panels.Frame(self.state, self.opts, self.size.width, extra={
+            "info": self.info, "paused": self.paused, "replay_note": note}))
         t.no_wrap, t.overflow = True, "ellipsis"
-        self._put("header", t)
+        w = self.query_one(f"#{p.widget_id}")
+        rows = t.plain.count("\n") + 1  # its lines, cut at the screen's width (an error line comes and goes)
+        if w.styles.height is None or w.styles.height.value != rows:
+            w.styles.height = rows
+        self._put(p.widget_id, t)
 
     def say(self, message: str, severity: SeverityLevel = "information") -> None:
         """A notification: ``message`` quotes the input (an event's text, a mark, a file's name), so it is shown as

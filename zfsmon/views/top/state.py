@@ -27,6 +27,7 @@ from zfsmon.analysis import arc, findings, goose, readpath
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.metrics.health import HEALTHY_STATES, STATE_NAMES
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
+from zfsmon.sources import registry
 from zfsmon.views import thresholds
 
 #: order of role groups in the vdev tree, and their headings (as ``zpool status`` names its sections)
@@ -35,13 +36,11 @@ ROLE_HEADING: Dict[Role, str] = {Role.DATA: "data", Role.SPECIAL: "special", Rol
                                  Role.LOG: "logs", Role.CACHE: "cache", Role.SPARE: "spares"}
 #: sort keys of the tree (cycled with `s`)
 SORTS: Tuple[str, ...] = ("name", "ops", "bandwidth", "latency")
-#: panels, and which record sources feed them (for staleness and errors)
-AREAS: Tuple[str, ...] = ("vdevs", "arc", "zil", "workload", "devices")
 #: windows offered by +/- (seconds)
 WINDOWS: Tuple[float, ...] = (60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
 
-_KIND_AREA = {Kind.POOL: "vdevs", Kind.VDEV: "vdevs", Kind.LEAF: "vdevs", Kind.ARC: "arc", Kind.L2ARC: "arc",
-              Kind.ZIL: "zil", Kind.WORKLOAD: "workload", Kind.DEVICE: "devices"}
+#: the kinds of the vdev tree's rows (their cadence is the goose-egg judgement's)
+TREE_KINDS: Tuple[Kind, ...] = (Kind.POOL, Kind.VDEV, Kind.LEAF)
 #: series kept for sparklines: (entity key or alias, metric)
 ARC_SERIES = ("hit_pct", "demand_data_hit_pct", "demand_metadata_hit_pct", "prefetch_hit_pct")
 Point = Tuple[float, float]
@@ -51,20 +50,15 @@ MAX_SAMPLES = 200_000
 FIO_PCTS: Tuple[str, ...] = ("p50", "p90", "p99", "p999", "max")
 
 
-def area_of_source(source: str) -> str:
-    """Which panel a source's errors belong to (collector names and sample sources differ: be lenient)."""
-    s = source.lower()
-    if "zpool" in s or "vdev" in s:
-        return "vdevs"
-    if "arc" in s:
-        return "arc"
-    if "zil" in s:
-        return "zil"
-    if "pg" in s or "soak" in s or "attach" in s or "workload" in s:
-        return "workload"
-    if "disk" in s or "iostat" in s:
-        return "devices"
-    return "other"
+def source_name(source: str) -> str:
+    """The one name of the source a record's ``source`` names: its record's name (a recording from another
+    zfsmon version may carry another of its names), else the name as it is (the recorder, a tracing script)."""
+    rec = registry.named(source)
+    return rec.name if rec is not None else source
+
+
+#: entity kind -> the sources that feed it (a sample that names no source stands for each of them)
+_FEEDING: Dict[Kind, Tuple[str, ...]] = {k: tuple(s.name for s in registry.SOURCES if k in s.feeds) for k in Kind}
 
 
 @dataclass
@@ -105,9 +99,11 @@ class FioRow:
 
 @dataclass
 class Staleness:
-    last: Optional[float]  # ts of the newest record of the area
-    error: Optional[Event]  # an error newer than the newest sample
-    cadence: float = 0.0  # how often the area's source reports, if its samples say
+    last: Optional[float]  # ts of the newest sample of the panel's entity kinds
+    error: Optional[Event]  # the newest of ``errors``
+    cadence: float = 0.0  # how often the panel's sources report, if their samples say
+    #: each failing source's newest error (no sample of that source since), newest first
+    errors: List[Event] = field(default_factory=list)
 
     def every(self, interval: float) -> float:
         """The source's interval: the sampling interval asked for, or longer if its samples say so."""
@@ -147,9 +143,11 @@ class TopState:
         self.entities: Dict[str, Entity] = {}
         self.derived: Dict[str, Dict[str, float]] = {}
         self.series: Dict[Tuple[str, str], Deque[Point]] = {}
-        self.last_seen: Dict[str, float] = {}
-        self.errors: Dict[str, Event] = {}
-        self.cadence: Dict[str, float] = {}  # area -> longest interval its samples describe (pgbench -P 10...)
+        self.last_seen: Dict[Kind, float] = {}  # entity kind -> ts of its newest sample
+        #: source (its one name, :func:`source_name`) -> ts of its newest sample
+        self.source_seen: Dict[str, float] = {}
+        self.errors: Dict[str, Event] = {}  # source (its one name) -> its newest error
+        self.cadence: Dict[Kind, float] = {}  # kind -> longest interval its samples describe (pgbench -P 10...)
         self.verdicts: Dict[Tuple[str, str], goose.Verdict] = {}  # (pool, leaf) -> latest verdict
         self.now: Optional[float] = None
         self.first: Optional[float] = None
@@ -197,7 +195,7 @@ class TopState:
     def _event(self, ev: Event) -> None:
         self.events.append(ev)
         if ev.kind == EventKind.ERROR:
-            self.errors[area_of_source(ev.source or ev.text)] = ev
+            self.errors[source_name(ev.source)] = ev
         elif ev.kind == EventKind.TOPOLOGY and ev.data.get("removed"):
             # a removed device leaves the tree at once: its last figures would otherwise stay on screen as if current
             # two shapes: the zpool iostat source names the pool and the removed vdevs; the recorder's own
@@ -218,10 +216,11 @@ class TopState:
         e = s.entity
         key = e.key
         self.entities[key] = e
-        area = _KIND_AREA.get(e.kind, "other")
-        self.last_seen[area] = max(self.last_seen.get(area, s.ts), s.ts)
+        self.last_seen[e.kind] = max(self.last_seen.get(e.kind, s.ts), s.ts)
+        for src in (source_name(s.source),) if s.source else _FEEDING.get(e.kind, ()):
+            self.source_seen[src] = max(self.source_seen.get(src, s.ts), s.ts)
         if s.interval:
-            self.cadence[area] = max(self.cadence.get(area, 0.0), float(s.interval))
+            self.cadence[e.kind] = max(self.cadence.get(e.kind, 0.0), float(s.interval))
         if s.since_boot:
             self.boot[key] = s
             return False
@@ -346,7 +345,7 @@ class TopState:
             for s in srcs.values():
                 if goose.is_device_row(s.entity) and goose.device_ops_per_s(s.metrics) is not None:
                     by_pool.setdefault(s.entity.pool, []).append(s)
-        cadence = self.cadence.get("vdevs", 0.0)
+        cadence = max(self.cadence.get(k, 0.0) for k in TREE_KINDS)
         # judged afresh: a leaf with no figures now (removed) keeps no verdict from before
         self.verdicts = {}
         for pool, leaves in by_pool.items():
@@ -386,12 +385,28 @@ class TopState:
     def pools(self) -> List[str]:
         return sorted({e.pool for e in self.entities.values() if e.kind == Kind.POOL})
 
-    def staleness(self, area: str) -> Staleness:
-        last = self.last_seen.get(area)
-        err = self.errors.get(area)
-        if err is not None and last is not None and last > err.ts:
-            err = None
-        return Staleness(last, err, self.cadence.get(area, 0.0))
+    def staleness(self, kinds: Sequence[Kind], sources: Sequence[str]) -> Staleness:
+        """How fresh a panel's figures are (its entity ``kinds``' newest sample) and which of its ``sources`` are
+        failing: each one's error stands until a sample of that same source comes after it, so a failing
+        ``zpool status`` shows while ``zpool iostat`` keeps the tree fresh."""
+        seen = [self.last_seen[k] for k in kinds if k in self.last_seen]
+        errors = self.failing(sources)
+        return Staleness(max(seen) if seen else None, errors[0] if errors else None,
+                         max((self.cadence.get(k, 0.0) for k in kinds), default=0.0), errors)
+
+    def failing(self, sources: Sequence[str]) -> List[Event]:
+        """The newest error of each of ``sources`` that no sample of its own has followed, newest first."""
+        out = []
+        for src in sources:
+            err = self.errors.get(src)
+            if err is not None and self.source_seen.get(src, float("-inf")) <= err.ts:
+                out.append(err)
+        return sorted(out, key=lambda e: -e.ts)
+
+    def unowned_errors(self) -> List[Event]:
+        """:meth:`failing` for what no source module declares (the recorder, the clock, a tracing script): no
+        panel's sources name them, so the header shows them."""
+        return self.failing([src for src in self.errors if registry.named(src) is None])
 
     def values(self, key: str) -> Tuple[Dict[str, float], bool]:
         """Latest interval values of an entity, else its since-import report (flagged True).

@@ -1,0 +1,71 @@
+"""ARC and L2ARC: hit rates with their sparklines, sizes, the L2ARC's feed and reads."""
+
+from __future__ import annotations
+
+from typing import List
+
+from rich.text import Text
+
+from zfsmon.model import Kind
+from zfsmon.views.top import fmt
+from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _lines, heading, register, status_lines
+from zfsmon.views.top.state import TopState
+
+
+def arc(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
+    a = state.arc()
+    parts: List[Text] = [heading("arc", width, "since boot" if a.get("since_boot") else "")]
+    parts.extend(status_lines(state, "arc", opts))
+    if a.get("size") is None and a.get("hit_pct") is None and "l2_size" not in a:
+        return _lines(parts, width)
+    raw = opts.raw
+    lo, hi = state.window()
+    spark_w = max(4, width - 16)
+    labels = (("hit_pct", "hit"), ("demand_data_hit_pct", "dd"), ("demand_metadata_hit_pct", "dm"),
+              ("prefetch_hit_pct", "pf"))
+    if compact:
+        line = Text("hit ")
+        line.append_text(fmt.colored(a.get("hit_pct"), "%", "arc_hit_pct", raw))
+        line.append(" ")
+        line.append_text(fmt.sparkline(state.spark("arc", "hit_pct"), max(3, width - len(line) - 1), lo, hi, lo=0,
+                                       hi=100))
+        parts.append(line)
+        t = Text()
+        for key, lab in labels[1:]:
+            t.append(f"{lab} ")
+            t.append_text(fmt.colored(a.get(key), "%", "arc_hit_pct", raw))
+            t.append(" ")
+        t.no_wrap, t.overflow = True, "ellipsis"
+        parts.append(t)
+    else:
+        for key, lab in labels:
+            line = Text(f"{lab:<4}")
+            val = fmt.colored(a.get(key), "%", "arc_hit_pct", raw)
+            val.align("right", 7)
+            line.append_text(val)
+            line.append(" ")
+            line.append_text(fmt.sparkline(state.spark("arc", key), spark_w, lo, hi, lo=0, hi=100))
+            parts.append(line)
+    parts.append(Text(f"size {fmt.num(a.get('size'), 'B', raw)} / c {fmt.num(a.get('c'), 'B', raw)} / "
+                      f"max {fmt.num(a.get('c_max'), 'B', raw)}", overflow="ellipsis", no_wrap=True))
+    if state.has_cache_device() is False:
+        parts.append(Text("L2ARC: no cache device", style="dim"))
+    elif "l2_size" in a:
+        l2 = Text("L2 hit ")
+        l2.append_text(fmt.colored(a.get("l2_hit_pct"), "%", "l2arc_hit_pct", raw))
+        l2.append(f" size {fmt.num(a.get('l2_size'), 'B', raw)} ")
+        if not compact:
+            l2.append_text(fmt.sparkline(state.spark("l2arc", "size"), max(3, width - len(l2) - 1), lo, hi))
+        parts.append(l2)
+        parts.append(Text(f"L2 feed {fmt.num(a.get('l2_write_bps'), 'B', raw)}/s read "
+                          f"{fmt.num(a.get('l2_read_bps'), 'B', raw)}/s", no_wrap=True, overflow="ellipsis"))
+    else:
+        parts.append(Text("no L2ARC", style="dim"))
+    return _lines(parts, width)
+
+
+def _render(f: Frame) -> Text:
+    return arc(f.state, f.opts, f.width, f.compact)
+
+
+PANEL = register(Panel("arc", "ARC / L2ARC", (Kind.ARC, Kind.L2ARC), _render))

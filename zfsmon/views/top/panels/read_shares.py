@@ -1,0 +1,38 @@
+"""The read path: the shares of reads PostgreSQL's buffers, the ARC, the L2ARC and the disks answered."""
+
+from __future__ import annotations
+
+from typing import List
+
+from rich.text import Text
+
+from zfsmon.model import Kind
+from zfsmon.views.top import fmt
+from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _columns, _lines, heading, register
+from zfsmon.views.top.state import TopState
+
+
+def read_path(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
+    now, win = state.read_path()
+    parts: List[Text] = [heading("readpath", width)]
+    if now is None and win is None:
+        parts.append(Text("no ARC/PostgreSQL read counters yet", style="dim"))
+        return _lines(parts, width)
+    widths = [7, 7]
+    parts.append(_columns([Text(""), Text("now"), Text(fmt.window(state.window_s))], 7, widths, "bold"))
+    for label, attr in (("PG buf", "pg_buffers"), ("ARC", "arc"), ("L2ARC", "l2arc"), ("disks", "disks")):
+        a = getattr(now, attr) if now else None
+        b = getattr(win, attr) if win else None
+        if a is None and b is None:
+            continue
+        th = "disk_share_pct" if attr == "disks" else None
+        parts.append(_columns([Text(label), fmt.colored(a, "%", th), fmt.colored(b, "%", th)], 7, widths))
+    return _lines(parts, width)
+
+
+def _render(f: Frame) -> Text:
+    return read_path(f.state, f.opts, f.width, f.compact)
+
+
+#: PostgreSQL's buffer counters (pgstat) and the ARC's and L2ARC's; their sources' errors are on those panels
+PANEL = register(Panel("readpath", "Read path", (Kind.ARC, Kind.L2ARC, Kind.WORKLOAD), _render))
