@@ -14,9 +14,10 @@ from zfsmon import __version__, gcpolicy
 from zfsmon.errors import UserError, printable
 from zfsmon.outfile import os_message
 
-#: the subcommands' modules (under ``zfsmon.commands``), in the order ``zfsmon --help`` lists them. Imported on
-#: demand: a command imports only its own module. Importing all of them (the dashboard's Textual, the sources'
-#: registry, the report's analyses) cost every command about a second of start-up.
+#: the subcommands' modules, in the order ``zfsmon --help`` lists them. Each has two: ``zfsmon.commands.options.M``
+#: (its manual and options, importing only light modules, so the whole parser, ``--help`` and ``--version`` start
+#: fast) and ``zfsmon.commands.M`` (its ``run``, with the sources, Textual, numpy or matplotlib it needs), imported
+#: only to run it.
 COMMAND_MODULES: Tuple[str, ...] = (
     "top", "iostat", "arcstat", "record", "replay", "export", "info", "import_", "parse", "soak", "attach",
     "analyze", "trace", "report", "exporter", "lab", "guest", "doctor", "metrics", "completion",
@@ -26,11 +27,17 @@ _MODULE_OF = {"import": "import_"}
 
 
 def command_module(module: str) -> ModuleType:
+    """The subcommand's manual and options (``NAME``, ``HELP``, its docstring, ``add_arguments``)."""
+    return importlib.import_module(f"zfsmon.commands.options.{module}")
+
+
+def implementation(module: str) -> ModuleType:
+    """The module whose ``run(args)`` does the subcommand's work; imported when it runs."""
     return importlib.import_module(f"zfsmon.commands.{module}")
 
 
 def __getattr__(name: str) -> object:
-    """``COMMANDS``: every subcommand's module, imported (for the manual page, completion and tests)."""
+    """``COMMANDS``: every subcommand's options module, imported (for the manual page, completion and tests)."""
     if name == "COMMANDS":
         return tuple(command_module(m) for m in COMMAND_MODULES)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -71,13 +78,14 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"zfsmon {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
-    for mod in (command_module(m) for m in ((only,) if only else COMMAND_MODULES)):
+    for module in (only,) if only else COMMAND_MODULES:
+        mod = command_module(module)
         doc = (mod.__doc__ or mod.HELP).strip()
         p = subs.add_parser(mod.NAME, help=mod.HELP, description=doc,
                             epilog=getattr(mod, "EPILOG", None),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run, _batch=getattr(mod, "BATCH", False))
+        p.set_defaults(_module=module, _batch=getattr(mod, "BATCH", False))
     parser.set_defaults(_root_parser=parser)  # for `zfsmon completion`, which completes the whole tree
     return parser
 
@@ -108,13 +116,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
     parser = build_parser(_only(args_list))
     args = parser.parse_args(args_list)
-    run = getattr(args, "_run", None)
-    if run is None:
+    module = getattr(args, "_module", None)
+    if module is None:
         parser.print_help()
         return 2
     try:
         with batch_gc(getattr(args, "_batch", False)):
-            code = int(run(args) or 0)
+            code = int(implementation(module).run(args) or 0)
         sys.stdout.flush()  # a full disk under `> file` shows here, not in the interpreter's exit
         return code
     except UserError as exc:

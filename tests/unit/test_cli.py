@@ -26,21 +26,52 @@ def test_the_subcommands_are_exactly_these():
 
 def test_a_subcommand_imports_its_own_module_only():
     """Start-up: `zfsmon export ...` must not pay for the dashboard's Textual or every other command's imports
-    (importing them all cost each command about a second); each name still reaches its own module."""
+    (importing them all cost each command about a second); each name still reaches its own options, and
+    `--help` does not import the module that runs the command."""
     probe = ("import sys; from zfsmon import cli; p = cli.build_parser(cli._only(sys.argv[1:])); "
              "print(' '.join(sorted(m for m in sys.modules if m.startswith('zfsmon.commands.') or m == 'textual')))")
     for sub in SUBCOMMANDS:
+        module = "import_" if sub == "import" else sub
         out = set(subprocess.run([sys.executable, "-c", probe, sub, "--help"], capture_output=True, text=True,
                                  timeout=120, check=True).stdout.split())
-        assert "zfsmon.commands." + ("import_" if sub == "import" else sub) in out, sub
+        assert "zfsmon.commands.options." + module in out, sub
+        assert "zfsmon.commands." + module not in out, sub
+        assert "textual" not in out, sub
         if sub == "completion":  # completes the whole tree
-            assert len(out) > len(SUBCOMMANDS)
+            assert len([m for m in out if m.startswith("zfsmon.commands.options.")]) == len(SUBCOMMANDS)
             continue
-        assert len([m for m in out if m.startswith("zfsmon.commands.") and "._" not in m]) <= 3, (sub, out)
-        assert ("textual" in out) == (sub in ("top", "replay")), sub  # only the dashboard's commands draw
+        assert len([m for m in out if m.startswith("zfsmon.commands.options.")]) <= 2, (sub, out)
     usage = subprocess.run([sys.executable, "-c", "from zfsmon import cli; cli.main(['import', '--help'])"],
                            capture_output=True, text=True, timeout=120)
     assert usage.stdout.startswith("usage: zfsmon import")
+
+
+#: what only the commands that draw, plot, serve or query load (docs/performance.md, "Start-up")
+HEAVY = ("textual", "rich", "numpy", "matplotlib", "prometheus_client", "psycopg", "psutil")
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["iostat", "--help"], ["completion", "bash"]])
+def test_the_parser_imports_no_heavy_library(argv):
+    """`zfsmon --version`, `--help` and `iostat --help` (and completion, which builds the whole tree) parse their
+    arguments without importing Textual, rich, numpy, matplotlib, prometheus_client, psycopg or psutil: a script
+    that calls zfsmon every few seconds must not pay for the dashboard."""
+    probe = ("import sys; from zfsmon import cli\n"
+             "try:\n    cli.build_parser(cli._only(sys.argv[1:])).parse_args(sys.argv[1:])\n"
+             "except SystemExit:\n    pass\n"
+             f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules) or 'none', file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert out.stderr.split() == ["none"], argv
+
+
+def test_running_a_command_imports_its_implementation():
+    """The other half of the split: the command that runs gets its own module (and its libraries)."""
+    probe = ("import sys; from zfsmon import cli; code = cli.main(['metrics', '--entity', 'arc']); "
+             "print(code, 'zfsmon.commands.metrics' in sys.modules, 'zfsmon.commands.iostat' in sys.modules, "
+             "file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stderr.split()[-3:] == ["0", "True", "False"]
+    assert "arc" in out.stdout
 
 
 def zfsmon(*args: str) -> subprocess.CompletedProcess:
@@ -113,10 +144,10 @@ def test_batch_commands_run_with_fewer_collections_and_restore_the_threshold(mon
 
     batch = {m.NAME for m in COMMANDS if getattr(m, "BATCH", False)}
     assert batch == {"analyze", "report", "export"}
-    for mod, argv, fail in ((cli.command_module("analyze"), ["analyze", "x.zfsmon"], False),
-                            (cli.command_module("export"), ["export", "x.zfsmon", "--csv", "d"], True),
-                            (cli.command_module("info"), ["info", "x.zfsmon"], False)):
-        monkeypatch.setattr(mod, "run", probe(mod.NAME, fail))
+    for module, argv, fail in (("analyze", ["analyze", "x.zfsmon"], False),
+                               ("export", ["export", "x.zfsmon", "--csv", "d"], True),
+                               ("info", ["info", "x.zfsmon"], False)):
+        monkeypatch.setattr(cli.implementation(module), "run", probe(module, fail))
         assert cli.main(argv) == (2 if fail else 0)
         assert gc.get_threshold() == before
     assert seen == {"analyze": gcpolicy.YOUNG_THRESHOLD, "export": gcpolicy.YOUNG_THRESHOLD, "info": before[0]}

@@ -27,6 +27,7 @@ from zfsmon.analysis.correlate import (
     median,
     smooth,
 )
+from zfsmon.analysis.limits import MAX_CELLS
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 
@@ -559,10 +560,6 @@ def _cache_advice(window: Sequence[Sample]) -> List[Finding]:
     return [Finding("cache_advice", adv.text(), dict(adv.numbers))] if adv else []
 
 
-#: the most grid cells analyze makes unless told a step: past it the grid is coarsened. Every correlation is
-#: tried at up to 21 lags and each cell is a point of it; 20,000 keeps one-second cells for 5.5 hours, and a
-#: week of one-second readings gets one-minute cells (10,080) instead of 604,800 that only add noise and time
-MAX_CELLS = 20_000
 #: the steps a long window's grid is coarsened to (seconds)
 COARSE_STEPS = (2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0)
 

@@ -28,9 +28,6 @@ else:
 #: what `zfsmon exporter` (and `top --listen`) says when prometheus_client is not installed
 INSTALL_HINT = "the exporter needs prometheus_client (pip install 'zfsmon[exporter]')"
 
-#: where `zfsmon exporter` listens unless told
-DEFAULT_LISTEN = "127.0.0.1:9134"
-
 
 def parse_listen(text: str) -> Tuple[str, int]:
     """``127.0.0.1:9134``, ``[::1]:9134``, ``:9134`` (loopback), ``localhost:0``."""

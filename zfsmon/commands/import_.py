@@ -1,18 +1,4 @@
-"""Build a recording from text logs people already have: captured `zpool iostat -v INTERVAL` output (with or
-without -T), arcstats dumps (Linux /proc/spl/kstat/zfs/arcstats, FreeBSD sysctl, illumos kstat -p; one or
-many concatenated), arcstat/arc_summary output and pgbench logs. The format of each LOG is detected
-(`zfsmon parse --list` shows the kinds) unless --kind names it.
-
-A `zpool status` capture given among the LOGs (or with --topology) gives the roles and parents that
-`zpool iostat -H` rows and -r/-w histograms do not print; without one they come from this host's pool of
-that name, or are guessed from the text. --iostat-flags says what the capture's text cannot (`l`/`q`
-columns of -H rows, `y`: the first report is an interval). Every guess is a `note:` line on standard error
-and an info event in the recording (and in its `notes` metadata).
-
-Logs that printed no times (no -T) are placed on the clock so that their last reading falls on the log
-file's modification time, or from --start on. The recording then exports, replays and describes like one
-made by `zfsmon record`.
-"""
+"""`zfsmon import` at work; its manual and options are :mod:`zfsmon.commands.options.import_`."""
 
 from __future__ import annotations
 
@@ -22,10 +8,9 @@ import sys
 from typing import List
 
 from zfsmon import outfile
-from zfsmon.commands._timearg import When
 from zfsmon.commands.parse import (
-    add_options,
     check_possible,
+    kind_arg,
     notes,
     options_from,
     parse_log_text,
@@ -39,24 +24,6 @@ from zfsmon.sources import detect, kstat_text
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recorder
 from zfsmon.store.schema import SIDE_FILES
-
-NAME = "import"
-HELP = "build a recording from captured text logs (zpool iostat, arcstats, arcstat, pgbench)"
-EPILOG = """\
-examples:
-  zfsmon import iostat-v-5.log --into old.zfsmon
-  zfsmon import iostat.log arcstats.log --into night.zfsmon --start 2024-05-01T22:00:00Z
-  zfsmon import --kind zpool-iostat --interval 10 capture.txt --into c.zfsmon
-  zfsmon import iostat-vHp.log zpool-status.txt --into c.zfsmon     roles of the -H rows from zpool status
-"""
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("logs", nargs="+", metavar="LOG", help="captured text files")
-    p.add_argument("--into", required=True, metavar="FILE", help="recording to create (or append to)")
-    add_options(p)
-    p.add_argument("--start", type=When, metavar="T", help="time of the first reading of logs without printed "
-                   "times (default: so the last falls on the file's modification time)")
 
 
 def place(records: List[Record], path: str, start: float = None) -> List[Record]:  # type: ignore[assignment]
@@ -93,6 +60,7 @@ def _is_status(text: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    wanted = kind_arg(args.kind, "--kind") if args.kind else None
     loaded = []
     texts = [(path, read_log(path)) for path in args.logs]
     trees = {p for p, t in texts if _is_status(t)} if len(texts) > 1 else set()
@@ -102,10 +70,10 @@ def run(args: argparse.Namespace) -> int:
     for path, text in texts:
         if path in trees:
             own = detect.detect(text)
-            if own is None or (args.kind and args.kind != own.name):
+            if own is None or (wanted and wanted != own.name):
                 continue  # only the others' tree (`--kind zpool-iostat` names the logs' kind, not this file's)
         beside = [(p, t) for p, t in texts if p != path]
-        records, kind = parse_log_text(text, path, args.kind, args.interval, options_from(args, beside))
+        records, kind = parse_log_text(text, path, wanted, args.interval, options_from(args, beside))
         print_notes(records)
         all_notes.extend(notes(records))
         _check_times(records, path)

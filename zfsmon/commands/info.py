@@ -1,7 +1,4 @@
-"""Describe a recording: where and how it was made, its time range and interval, pools with their vdev
-roles, fio's results (its final reports), topology changes, events and size. Reads only (the file may still be
-recording).
-"""
+"""`zfsmon info` at work; its manual and options are :mod:`zfsmon.commands.options.info`."""
 
 from __future__ import annotations
 
@@ -12,27 +9,10 @@ from typing import Any, Deque, Dict, List
 
 from zfsmon import names
 from zfsmon.analysis.findings import fio_run_text, fio_runs
-from zfsmon.commands._timearg import whole
 from zfsmon.errors import printable
 from zfsmon.model import EventKind, Kind, Sample
 from zfsmon.store import Recording, platform_of, zfs_of
 from zfsmon.views.csv_export import iso
-
-NAME = "info"
-HELP = "describe a recording: time range, interval, host, pools, fio's results, topology changes, events, size"
-EPILOG = """\
-examples:
-  zfsmon info run.zfsmon
-  zfsmon info run.zfsmon --json | jq .pools
-"""
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="the recording")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--events", type=whole(0), default=10, metavar="N", help="show the last N marks/errors/topology "
-                   "changes (default 10)")
-
 
 #: the most fio results info lists, the last ones (a sweep has one per step and direction; a recording that holds
 #: more, however many, costs no more memory)

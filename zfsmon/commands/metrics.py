@@ -1,6 +1,4 @@
-"""List the metrics zfsmon collects: name, unit, kind (counter or gauge), meaning, and what provides it
-on each platform. `--markdown` prints docs/metrics.md (which is generated from this table and from the
-sources' records: which sources exist, which saved texts they read, which metric family they fill)."""
+"""`zfsmon metrics` at work; its manual and options are :mod:`zfsmon.commands.options.metrics`."""
 
 from __future__ import annotations
 
@@ -12,14 +10,6 @@ from zfsmon.errors import UserError
 from zfsmon.model import Kind
 from zfsmon.sources import registry
 from zfsmon.sources.spec import Source
-
-NAME = "metrics"
-HELP = "the metrics table: names, units, kinds and their sources"
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--markdown", action="store_true", help="print docs/metrics.md")
-    p.add_argument("--entity", choices=[k.value for k in Kind], help="only metrics of this entity kind")
 
 
 def _cell(text: str) -> str:

@@ -1,11 +1,4 @@
-"""Record every available source (or the SOURCES named) into one recording file, headless.
-
-Each interval's readings are committed before the next is taken, so a crash, a SIGKILL or a power loss
-loses at most the last interval, and the file opens without repair. SIGTERM and SIGINT (Ctrl-C) stop
-cleanly. Memory does not grow with time. If the disk fills up, recording stops with a clear message and
-everything written before is kept. The file can be read (`zfsmon info`, `zfsmon export`, replay) while
-it is being written.
-"""
+"""`zfsmon record` at work; its manual and options are :mod:`zfsmon.commands.options.record`."""
 
 from __future__ import annotations
 
@@ -19,43 +12,11 @@ import time
 from typing import Mapping, Optional
 
 from zfsmon import __version__, outfile
-from zfsmon.commands._timearg import seconds
 from zfsmon.engine import Session, check_output_path, pick_collectors, tty_progress
 from zfsmon.errors import UserError
 from zfsmon.host import detect_flavour, probe
 from zfsmon.redact import command_line
-from zfsmon.sources.registry import NAMES
 from zfsmon.store.schema import SUFFIX
-
-NAME = "record"
-HELP = "record all available sources into a recording file (SQLite)"
-EPILOG = """\
-examples:
-  zfsmon record                                   every source, 1 s, until Ctrl-C, into ~/.local/state/zfsmon
-  zfsmon record --interval 5 --duration 4h --out soak.zfsmon
-  zfsmon record zpool arcstats                    only these sources (names as `zfsmon doctor` shows them)
-  zfsmon record --trace zil --trace arc --backend bcc   both traces in one bcc program, beside every source
-  zfsmon info soak.zfsmon; zfsmon export soak.zfsmon --csv out/ --every 1m
-"""
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("sources", nargs="*", metavar="SOURCES", help="sources to record, of: " + ", ".join(NAMES) +
-                   " (default: every one this host has; see `zfsmon doctor`)")
-    p.add_argument("--pool", action="append", default=[], metavar="POOL", help="only this pool (repeatable)")
-    p.add_argument("--trace", action="append", default=[], metavar="NAME",
-                   help="also record a tracing script's distributions (repeatable), e.g. vdevlat")
-    p.add_argument("--backend", choices=("bpftrace", "bcc"), help="Linux tracing backend for --trace: bpftrace "
-                   "(default: one script per trace) or bcc (every --trace in ONE compiled program)")
-    p.add_argument("--interval", "-i", type=seconds, default=1.0, metavar="S", help="seconds between readings "
-                   "(default 1)")
-    p.add_argument("--out", "-o", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon in "
-                   "$XDG_STATE_HOME/zfsmon, ~/.local/state/zfsmon, or /var/lib/zfsmon as root); an existing "
-                   "recording is appended to")
-    p.add_argument("--duration", "-d", type=seconds, metavar="D", help="stop after D (10m, 4h, 2d); default: "
-                   "until SIGINT/SIGTERM")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress line on standard error")
-
 
 #: what of a host name may go into a file name (a name set with sethostname may hold "/" or escapes)
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

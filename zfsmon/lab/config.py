@@ -13,13 +13,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from zfsmon.defaults import LAB_POOL
 from zfsmon.model import Role
 
 RUN_DIR = Path(os.environ.get("ZFSMON_RUN_DIR", "/run/zfsmon"))
 LOCK_FILE = RUN_DIR / "lab.lock"
 DAEMON_FILE = RUN_DIR / "zfs-fuse.json"
 KSTAT_DIR = Path("/zfs-kstat")
-DEFAULT_POOL = "zlab"
+DEFAULT_POOL = LAB_POOL
 MiB = 1024 * 1024
 
 

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from zfsmon.defaults import FUSE_ARCSTATS_DIR
 from zfsmon.host import Check, Host, run_probe
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
@@ -35,7 +36,7 @@ ARC = Entity(Kind.ARC, "arc")
 L2ARC = Entity(Kind.L2ARC, "l2arc")
 
 LINUX_PATH = "/proc/spl/kstat/zfs/arcstats"
-FUSE_DIR = "/zfs-kstat/zfs/arcstats"
+FUSE_DIR = FUSE_ARCSTATS_DIR
 SYSCTL_PREFIX = "kstat.zfs.misc.arcstats."
 L2_PREFIX = "l2_"
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from zfsmon.defaults import LINUX_BACKENDS
 from zfsmon.errors import UserError
 from zfsmon.host import bcc_facts, detect_flavour, uprobes_available, version_tuple, zfs_tracepoints
 from zfsmon.trace import bcc_program
@@ -117,9 +118,6 @@ def tracer_family(platform: Optional[str] = None) -> str:
 
 
 
-#: Linux tracing backends: bpftrace runs the scripts of bpftrace/ (one per run); bcc runs zfsmon's own BPF
-#: program (zfsmon.trace.bcc_program), several traces in one program. illumos/FreeBSD: dtrace.
-LINUX_BACKENDS = ("bpftrace", "bcc")
 
 
 def bcc_offers(name: str) -> bool:

@@ -22,6 +22,7 @@ import os
 import time
 from typing import Dict, List, Optional, Sequence
 
+from zfsmon.defaults import ATTACH_FIO_JSON, ATTACH_LOG, ATTACH_TEXT
 from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.names import FIO, PGBENCH
 from zfsmon.sources.base import Clock, Collector
@@ -33,7 +34,7 @@ from zfsmon.sources.follow import Follower
 from zfsmon.sources.pgbench_log import PgbenchLogParser, detect_log_format
 from zfsmon.sources.pgbench_text import PgbenchTextParser
 
-TEXT, LOG, FIO_JSON = "text", "log", "fio"
+TEXT, LOG, FIO_JSON = ATTACH_TEXT, ATTACH_LOG, ATTACH_FIO_JSON
 
 
 def sniff(path: str, limit: int = 65536) -> Optional[str]:

@@ -32,10 +32,11 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import IO, Dict, List, Optional, Sequence, Tuple
+from typing import IO, List, Optional, Sequence, Tuple
 
 from zfsmon import lab as labmod
 from zfsmon import outfile
+from zfsmon.defaults import FIO_PRESETS, FIO_SWEEP_SUFFIX, fio_preset_names
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.names import FIO
@@ -47,17 +48,9 @@ from zfsmon.sources.fio_json import FioJsonStreamParser
 #: the depths of a sweep (outstanding I/Os: psync jobs)
 SWEEP_DEPTHS: Tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 #: preset -> (fio rw=, extra options); ``<preset>-sweep`` runs it at every depth of SWEEP_DEPTHS
-PRESETS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
-    "randread": ("randread", ()),
-    "randwrite": ("randwrite", ()),
-    "randwrite-fsync": ("randwrite", ("fsync=1",)),  # every write synchronous: the SLOG's work
-    "mixed": ("randrw", ("rwmixread=70",)),
-}
-SWEEP_SUFFIX = "-sweep"
-
-
-def preset_names() -> List[str]:
-    return [n for base in PRESETS for n in (base, base + SWEEP_SUFFIX)]
+PRESETS = FIO_PRESETS
+SWEEP_SUFFIX = FIO_SWEEP_SUFFIX
+preset_names = fio_preset_names
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from zfsmon.defaults import LAB_PG_PORT
 from zfsmon.errors import UserError
 from zfsmon.redact import quote_value
 
-DEFAULT_PORT = 55432
+DEFAULT_PORT = LAB_PG_PORT
 PG_ROOT_GLOB = "/usr/lib/postgresql/*/bin"
 
 

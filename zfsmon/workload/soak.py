@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import IO, Dict, List, Mapping, Optional, Sequence
 
 from zfsmon import outfile
+from zfsmon.defaults import SOAK_CONTINUOUS, SOAK_LOOP
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.names import PGBENCH
 from zfsmon.queues import drain
@@ -36,7 +37,7 @@ from zfsmon.sources.child import terminate_group
 from zfsmon.sources.pgbench import init_size_estimate
 from zfsmon.sources.pgbench_text import PgbenchTextParser
 
-LOOP, CONTINUOUS = "loop", "continuous"
+LOOP, CONTINUOUS = SOAK_LOOP, SOAK_CONTINUOUS
 #: pgbench's -T when a continuous soak runs until interrupted (pgbench needs a number; we stop it ourselves)
 FOREVER_S = 365 * 86400
 #: pgbench's -P when the user gave none: TPS every second, in loop mode too

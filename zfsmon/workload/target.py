@@ -18,12 +18,12 @@ from typing import Callable, Dict, List, Optional
 
 from zfsmon import lab as labmod
 from zfsmon import outfile
+from zfsmon.defaults import LAB_DB
 from zfsmon.errors import UserError, printable
 from zfsmon.redact import quote_value, split_password, with_dbname
 from zfsmon.workload.pgcluster import DEFAULT_PORT, PgCluster
 from zfsmon.workload.soak import init_argv, init_message
 
-LAB_DB = "pgbench"
 #: PostgreSQL's longest name (NAMEDATALEN - 1)
 MAX_DBNAME_BYTES = 63
 LAB_DATADIR = "zfsmon-pgdata"

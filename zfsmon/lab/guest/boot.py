@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
+from zfsmon.defaults import SOURCE_TREE
 from zfsmon.lab.guest import inguest, runner
 from zfsmon.lab.guest.runner import PoolLayout
 from zfsmon.lab.guest.spec import LOCK_DIR, ROOT_LABEL, RUN_ROOT, Image
 from zfsmon.lab.guest.steps import GuestError, Progress, exclusive, kill_group, signals_raise, tail
 
 QEMU = "qemu-system-x86_64"
-REPO = Path(__file__).resolve().parents[3]
+REPO = SOURCE_TREE
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 

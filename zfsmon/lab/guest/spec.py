@@ -16,11 +16,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, Tuple
 
-CACHE_ROOT = Path(os.environ.get("ZFSMON_GUEST_CACHE", "/var/cache/zfsmon/guest"))
-RUN_ROOT = Path(os.environ.get("ZFSMON_GUEST_RUNS", "/var/tmp/zfsmon-guest"))
+from zfsmon.defaults import GUEST_CACHE_ROOT, GUEST_DEFAULT_ZFS, GUEST_RUN_ROOT, GUEST_SUITE, GUEST_ZFS_SUITES
+
+CACHE_ROOT = GUEST_CACHE_ROOT
+RUN_ROOT = GUEST_RUN_ROOT
 LOCK_DIR = Path(os.environ.get("ZFSMON_RUN_DIR", "/run/zfsmon"))
 ROOT_LABEL = "zfsmon-root"
-SUITE = "bookworm"
+SUITE = GUEST_SUITE
 
 #: packages of the guest's root file system, from ``SUITE`` (main + contrib)
 BASE_PACKAGES: Tuple[str, ...] = (
@@ -45,8 +47,8 @@ WHEELS: Tuple[str, ...] = (
 GUEST_PYTHON = "3.11"  # bookworm's; the wheels are chosen for it
 
 #: OpenZFS version -> the suite its packages come from
-ZFS_SUITES: Dict[str, str] = {"2.1": SUITE, "2.3": f"{SUITE}-backports"}
-DEFAULT_ZFS = "2.3"
+ZFS_SUITES = GUEST_ZFS_SUITES
+DEFAULT_ZFS = GUEST_DEFAULT_ZFS
 
 
 @dataclass(frozen=True)

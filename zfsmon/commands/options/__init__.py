@@ -1,0 +1,1 @@
+"""Each subcommand's manual and options, importing only light modules (see :mod:`zfsmon.commands`)."""
