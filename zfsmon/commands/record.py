@@ -2,7 +2,8 @@
 
 Each interval's readings are committed before the next is taken, so a crash, a SIGKILL or a power loss
 loses at most the last interval, and the file opens without repair. SIGTERM and SIGINT (Ctrl-C) stop
-cleanly. Memory does not grow with time. If the disk fills up, recording stops with a clear message and
+cleanly (exit status 0), also while a source's read is stuck in the kernel (a wedged zfs-fuse): that
+source is recorded as stale meanwhile, and a warning line names it at the end. Memory does not grow with time. If the disk fills up, recording stops with a clear message and
 everything written before is kept. The file can be read (`zfsmon info`, `zfsmon export`, replay) while
 it is being written.
 """
@@ -83,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"\nzfsmon: {out}: {outcome.intervals} intervals, {outcome.samples} samples, "
               f"{outcome.events} events", file=sys.stderr)
+    for line in outcome.stuck:  # the recording is whole; that source's figures stop where its read stuck
+        print(f"zfsmon: warning: {line}; the recording is closed without it", file=sys.stderr)
     if outcome.failure:
         raise UserError(outcome.failure, exit_code=1)
     return 0
