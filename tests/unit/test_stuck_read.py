@@ -23,6 +23,7 @@ from zfsmon.engine import Sampler
 from zfsmon.model import Event, EventKind, Kind, Record, Sample
 from zfsmon.sources.arcstats import LinuxArcstatsCollector
 from zfsmon.sources.diskstats import DiskstatsCollector
+from zfsmon.sources.zpool_health import STOP_WAIT_S, StatusCollector
 from zfsmon.store import Recording
 from zfsmon.views.top.panels import ViewOptions, status_line
 from zfsmon.views.top.state import TopState
@@ -162,6 +163,30 @@ def test_top_says_the_stuck_source_is_stale_while_the_others_go_on(tmp_path, fix
     finally:
         _release(path, capture)
         s.stop()
+
+
+def test_the_status_source_stops_without_waiting_for_a_zpool_status_stuck_on_the_daemon(tmp_path):
+    """`zpool status` talks to the daemon; a wedged one holds it until its timeout (60 s). Here its stand-in blocks
+    in the kernel for real (it opens a FIFO with no writer); stopping the source must not wait for it."""
+    fifo = tmp_path / "daemon"
+    os.mkfifo(fifo)
+    started = tmp_path / "started"
+    zpool = tmp_path / "zpool"
+    zpool.write_text(f'#!/bin/sh\n: > "{started}"\nexec cat "{fifo}"\n')
+    zpool.chmod(0o755)
+    c = StatusCollector(zpool=str(zpool), timeout=60.0)
+    try:
+        c.start()
+        wait_until(started.exists, 30, "the stand-in zpool status running")
+        t0 = time.monotonic()
+        c.stop()
+        took = time.monotonic() - t0
+    finally:
+        try:  # let the stand-in go: its open returns, cat reads end of file and exits
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    assert took < STOP_WAIT_S + 5, took
 
 
 def test_record_stops_on_sigterm_while_a_source_read_is_stuck(tmp_path):
