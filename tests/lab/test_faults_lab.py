@@ -498,6 +498,55 @@ def test_fault_kstat_directory_vanishes_and_returns(lab, tmp_path):
     _report("kstat", recovery)
 
 
+def test_fault_zfs_fuse_daemon_stopped_kstat_reads_stuck(lab, tmp_path):
+    """SIGSTOP the zfs-fuse daemon: its kstats are FUSE files, so the recorder's ARC read blocks in the kernel
+    (state D) until SIGCONT. The recording says the source is stale, diskstats goes on, and SIGTERM ends the
+    recorder while the read is still stuck. Every pool of the machine stops with the daemon: run only while the
+    lab's pool is the only one, under the lab's machine lock, kept short; SIGCONT whatever happens."""
+    from zfsmon.host import zfs_fuse_pid
+    from zfsmon.lab import system
+
+    def alone() -> bool:
+        cp = _zpool("list", "-H", "-o", "name", check=False)
+        return cp.returncode == 0 and cp.stdout.split() == [lab.pool]
+    wait_until(alone, 900, "the lab's pool to be the only pool on the machine (other lab tests running)", step=5)
+    run = FaultRun(lab, tmp_path, "sigstop")
+    run.start()
+    assert run.proc is not None
+    stopped = None
+    try:
+        wait_until(lambda: any(s.entity.kind == Kind.ARC for s in _samples(run.path)), 120, "ARC samples", step=0.5)
+        with system.machine_lock():
+            stopped = zfs_fuse_pid()
+            assert stopped is not None
+            run.stop_io.set()  # the writer would block in the stopped daemon as well
+            run.fault(lambda: os.kill(stopped, signal.SIGSTOP))  # type: ignore[arg-type]
+            stale = wait_until(lambda: [e for e in _events(run.path) if e.source == "arcstats"
+                                        and "read did not return within" in e.text], 60,
+                               "the stuck ARC read recorded as stale", step=0.5)
+            assert stale[0].kind == EventKind.ERROR and "stuck kernel read?" in stale[0].text, stale[0].text
+            wait_until(lambda: len({s.ts for s in _samples(run.path) if s.source == "diskstats"
+                                    and s.ts > stale[0].ts}) >= 3, 60, "diskstats sampled meanwhile", step=0.5)
+            t0 = time.monotonic()
+            run.proc.send_signal(signal.SIGTERM)
+            run.proc.wait(timeout=60)
+            took = time.monotonic() - t0
+            os.kill(stopped, signal.SIGCONT)
+            stopped = None
+            run.recovered()
+    finally:
+        if stopped is not None:
+            os.kill(stopped, signal.SIGCONT)
+        run.stop(check=False)
+    err = run.err_path.read_text()
+    assert run.proc.returncode == 0 and "Traceback" not in err, err
+    assert "zfsmon: warning: arcstats: a read has not returned for" in err, err
+    with Recording.open(run.path) as r:
+        assert r.integrity() == "ok"
+        assert list(r.events())[-1].text == "recording stopped"
+    _report("sigstop", took)
+
+
 def _samples(path: str) -> List[Sample]:
     try:
         with Recording.open(path) as r:

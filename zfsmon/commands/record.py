@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"\nzfsmon: {out}: {outcome.intervals} intervals, {outcome.samples} samples, "
               f"{outcome.events} events", file=sys.stderr)
+    for line in outcome.stuck:  # the recording is whole; that source's figures stop where its read stuck
+        print(f"zfsmon: warning: {line}; the recording is closed without it", file=sys.stderr)
     if outcome.failure:
         raise UserError(outcome.failure, exit_code=1)
     return 0

@@ -1,31 +1,46 @@
 """The sampler: polls every collector once per interval and hands the records to sinks.
 
 Sources -> (this) -> sinks (the recorder, a live view's buffer, the exporter).
-Polling is cheap by contract (persistent children do the waiting in their own
-threads), so one slow or hung source shows up as stale data, never as a
-frozen loop. A sink that fails is reported once and the others go on.
+One slow or hung source shows up as stale data, never as a frozen loop:
+persistent children do their waiting in their own threads, and a collector
+that reads in its poll (a kstat file, a short command) is polled on its own
+worker thread (:mod:`~zfsmon.engine.reads`) and waited for until a deadline.
+A read that misses it leaves its source stale: an error event says so, with
+the age of its last figures; the tick goes on with the others; that read is
+not started again while it is stuck; when it returns, an event says so, its
+figures are left out (when they were taken is not known: anywhere in the time
+it was stuck), and the next tick polls it afresh. Stopping never waits for a
+stuck read. A sink that fails is reported once and the others go on.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon.analysis.rates import RateDeriver
+from zfsmon.engine.reads import ReadWorker, guarded_poll
 from zfsmon.model import Event, EventKind, Record, Sample
 from zfsmon.sources.base import Collector
 
 Sink = Callable[[List[Record]], None]
 
+#: seconds a read may take (or the interval, if longer) before its source is reported stale
+READ_DEADLINE_S = 2.0
+
 
 class Sampler:
     def __init__(self, collectors: Sequence[Collector], interval: float, sinks: Iterable[Sink] = (),
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, read_deadline: Optional[float] = None) -> None:
+        """``read_deadline``: seconds a collector that reads in its poll has to answer each tick (default
+        :data:`READ_DEADLINE_S` or the interval, whichever is longer)."""
         if interval <= 0:
             raise ValueError("interval must be positive")
         self.collectors = list(collectors)
         self.interval = float(interval)
+        self.read_deadline = float(read_deadline) if read_deadline is not None else max(READ_DEADLINE_S,
+                                                                                           self.interval)
         self.sinks: List[Sink] = list(sinks)
         self.clock = clock
         self.rates = RateDeriver()
@@ -35,6 +50,9 @@ class Sampler:
         self._started = False
         self._failed_sinks: set = set()
         self._last_tick: Optional[Tuple[float, float]] = None  # (clock(), time.monotonic()) at the last tick
+        #: collector index -> its worker, for the collectors that read in their poll
+        self._workers: Dict[int, ReadWorker] = {i: ReadWorker(c, clock) for i, c in enumerate(self.collectors)
+                                                if c.reads_in_poll}
 
     # lifecycle -----------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -48,16 +66,28 @@ class Sampler:
                 self._deliver([Event(self.clock(), EventKind.ERROR, f"{c.name}: cannot start: {exc}", source=c.name)])
 
     def stop(self) -> None:
+        """Stop the collectors and deliver a last tick; a collector whose read is stuck is left alone (stopping
+        it could block as well, and its worker still uses it): the process's end takes its thread."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=self.interval + 5)
-        for c in self.collectors:
+            self._thread.join(timeout=self.interval + self.read_deadline + 5)
+        for i, c in enumerate(self.collectors):
+            w = self._workers.get(i)
+            if w is not None and w.in_flight:
+                continue
             try:
                 c.stop()
             except Exception:
                 pass
         # whatever arrived while stopping is still delivered: recorded data is never dropped
         self.tick()
+        for w in self._workers.values():
+            w.close()
+
+    def stuck(self) -> List[str]:
+        """A line for each source whose read is in flight past its deadline, saying for how long."""
+        return [f"{w.collector.name}: a read has not returned for {w.in_flight_for():.0f} s (stuck kernel read?)"
+                for w in self._workers.values() if w.overdue and w.in_flight]
 
     @property
     def stopping(self) -> bool:
@@ -66,11 +96,12 @@ class Sampler:
     # one round ------------------------------------------------------------------------------------------------
     def tick(self) -> List[Record]:
         out: List[Record] = self._clock_step()
-        for c in self.collectors:
-            try:
-                recs = c.poll()
-            except Exception as exc:  # contract says poll never raises; guard anyway
-                recs = [Event(self.clock(), EventKind.ERROR, f"{c.name}: {type(exc).__name__}: {exc}", source=c.name)]
+        due = time.monotonic() + self.read_deadline
+        for w in self._workers.values():  # every read at once: they wait for the same deadline
+            w.ask()
+        for i, c in enumerate(self.collectors):
+            w = self._workers.get(i)
+            recs = guarded_poll(c, self.clock) if w is None else self._read(w, due)
             for r in recs:
                 out.append(r)
                 if isinstance(r, Sample) and not r.since_boot:
@@ -79,6 +110,31 @@ class Sampler:
         if out:
             self._deliver(out)
         return out
+
+    def _read(self, w: ReadWorker, due: float) -> List[Record]:
+        """A worker's records for this tick: its poll's, or the event that it is stale, or that it is back."""
+        name = w.collector.name
+        got = w.take(due if not w.overdue else 0.0)  # a stuck read is not waited for again
+        if got is None:
+            if w.overdue or not w.in_flight:
+                return []
+            w.overdue = True
+            now = self.clock()
+            age = (f"its last figures are {now - w.figures_at:.0f} s old" if w.figures_at is not None
+                   else "it has given no figures yet")
+            return [Event(now, EventKind.ERROR, f"{name}: read did not return within {self.read_deadline:g} s "
+                          f"(stuck kernel read?); {age}", source=name, data={"stale": True})]
+        recs, took = got
+        if w.overdue:
+            w.overdue = False
+            kept = [r for r in recs if isinstance(r, Event)]
+            return [Event(self.clock(), EventKind.INFO, f"{name}: the read returned after {took:.0f} s; its "
+                          "figures are left out (when they were taken is not known), sampling resumes",
+                          source=name)] + kept
+        stamps = [r.ts for r in recs if isinstance(r, Sample)]
+        if stamps:
+            w.figures_at = max(stamps)
+        return recs
 
     def _clock_step(self) -> List[Record]:
         """An event when the wall clock moved other than the monotonic one (stepped by NTP, by hand): times on

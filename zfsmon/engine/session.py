@@ -6,7 +6,8 @@ values). A session stops on SIGTERM/SIGINT (handled on the main thread only,
 restored afterwards), after a duration, when the workload says it is done
 (``done``), when asked (:meth:`Session.stop`), and, in the blocking mode, when
 the recording fails (a full disk): the failure is kept in the outcome and told
-to the other sinks as an error event. Its cleanup callbacks (stopping a lab
+to the other sinks as an error event. A read stuck in the kernel never holds a
+stop up (the sampler does not wait for it): the outcome names it. Its cleanup callbacks (stopping a lab
 PostgreSQL cluster, an HTTP server) run exactly once, on every way out.
 
 Two modes, because a terminal dashboard must own the main thread:
@@ -31,7 +32,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon import outfile
 from zfsmon.engine.sampler import Sampler, Sink
@@ -48,12 +49,14 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class Outcome:
-    """What a run left: intervals recorded, samples and events written, and why recording stopped (if it did)."""
+    """What a run left: intervals recorded, samples and events written, why recording stopped (if it did), and
+    the sources whose read was stuck at the end (one line each; the run ended without waiting for them)."""
 
     intervals: int
     samples: int
     events: int
     failure: Optional[str]
+    stuck: Tuple[str, ...] = ()
 
 
 #: a file to be written: its directory must exist and it must not be a directory (one line, before anything starts)
@@ -184,7 +187,8 @@ class Session:
             self._restore_signals()
             rec = self.recorder
             self._outcome = Outcome(self.intervals, rec.samples_written if rec else 0,
-                                    rec.events_written if rec else 0, self.failure)
+                                    rec.events_written if rec else 0, self.failure,
+                                    tuple(self.sampler.stuck()) if self.sampler is not None else ())
             self._run_cleanups()
         return self._outcome
 

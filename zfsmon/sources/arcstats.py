@@ -141,6 +141,7 @@ class FuseArcstatsCollector(Collector):
     """
 
     name = "arcstats"
+    reads_in_poll = True
 
     #: polls between fresh listings of the directory: statistics that appeared, and ones that went (a held one
     #: stays readable until then; one that cannot be opened forces a listing at once)

@@ -17,10 +17,13 @@ Clock = Callable[[], float]
 
 
 class Collector(abc.ABC):
-    """Yields timestamped records. ``poll`` is cheap and non-blocking."""
+    """Yields timestamped records. ``poll`` is cheap, and non-blocking unless :attr:`reads_in_poll` says so."""
 
     #: short source name used in events, recordings and ``zfsmon record SOURCES``
     name: str = "?"
+    #: ``poll`` reads the system itself (a kstat file, a short command), and a read can block without end (a
+    #: wedged FUSE daemon): the sampler then polls it on a worker thread of its own, with a deadline
+    reads_in_poll: bool = False
 
     def __init__(self, clock: Clock = time.time) -> None:
         self.clock = clock
@@ -61,6 +64,8 @@ class Collector(abc.ABC):
 
 class PolledCollector(Collector):
     """Reads a file or kstat each poll and hands the text to a pure parser."""
+
+    reads_in_poll = True
 
     def read_text(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError

@@ -102,6 +102,7 @@ class ObjsetCollector(Collector):
     """
 
     name = RECORD_SOURCE
+    reads_in_poll = True
 
     def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
         super().__init__(clock)

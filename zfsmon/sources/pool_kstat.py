@@ -75,6 +75,8 @@ def check_pool_file(name: str, fname: str, host: Host, root: str, found: str, mi
 class PoolKstatCollector(Collector):
     """Reads ``ROOT/POOL/FNAME`` of every pool per poll and hands each text to ``parse``."""
 
+    reads_in_poll = True
+
     def __init__(self, name: str, fname: str, parse: PoolParse, root: str = ROOT,
                  pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
         super().__init__(clock)

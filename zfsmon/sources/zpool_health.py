@@ -61,6 +61,8 @@ NAME = "status"
 EVERY_S = 10.0
 #: seconds between two runs while every pool is healthy and not scanning, where the pools' state files are watched
 CALM_EVERY_S = 60.0
+#: seconds a stop waits for a `zpool status` in flight (its readings then still count)
+STOP_WAIT_S = 3.0
 JSON_ARGS = ("-j", "--json-flat-vdevs", "--json-int")
 #: OpenZFS versions: ``zpool status -j`` (2.3.0), ``-p``/``-s`` (0.8.0)
 JSON_SINCE = (2, 3)
@@ -249,9 +251,11 @@ class StatusCollector(Collector):
         return drain(self._q)
 
     def stop(self) -> None:
+        """Stop reading; a `zpool status` still running after :data:`STOP_WAIT_S` (a wedged daemon) is left to
+        the collector's daemonic thread: a stop never waits for its timeout."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=self.timeout + 5)
+            self._thread.join(timeout=STOP_WAIT_S)
             self._thread = None
 
 

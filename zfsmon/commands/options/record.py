@@ -2,8 +2,9 @@
 
 Each interval's readings are committed before the next is taken, so a crash, a SIGKILL or a power loss
 loses at most the last interval, and the file opens without repair. SIGTERM and SIGINT (Ctrl-C) stop
-cleanly. Memory does not grow with time. If the disk fills up, recording stops with a clear message and
-everything written before is kept. The file can be read (`zfsmon info`, `zfsmon export`, replay) while
+cleanly (exit status 0), also while a source's read is stuck in the kernel (a wedged zfs-fuse): that
+source is recorded as stale meanwhile, and a warning line names it at the end. Memory does not grow with
+time. If the disk fills up, recording stops with a clear message and everything written before is kept. The file can be read (`zfsmon info`, `zfsmon export`, replay) while
 it is being written.
 """
 
