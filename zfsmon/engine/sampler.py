@@ -26,8 +26,10 @@ from zfsmon.sources.base import Collector
 
 Sink = Callable[[List[Record]], None]
 
-#: seconds a read may take (or the interval, if longer) before its source is reported stale
-READ_DEADLINE_S = 2.0
+#: seconds a read may take (or the interval, if longer) before its source is reported stale: long enough that a
+#: read which is only slow (a `zpool status` on a loaded two-core box, a guest under emulation) is not taken for a
+#: stuck one; the other sources wait that long once, at the tick the read sticks, and never again while it is stuck
+READ_DEADLINE_S = 10.0
 
 
 class Sampler:
