@@ -121,6 +121,9 @@ def _connect(path: str, head: bytes) -> sqlite3.Connection:
     db = sqlite3.connect(uri, uri=True, check_same_thread=False)
     try:
         db.execute("PRAGMA schema_version").fetchone()  # opens the file (and its WAL) now
+        # functions the file's schema names run only where they cannot do harm; no statement may write
+        db.execute("PRAGMA trusted_schema = OFF")
+        db.execute("PRAGMA query_only = 1")
     except sqlite3.Error:
         db.close()
         raise
@@ -241,6 +244,7 @@ class Recording:
     @_guard
     def _load(self) -> None:
         db = self._db
+        schema.check_objects(db, self.version)  # before any table is read: a view in its place may never end
         self.meta: Dict[str, str] = dict(db.execute("SELECT key, value FROM meta"))
         self.metrics: Dict[int, MetricInfo] = {}
         self._reload_streams()
