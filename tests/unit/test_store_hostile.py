@@ -11,12 +11,14 @@ import resource
 import sqlite3
 import subprocess
 import sys
+import tracemalloc
+import zlib
 
 import pytest
 
 from tests.conftest import REPO
 from tests.unit.store_data import records
-from zfsmon.store import Recorder, Recording, RecordingError, schema
+from zfsmon.store import Recorder, Recording, RecordingError, arrays, codec, schema
 
 #: a view that yields nothing and never ends (UNION ALL streams: no memory grows while it runs)
 _ENDLESS = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT {cols} FROM c WHERE x < 0")
@@ -93,3 +95,80 @@ def test_a_recording_is_read_with_its_schema_untrusted_and_no_writes(small):
         assert r._db.execute("PRAGMA trusted_schema").fetchone()[0] == 0
         assert r._db.execute("PRAGMA query_only").fetchone()[0] == 1
         schema.check_objects(r._db, r.version)  # a recording as the Recorder writes it passes
+
+
+# --- chunks that inflate past what they can hold ------------------------------------------------------------------
+
+#: bytes a bomb chunk inflates to: far more than 256 samples of a few metrics can take
+_BOMB = 16 << 20
+
+
+@pytest.fixture
+def chunked(tmp_path) -> str:
+    """A recording whose first block is compacted into chunks (one per stream)."""
+    path = str(tmp_path / "c.zfsmon")
+    _write(path, schema.CHUNK_TICKS + 3)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*) FROM chunk").fetchone()[0] > 0
+    db.close()
+    return path
+
+
+def _bomb_first_chunk(path: str, body: bytes) -> None:
+    db = sqlite3.connect(path)
+    db.execute("UPDATE chunk SET data = ? WHERE rowid = (SELECT min(rowid) FROM chunk)",
+               (bytes((codec.CHUNK_ZLIB,)) + zlib.compress(body, 9),))
+    db.commit()
+    db.close()
+
+
+def _peak_while(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("read", ["samples", "blocks", "arrays"])
+def test_a_zlib_bomb_chunk_is_damage_without_inflating_it(chunked, read):
+    """A valid chunk header followed by 16 MiB of zeros: 16 KiB in the file. Inflating stops at what 256 samples
+    of the stream's metrics can take, and the chunk is damage."""
+    with Recording.open(chunked) as r:
+        sid, width = next((i, len(s.metrics)) for i, s in r.streams.items())
+    head = codec.pack([1, width, 0])
+    body = bytes((len(head),)) + head + b"\0" * _BOMB
+    _bomb_first_chunk(chunked, body)
+    before = open(chunked, "rb").read()
+
+    def run() -> None:
+        with Recording.open(chunked) as r:
+            with pytest.raises(RecordingError, match="damaged recording: damaged chunk: it inflates past"):
+                if read == "samples":
+                    list(r.samples())
+                elif read == "blocks":
+                    list(r.blocks())
+                else:
+                    list(arrays.blocks(r))
+
+    assert _peak_while(run) < _BOMB // 8
+    assert open(chunked, "rb").read() == before
+
+
+def test_export_of_a_zlib_bomb_is_one_line(chunked, tmp_path):
+    _bomb_first_chunk(chunked, b"\0" * _BOMB)
+    cp = _zfsmon("export", "--csv", str(tmp_path / "out"), chunked)
+    line = _refused_in_one_line(cp, chunked)
+    assert "damaged recording" in line
+
+
+def test_a_varint_longer_than_any_number_is_damage_at_once():
+    """A head row of continuation bytes made unpack build one ever-growing integer (quadratic time in its length:
+    a 1 MB row ran for hours); no stored number is longer than 20 bytes."""
+    with pytest.raises(ValueError, match="longer than any stored number"):
+        codec.unpack(b"\xff" * 40 + b"\x01")
+    with pytest.raises(ValueError, match="beyond what a recording holds"):
+        codec.pack([2 ** 200])
+    assert codec.normalise([2 ** 200, -(2 ** 136), 2 ** 64 - 1]) == [float(2 ** 200), float(-(2 ** 136)), 2 ** 64 - 1]

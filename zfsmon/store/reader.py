@@ -489,7 +489,7 @@ class Recording:
             if plan is None:
                 plan = plans[sid] = (st.names, None) if metrics is None else _keep(st, metrics)
             if ts is None:  # a chunk: tick0, stream, NULL, data, n
-                offsets, ivs, cols = codec.decode_chunk_columns(blob, plan[1], len(st.metrics), column)
+                offsets, ivs, cols = codec.decode_chunk_columns(blob, len(st.metrics), n, plan[1], column)
                 if len(offsets) != n:
                     raise ValueError(f"a chunk of stream {sid} holds {len(offsets)} samples, not {n}")
                 ts_of = self._tick_ts(tick, size)
@@ -565,7 +565,11 @@ class Recording:
                 block, current, chunked = [], b, False
             if row[2] is None:  # a chunk: tick0, stream, NULL, data, n
                 tick0, sid, _n, data, n = row
-                offsets, ivs, vals = codec.decode_chunk(data)
+                st = self.streams.get(sid)
+                if st is None:  # written after we loaded: a live recorder
+                    self._reload_streams()
+                    st = self.streams[sid]
+                offsets, ivs, vals = codec.decode_chunk(data, len(st.metrics), n)
                 if len(offsets) != n:
                     raise ValueError(f"a chunk of stream {sid} holds {len(offsets)} samples, not {n}")
                 ts_of = self._tick_ts(tick0, size)
