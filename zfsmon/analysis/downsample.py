@@ -31,7 +31,7 @@ from zfsmon.model import Entity, Sample, SampleBlock
 @dataclass
 class Counter:
     last: float
-    delta: float = 0.0
+    delta: float = 0  # an int while every delta added is one: exact beyond 2**53
     elapsed: float = 0.0
     has_delta: bool = False
 
@@ -270,11 +270,11 @@ def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tu
                         c.elapsed += first.elapsed
                         c.has_delta = True
                     if j > 1:
-                        c.delta += float(col[j - 1]) - float(col[0])
+                        c.delta += _increase(col[j - 1], col[0])
                         c.elapsed += ts[j - 1] - ts[0]
                         c.has_delta = True
                 else:
-                    c.delta += float(col[j - 1]) - float(col[i - 1])
+                    c.delta += _increase(col[j - 1], col[i - 1])
                     c.elapsed += ts[j - 1] - ts[i - 1]
                     c.has_delta = True
         elif name in reduced:
@@ -287,6 +287,15 @@ def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tu
     if has_counters and n > 1:
         rates.follow(key[0], key[1], ts[-1], {name: float(col[-1]) for name, col, c in zip(sb.names, cols, flags)
                                               if c})
+
+
+def _increase(new: float, old: float) -> float:
+    """``new - old`` of a counter's column: exact for integers (Python's, or numpy's of an array column: as Python
+    ints, never rounded through floats), else as floats."""
+    try:
+        return operator.index(new) - operator.index(old)
+    except TypeError:
+        return float(new) - float(old)
 
 
 def _gauge(b: Bucket, name: str, total: float, n: int, lo: float, hi: float) -> None:

@@ -32,9 +32,10 @@ from itertools import accumulate
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from zfsmon.store import schema
+from zfsmon.units import FLOAT_EXACT
 
 _DOUBLE = struct.Struct("<d")
-_EXACT = 2 ** 53  # larger integral floats are not exact integers
+_EXACT = FLOAT_EXACT  # larger integral floats are not exact integers
 #: integers of a magnitude below this are stored exactly (uint64 and int64 kstats, and every integer of up to the
 #: 40 digits a parser reads: :data:`zfsmon.units.MAX_DIGITS`)
 INT_LIMIT = 2 ** 136
