@@ -94,3 +94,19 @@ def test_a_float_is_never_written_as_an_integer_it_may_not_be(v):
         assert abs(v) < 2 ** 53 and int(text) == v
     else:
         assert float(text) == v
+
+
+def test_downsampled_deltas_stay_exact_across_compacted_blocks(tmp_path):
+    """300 one-second readings of a counter past 2**64 - 2**14 (the first block compacted into a chunk):
+    every 10-second bucket's delta is exactly 70, the one that spans the block boundary too."""
+    path = tmp_path / "r.zfsmon"
+    ent = Entity(Kind.ZIL, "zil")
+    with Recorder(str(path)) as rec:
+        for i in range(300):
+            rec.write([Sample(1_700_000_000.0 + i, ent, {"itx_needcopy_bytes": NEEDCOPY + 7 * i}, interval=1.0,
+                              source="zil")])
+    _zfsmon("export", "--long", "--every", "10", "--csv", str(tmp_path / "every"), str(path))
+    got = _values(tmp_path / "every" / "samples.csv", "itx_needcopy_bytes")
+    assert len(got) == 30
+    assert [d for _v, d in got[1:]] == ["70"] * 29
+    assert [v for v, _d in got] == [str(NEEDCOPY + 7 * (10 * k + 9)) for k in range(30)]

@@ -285,17 +285,22 @@ def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tu
                 part = col[i:j]
                 _gauge(b, name, sum(part), j - i, min(part), max(part))
     if has_counters and n > 1:
-        rates.follow(key[0], key[1], ts[-1], {name: float(col[-1]) for name, col, c in zip(sb.names, cols, flags)
+        rates.follow(key[0], key[1], ts[-1], {name: _plain(col[-1]) for name, col, c in zip(sb.names, cols, flags)
                                               if c})
 
 
-def _increase(new: float, old: float) -> float:
-    """``new - old`` of a counter's column: exact for integers (Python's, or numpy's of an array column: as Python
-    ints, never rounded through floats), else as floats."""
+def _plain(v: float) -> float:
+    """A column's value as a Python number: an int for an integer (numpy's of an array column too), so that
+    counters beyond 2**53 are never rounded through a float; else a float."""
     try:
-        return operator.index(new) - operator.index(old)
+        return operator.index(v)
     except TypeError:
-        return float(new) - float(old)
+        return float(v)
+
+
+def _increase(new: float, old: float) -> float:
+    """``new - old`` of a counter's column, exact for integers."""
+    return _plain(new) - _plain(old)
 
 
 def _gauge(b: Bucket, name: str, total: float, n: int, lo: float, hi: float) -> None:
