@@ -46,6 +46,17 @@ def whole(text: str) -> int:
     return int(t)
 
 
+#: integers of a smaller magnitude are exact as floats
+FLOAT_EXACT = 2 ** 53
+
+
+def exact(n: int) -> float:
+    """An integer read from a capture as the number a metric holds: the float equal to it where a float holds
+    it exactly, else the int itself (uint64 kstats such as ``zil_itx_needcopy_bytes 18446744073709537686``):
+    never a float that stands for many integers."""
+    return float(n) if -FLOAT_EXACT < n < FLOAT_EXACT else n
+
+
 def plain_int(text: str) -> bool:
     """ASCII digits only, no more than :data:`MAX_DIGITS`: what the parsers read with ``int``/``float`` at once
     (most values of ``-p`` output and kstats), leaving everything else to their general path."""

@@ -360,7 +360,7 @@ chunk_rows = st.integers(min_value=0, max_value=40).flatmap(lambda n: st.tuples(
 def test_chunk_codec_round_trip_is_exact(case):
     offsets, ivs, (width, rows) = case
     rows = [codec.normalise(r) for r in rows]
-    back_off, back_iv, back_rows = codec.decode_chunk(codec.encode_chunk(offsets, ivs, rows, width))
+    back_off, back_iv, back_rows = codec.decode_chunk(codec.encode_chunk(offsets, ivs, rows, width), width, len(offsets))
     assert back_off == offsets and back_iv == ivs
     assert len(back_rows) == len(rows)
     for want, have in zip(rows, back_rows):
@@ -376,7 +376,7 @@ def test_chunk_codec_round_trip_is_exact(case):
 def test_chunk_codec_damage_raises_value_error(blob):
     for data in (blob, bytes((codec.CHUNK_ZLIB,)) + blob, bytes((codec.CHUNK_ZLIB,)) + zlib.compress(blob)):
         try:
-            codec.decode_chunk(data)
+            codec.decode_chunk(data, 3)
         except (ValueError, IndexError):
             pass
 

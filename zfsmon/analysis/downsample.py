@@ -31,7 +31,7 @@ from zfsmon.model import Entity, Sample, SampleBlock
 @dataclass
 class Counter:
     last: float
-    delta: float = 0.0
+    delta: float = 0  # an int while every delta added is one: exact beyond 2**53
     elapsed: float = 0.0
     has_delta: bool = False
 
@@ -270,11 +270,11 @@ def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tu
                         c.elapsed += first.elapsed
                         c.has_delta = True
                     if j > 1:
-                        c.delta += float(col[j - 1]) - float(col[0])
+                        c.delta += _increase(col[j - 1], col[0])
                         c.elapsed += ts[j - 1] - ts[0]
                         c.has_delta = True
                 else:
-                    c.delta += float(col[j - 1]) - float(col[i - 1])
+                    c.delta += _increase(col[j - 1], col[i - 1])
                     c.elapsed += ts[j - 1] - ts[i - 1]
                     c.has_delta = True
         elif name in reduced:
@@ -285,8 +285,22 @@ def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tu
                 part = col[i:j]
                 _gauge(b, name, sum(part), j - i, min(part), max(part))
     if has_counters and n > 1:
-        rates.follow(key[0], key[1], ts[-1], {name: float(col[-1]) for name, col, c in zip(sb.names, cols, flags)
+        rates.follow(key[0], key[1], ts[-1], {name: _plain(col[-1]) for name, col, c in zip(sb.names, cols, flags)
                                               if c})
+
+
+def _plain(v: float) -> float:
+    """A column's value as a Python number: an int for an integer (numpy's of an array column too), so that
+    counters beyond 2**53 are never rounded through a float; else a float."""
+    try:
+        return operator.index(v)
+    except TypeError:
+        return float(v)
+
+
+def _increase(new: float, old: float) -> float:
+    """``new - old`` of a counter's column, exact for integers."""
+    return _plain(new) - _plain(old)
 
 
 def _gauge(b: Bucket, name: str, total: float, n: int, lo: float, hi: float) -> None:

@@ -41,7 +41,7 @@ class RateDeriver:
         the counters)."""
         key = (sample.entity.key, sample.source)
         m = sample.metrics
-        counters = {k: float(m[k]) for k in metrics.counter_names(sample.entity.kind, tuple(m))}
+        counters = {k: m[k] for k in metrics.counter_names(sample.entity.kind, tuple(m))}
         prev = self._prev.get(key)
         self._prev[key] = (sample.ts, counters)
         return prev, counters

@@ -38,7 +38,7 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional,
 from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.sources.base import Clock, PolledCollector
 from zfsmon.sources.child import StreamCollector, StreamParser
-from zfsmon.units import MAX_DIGITS, plain_int, whole
+from zfsmon.units import MAX_DIGITS, exact, plain_int, whole
 
 #: SPL kstat data types that hold text rather than numbers: KSTAT_DATA_CHAR (0) and KSTAT_DATA_STRING (7).
 _STRING_TYPES = {0, 7}
@@ -56,15 +56,15 @@ _NUMBERISH_RE = re.compile(r"^[-+]?(\d|\.\d|nan\b|inf)", re.IGNORECASE)
 def to_number(text: str) -> Optional[float]:
     """A kstat value as a number, or None when it is not numeric (``misc``, a dataset name).
 
-    Integers stay exact up to 2**53 as floats; 64-bit counters beyond that lose
-    low bits, which no rate computed over seconds can notice. A number no kstat
-    can hold (more than 40 digits, beyond a float's range) raises ValueError.
+    Integers are exact: floats up to 2**53, ints beyond (64-bit counters, int64
+    test values) through :func:`zfsmon.units.exact`. A number no kstat can hold
+    (more than 40 digits, beyond a float's range) raises ValueError.
     """
     t = text.strip()
     if plain_int(t):  # most kstat values: a plain counter
-        return float(int(t))
+        return exact(int(t))
     if _INT_RE.match(t):
-        return float(whole(t))
+        return exact(whole(t))
     if _FLOAT_RE.match(t):
         if len(t) > MAX_DIGITS + 20:
             raise ValueError(f"number out of range ({len(t)} characters)")

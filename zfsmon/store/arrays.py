@@ -22,14 +22,13 @@ import numpy as np
 from zfsmon.model import Kind, SampleBlock
 from zfsmon.store import codec
 from zfsmon.store.reader import Recording
+from zfsmon.units import FLOAT_EXACT
 
 #: the stored differences are little-endian whatever the host (the encoder swaps on a big-endian one)
 _DTYPES = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4"), 8: np.dtype("<i8")}
 #: a column's values, and the sum of any of them, stay inside int64 when n times the sum of its differences' sizes
 #: does (checked as floats, where the widths and n allow otherwise)
 _INT64_SAFE = float(2 ** 62)
-#: thousandths past this are not exact as float64: the list decoder divides them as Python ints
-_FLOAT_EXACT = 2 ** 53
 
 
 def decode_column(data: bytes, n: int) -> Sequence[float]:
@@ -45,7 +44,7 @@ def decode_column(data: bytes, n: int) -> Sequence[float]:
         return codec.decode_column(data, n)  # a value, or a sum of a bucket's values, might not fit int64
     vals = np.cumsum(diffs, dtype=np.int64)
     if flag & codec._SCALED:
-        if n and int(np.abs(vals).max()) >= _FLOAT_EXACT:
+        if n and int(np.abs(vals).max()) >= FLOAT_EXACT:
             return codec.decode_column(data, n)
         return vals / 1000
     return vals

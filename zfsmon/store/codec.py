@@ -6,7 +6,8 @@ order of an interned *layout* (the list of metric ids), each as a zigzag
 varint with a 2-bit tag:
 
 - tag 0: an integer (counters, byte counts, ``zpool iostat -p`` numbers);
-  integral floats are stored this way and read back as ``int``;
+  integral floats below 2**53 are stored this way and read back as ``int`` (a larger one is a float: it
+  stands for many integers, so it stays one);
 - tag 1: a float that is exactly ``n / 1000`` (``12.3``, ``0.125``);
 - tag 3: a float that is exactly ``n / 1000000``;
 - tag 2: any other float (NaN, inf, ``1/3``): 8 raw bytes follow.
@@ -30,7 +31,18 @@ from array import array
 from itertools import accumulate
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from zfsmon.store import schema
+from zfsmon.units import FLOAT_EXACT
+
 _DOUBLE = struct.Struct("<d")
+_EXACT = FLOAT_EXACT  # larger integral floats are not exact integers
+#: integers of a magnitude below this are stored exactly (uint64 and int64 kstats, and every integer of up to the
+#: 40 digits a parser reads: :data:`zfsmon.units.MAX_DIGITS`)
+INT_LIMIT = 2 ** 136
+#: bits of the longest varint a stored number takes: a head row's delta of two such integers, zigzagged and tagged
+_VARINT_BITS = 140
+#: bytes of the longest stored number: that varint, or a tag and a double
+_VALUE_MAX = max(-(-_VARINT_BITS // 7), 9)
 
 
 def _zigzag(n: int) -> int:
@@ -53,10 +65,13 @@ def pack(values: Sequence[float]) -> bytes:
     out = bytearray()
     for v in values:
         if isinstance(v, int):  # bool is an int: stored as 0/1
-            _varint(out, _zigzag(int(v)) << 2)
+            z = _zigzag(int(v)) << 2
+            if z >> _VARINT_BITS:
+                raise ValueError(f"an integer of {int(v).bit_length()} bits is beyond what a recording holds")
+            _varint(out, z)
             continue
         v = float(v)
-        if math.isfinite(v):
+        if abs(v) < _EXACT:  # a larger one (all are integral) stands for many integers: it stays a float
             if v.is_integer():
                 _varint(out, _zigzag(int(v)) << 2)
                 continue
@@ -95,6 +110,8 @@ def unpack(blob: bytes) -> List[float]:
                 if b < 0x80:
                     break
                 shift += 7
+                if shift >= _VARINT_BITS:
+                    raise ValueError("a value longer than any stored number")
         tag = z & 3
         if tag == 2:
             if i + 8 > end:
@@ -109,12 +126,20 @@ def unpack(blob: bytes) -> List[float]:
 
 ABSOLUTE = 0
 DELTA = 1
-_EXACT = 2 ** 53  # larger integral floats are not exact integers
 
 
 def normalise(values: Sequence[float]) -> List[float]:
-    """What :func:`unpack` will return for ``values``: integral floats become ints."""
-    return [int(v) if isinstance(v, float) and v.is_integer() and abs(v) < _EXACT else v for v in values]
+    """What :func:`unpack` will return for ``values``: integral floats become ints; an integer beyond
+    :data:`INT_LIMIT` (no parser reads one) becomes the float nearest it."""
+    return [int(v) if isinstance(v, float) and v.is_integer() and abs(v) < _EXACT else
+            _beyond(v) if isinstance(v, int) and abs(v) >= INT_LIMIT else v for v in values]
+
+
+def _beyond(v: int) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
 
 
 def encode_row(values: List[float], base: Optional[List[float]], counters: Sequence[bool]) -> bytes:
@@ -180,6 +205,14 @@ def _read_varint(buf: bytes, i: int) -> Tuple[int, int]:
         if b < 0x80:
             return z, i
         shift += 7
+        if shift >= _VARINT_BITS:
+            raise ValueError("damaged chunk: a length longer than any chunk")
+
+
+def chunk_bound(rows: int, width: int) -> int:
+    """The most bytes a chunk of ``rows`` samples of ``width`` metrics inflates to: its header and offsets, two
+    interval sections, ``width`` columns, each value at its widest (:data:`_VALUE_MAX`), each section's length."""
+    return (width + 4) * _VALUE_MAX * (rows + 2)
 
 
 def _scaled(col: Sequence[float]) -> Optional[List[int]]:
@@ -257,27 +290,38 @@ def encode_chunk(offsets: Sequence[int], ivs: Sequence[Optional[float]], rows: S
     return bytes((CHUNK_ZLIB,)) + zlib.compress(bytes(body), level)
 
 
-def decode_chunk(blob: bytes) -> Tuple[List[int], List[Optional[float]], List[tuple]]:
+def decode_chunk(blob: bytes, width: int, rows: int = schema.CHUNK_TICKS
+                 ) -> Tuple[List[int], List[Optional[float]], List[tuple]]:
     """Inverse of :func:`encode_chunk`: (offsets, intervals, rows as tuples). ValueError if damaged."""
-    offsets, ivs, cols = decode_chunk_columns(blob)
+    offsets, ivs, cols = decode_chunk_columns(blob, width, rows)
     rows = list(zip(*cols)) if cols else [()] * len(offsets)
     return offsets, ivs, rows
 
 
-def decode_chunk_columns(blob: bytes, keep: Optional[Sequence[int]] = None, width: Optional[int] = None,
+def decode_chunk_columns(blob: bytes, width: int, rows: int = schema.CHUNK_TICKS,
+                         keep: Optional[Sequence[int]] = None,
                          column: Optional[Callable[[bytes, int], Sequence[float]]] = None
                          ) -> Tuple[List[int], List[Optional[float]], List[Sequence[float]]]:
     """Like :func:`decode_chunk`, but the values as they are stored: one list per metric (what a column-wise
-    reader such as downsampling wants, without building a tuple per sample). ``keep``: only these columns are
-    decoded and returned (a reader that wants a few metrics of many); ``width``: the columns the chunk must hold;
+    reader such as downsampling wants, without building a tuple per sample). ``width``: the columns the chunk must
+    hold; ``rows``: the samples its row says it holds (both bound what it may inflate to: :func:`chunk_bound`);
+    ``keep``: only these columns are decoded and returned (a reader that wants a few metrics of many);
     ``column(data, n)``: decodes one metric's column instead of :func:`decode_column` (an array decoder:
     :mod:`zfsmon.store.arrays`)."""
     if not blob or blob[0] != CHUNK_ZLIB:
         raise ValueError("unknown chunk format")
+    if not 0 <= rows <= schema.CHUNK_TICKS:
+        raise ValueError(f"damaged chunk: {rows} samples in a block of {schema.CHUNK_TICKS} ticks")
+    bound = chunk_bound(rows, width)
+    inflate = zlib.decompressobj()
     try:
-        body = zlib.decompress(blob[1:])
+        body = inflate.decompress(blob[1:], bound + 1)
     except zlib.error as exc:
         raise ValueError(f"damaged chunk ({exc})") from None
+    if len(body) > bound or inflate.unconsumed_tail:
+        raise ValueError(f"damaged chunk: it inflates past the {bound} bytes {rows} samples of {width} metrics take")
+    if not inflate.eof:
+        raise ValueError("damaged chunk (incomplete or truncated stream)")
     sections = []
     i = 0
     while i < len(body):
@@ -290,7 +334,7 @@ def decode_chunk_columns(blob: bytes, keep: Optional[Sequence[int]] = None, widt
     if len(head) != 3 or not all(type(x) is int and x >= 0 for x in head):
         raise ValueError("damaged chunk header")
     n, held, k = head
-    if width is not None and held != width:
+    if held != width:
         raise ValueError(f"damaged chunk: {held} columns for {width} metrics")
     want = 2 + (2 if k else 0) + (held if n else 0)
     if len(sections) != want:

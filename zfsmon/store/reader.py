@@ -122,6 +122,9 @@ def _connect(path: str, head: bytes) -> sqlite3.Connection:
     db = sqlite3.connect(uri, uri=True, check_same_thread=False)
     try:
         db.execute("PRAGMA schema_version").fetchone()  # opens the file (and its WAL) now
+        # functions the file's schema names run only where they cannot do harm; no statement may write
+        db.execute("PRAGMA trusted_schema = OFF")
+        db.execute("PRAGMA query_only = 1")
     except sqlite3.Error:
         db.close()
         raise
@@ -242,6 +245,7 @@ class Recording:
     @_guard
     def _load(self) -> None:
         db = self._db
+        schema.check_objects(db, self.version)  # before any table is read: a view in its place may never end
         # hidden again: recordings made before the recorder hid them hold --conn passwords
         self.meta: Dict[str, str] = {k: redact(v) if isinstance(v, str) else v
                                      for k, v in db.execute("SELECT key, value FROM meta")}
@@ -486,7 +490,7 @@ class Recording:
             if plan is None:
                 plan = plans[sid] = (st.names, None) if metrics is None else _keep(st, metrics)
             if ts is None:  # a chunk: tick0, stream, NULL, data, n
-                offsets, ivs, cols = codec.decode_chunk_columns(blob, plan[1], len(st.metrics), column)
+                offsets, ivs, cols = codec.decode_chunk_columns(blob, len(st.metrics), n, plan[1], column)
                 if len(offsets) != n:
                     raise ValueError(f"a chunk of stream {sid} holds {len(offsets)} samples, not {n}")
                 ts_of = self._tick_ts(tick, size)
@@ -562,7 +566,11 @@ class Recording:
                 block, current, chunked = [], b, False
             if row[2] is None:  # a chunk: tick0, stream, NULL, data, n
                 tick0, sid, _n, data, n = row
-                offsets, ivs, vals = codec.decode_chunk(data)
+                st = self.streams.get(sid)
+                if st is None:  # written after we loaded: a live recorder
+                    self._reload_streams()
+                    st = self.streams[sid]
+                offsets, ivs, vals = codec.decode_chunk(data, len(st.metrics), n)
                 if len(offsets) != n:
                     raise ValueError(f"a chunk of stream {sid} holds {len(offsets)} samples, not {n}")
                 ts_of = self._tick_ts(tick0, size)

@@ -31,6 +31,7 @@ they read every version listed in :data:`READABLE`.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from typing import Callable, Dict, Tuple
 from urllib.parse import quote
@@ -120,6 +121,33 @@ CREATE INDEX event_ts ON event (ts);
 
 #: the files SQLite keeps beside a recording while it is written (write-ahead log, its index, a rollback journal)
 SIDE_FILES = ("-wal", "-shm", "-journal")
+
+#: the tables of each readable version (chunk came with version 3)
+_TABLE_NAMES = tuple(re.findall(r"^CREATE TABLE (\w+)", TABLES, re.MULTILINE))
+#: sqlite_master types a recording may hold besides its tables: SQLite's own indexes and ours
+_HARMLESS = ("table", "index")
+
+
+def check_objects(conn: sqlite3.Connection, version: int) -> None:
+    """Refuse a file whose schema is not a recording's before anything reads it: a table replaced by a view (a
+    recursive one runs forever), a trigger (it would run on a recorder's writes) or another database attached.
+    ValueError names the object."""
+    found: Dict[str, str] = {}
+    for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master"):
+        kind, name = str(kind), str(name)
+        if kind not in _HARMLESS:
+            raise ValueError(f"the file holds a {kind} ({name!r}), which no recording has")
+        if kind == "table" and str(sql or "").upper().startswith("CREATE VIRTUAL"):
+            raise ValueError(f"{name!r} is a virtual table, which no recording has")
+        found[name] = kind
+    for name in _TABLE_NAMES:
+        if name == "chunk" and version < 3:
+            continue
+        if found.get(name) != "table":
+            raise ValueError(f"its {name} table is missing")
+    for _seq, name, _file in conn.execute("PRAGMA database_list"):
+        if name not in ("main", "temp"):
+            raise ValueError(f"another database is attached ({name!r})")
 
 
 def ro_uri(path: str) -> str:

@@ -230,6 +230,11 @@ class Recorder:
         try:
             app = ro.execute("PRAGMA application_id").fetchone()[0]
             ver = ro.execute("PRAGMA user_version").fetchone()[0]
+            if app == schema.APPLICATION_ID:
+                try:
+                    schema.check_objects(ro, ver)
+                except ValueError as exc:
+                    raise RecordingError(f"{self.path}: damaged recording: {exc} (refusing to write into it)") from None
         finally:
             ro.close()
         if app != schema.APPLICATION_ID:

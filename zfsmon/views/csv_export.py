@@ -31,6 +31,7 @@ from zfsmon.errors import neutralise
 from zfsmon.model import Entity, Event, Kind, Sample
 from zfsmon.names import fio_job_direction
 from zfsmon.outfile import atomic
+from zfsmon.units import FLOAT_EXACT
 
 #: which CSV file each entity kind goes to (vdevs and their leaves share one, with a kind column)
 KIND_FILE: Dict[Kind, str] = {
@@ -57,7 +58,7 @@ def num(v: Optional[float]) -> str:
         return str(v)
     if v != v:  # NaN
         return "NaN"
-    if v.is_integer() and abs(v) < 1e16:
+    if v.is_integer() and abs(v) < FLOAT_EXACT:  # a larger float stands for many integers: shown as a float
         return str(int(v))
     return repr(v)
 
