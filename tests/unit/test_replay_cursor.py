@@ -11,8 +11,8 @@ from typing import Dict
 import pytest
 
 from zfsmon.store import Recording
-from zfsmon.views.top.replay import BACK_STRIDE, KEEP_STATES, KEEP_WINDOW_S, ReplayCursor
 from zfsmon.views.top.panels.base import DECLARED
+from zfsmon.views.top.replay import BACK_STRIDE, KEEP_STATES, KEEP_WINDOW_S, ReplayCursor
 from zfsmon.views.top.state import TopState
 
 WINDOW = 60.0
