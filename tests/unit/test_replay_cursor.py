@@ -11,8 +11,9 @@ from typing import Dict
 import pytest
 
 from zfsmon.store import Recording
+from zfsmon.views.top.panels import PANELS
 from zfsmon.views.top.replay import BACK_STRIDE, KEEP_STATES, KEEP_WINDOW_S, ReplayCursor
-from zfsmon.views.top.state import AREAS, TopState
+from zfsmon.views.top.state import TopState
 
 WINDOW = 60.0
 
@@ -44,7 +45,7 @@ def view(state: TopState) -> Dict[str, object]:
         "arc": state.arc(), "zil": state.zil(), "workload": state.workload(), "fio": state.fio(),
         "read_path": state.read_path(), "goose": state.goose_eggs(), "cache": state.has_cache_device(),
         "sparks": {k: state.spark(*k) for k in sorted(state.series)},
-        "stale": {a: state.staleness(a) for a in AREAS},
+        "stale": {p.id: state.staleness(p.dated_by or p.kinds, p.sources) for p in PANELS},
     }
 
 
