@@ -20,7 +20,7 @@ import bisect
 import copy
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar, cast
 
 from zfsmon import names
 from zfsmon.analysis import arc, findings, goose, readpath
@@ -29,6 +29,18 @@ from zfsmon.metrics.health import HEALTHY_STATES, STATE_NAMES
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
 from zfsmon.sources import registry
 from zfsmon.views import thresholds
+from zfsmon.views.top.folds import (
+    FOLDS,
+    ArcFold,
+    Derivation,
+    FioRow,
+    Fold,
+    Point,
+    ReadFold,
+    WorkloadFold,
+    ZilFold,
+    copied,
+)
 
 #: order of role groups in the vdev tree, and their headings (as ``zpool status`` names its sections)
 ROLE_ORDER: Tuple[Role, ...] = (Role.DATA, Role.SPECIAL, Role.DEDUP, Role.LOG, Role.CACHE, Role.SPARE)
@@ -41,13 +53,9 @@ WINDOWS: Tuple[float, ...] = (60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.
 
 #: the kinds of the vdev tree's rows (their cadence is the goose-egg judgement's)
 TREE_KINDS: Tuple[Kind, ...] = (Kind.POOL, Kind.VDEV, Kind.LEAF)
-#: series kept for sparklines: (entity key or alias, metric)
-ARC_SERIES = ("hit_pct", "demand_data_hit_pct", "demand_metadata_hit_pct", "prefetch_hit_pct")
-Point = Tuple[float, float]
 #: whole samples held at most (64 leaves at 1 Hz for an hour is ~300k: bounded memory beats a longer window)
 MAX_SAMPLES = 200_000
-#: fio's completion-latency percentiles the workload panel draws as a band (metric ``clat_<p>_ms``)
-FIO_PCTS: Tuple[str, ...] = ("p50", "p90", "p99", "p999", "max")
+F = TypeVar("F", bound=Fold)
 
 
 def source_name(source: str) -> str:
@@ -80,24 +88,6 @@ class TreeRow:
 
 
 @dataclass
-class FioRow:
-    """One fio job and direction over the window: IOPS now and its series, latency percentiles as a band.
-
-    The band's percentiles are, each, the I/O-weighted median of the window's intervals' own percentiles (the
-    rule of :mod:`zfsmon.analysis.qdsweep`: fio's per-interval percentiles cannot be merged exactly without its
-    histograms, and a median is not moved by one bad second as a mean is); ``max`` is the window's largest.
-    """
-
-    job: str
-    direction: str
-    key: str  # the entity key (its series: ``spark(key, "iops")``)
-    iops: Optional[float]  # the newest interval's
-    last: float  # ts of the newest sample
-    intervals: int  # intervals with I/O in the window (what the band is made of)
-    pct_ms: Dict[str, float] = field(default_factory=dict)  # FIO_PCTS -> ms
-
-
-@dataclass
 class Staleness:
     last: Optional[float]  # ts of the newest sample of the panel's entity kinds
     error: Optional[Event]  # the newest of ``errors``
@@ -123,7 +113,12 @@ class Staleness:
 
 
 class TopState:
-    """Feed record batches in time order; ask for panels' values. ``window_s`` bounds memory and the views."""
+    """Feed record batches in time order; ask for panels' values. ``window_s`` bounds memory and the views.
+
+    It keeps the window and what the panels share (entities, each one's newest samples and derived rates,
+    staleness, errors, the vdev tree and its goose-egg verdicts); what one panel keeps beyond that (its series,
+    its per-interval counts) is that panel's fold (:mod:`zfsmon.views.top.folds`), fed each interval sample of its
+    kinds by :meth:`feed`."""
 
     def __init__(self, window_s: float = 300.0, keep_s: Optional[float] = None, interval: float = 1.0) -> None:
         self.window_s = float(window_s)
@@ -142,7 +137,6 @@ class TopState:
         self.boot: Dict[str, Sample] = {}  # since-import first reports, shown until an interval arrives
         self.entities: Dict[str, Entity] = {}
         self.derived: Dict[str, Dict[str, float]] = {}
-        self.series: Dict[Tuple[str, str], Deque[Point]] = {}
         self.last_seen: Dict[Kind, float] = {}  # entity kind -> ts of its newest sample
         #: source (its one name, :func:`source_name`) -> ts of its newest sample
         self.source_seen: Dict[str, float] = {}
@@ -153,12 +147,14 @@ class TopState:
         self.first: Optional[float] = None
         self._arc = arc.ArcAnalyzer()
         self._rates = RateDeriver()
-        # per-interval read counts for the read path: (ts, {pg_blks_hit, pg_blks_read, arc_hits, arc_misses, l2_hits})
-        self._reads: Deque[Tuple[float, Dict[str, float]]] = deque()
-        self._read_now: Dict[str, float] = {}
-        # per fio entity: (ts, I/Os, {percentile: ms}) of each interval with I/O
-        self._fio: Dict[str, Deque[Tuple[float, float, Dict[str, float]]]] = {}
+        #: each panel's fold (:mod:`zfsmon.views.top.folds`) by panel id: what a panel keeps beyond the above
+        self.folds: Dict[str, Fold] = {f.id: f() for f in FOLDS}
+        self._fed_by: Dict[Kind, Tuple[Fold, ...]] = self._routes()
         self.fed = 0
+
+    def _routes(self) -> Dict[Kind, Tuple[Fold, ...]]:
+        """Entity kind -> the folds fed its samples."""
+        return {k: tuple(f for f in self.folds.values() if k in f.kinds) for k in Kind}
 
     def copy(self) -> TopState:
         """An independent state at the same point: replay keeps the states around its cursor, so stepping back
@@ -167,9 +163,11 @@ class TopState:
         new = copy.copy(self)
         for name, v in vars(self).items():
             if isinstance(v, (deque, dict, list)):
-                setattr(new, name, _copied(v))
+                setattr(new, name, copied(v))
             elif isinstance(v, (RateDeriver, arc.ArcAnalyzer)):
                 setattr(new, name, v.copy())
+        new.folds = {k: f.copy() for k, f in self.folds.items()}
+        new._fed_by = new._routes()
         return new
 
     # ----------------------------------------------------------------------------------------------- feeding
@@ -235,85 +233,20 @@ class TopState:
             self.latest[key] = {s.source: s}
         else:
             newest[s.source] = s
+        d: Derivation = None
         if e.kind in (Kind.ARC, Kind.L2ARC, Kind.ZIL):
             d, _ = self._arc.update(s)
             if d is not None:
                 self.derived[key] = dict(d.metrics)
-                self._arc_series(e, s.ts, d.metrics, d.interval or 0.0)
-            self._level_series(e, s)
         elif e.kind == Kind.DEVICE:
             d, _ = self._rates.update(s)
             if d is not None:
                 self.derived[key] = _device_rates(d.rates, d.deltas)
-        elif e.kind == Kind.WORKLOAD:
-            self._workload(s)
+        elif e.kind == Kind.WORKLOAD and e.name.startswith(names.PGSTAT_PREFIX):
+            d, _ = self._rates.update(s)  # PostgreSQL's counters: the workload's hit rate, the read path's counts
+        for f in self._fed_by[e.kind]:
+            f.feed(s, d)
         return e.kind in (Kind.LEAF, Kind.DEVICE)
-
-    def _push(self, key: str, metric: str, ts: float, value: float) -> None:
-        q = self.series.get((key, metric))
-        if q is None:
-            q = self.series[(key, metric)] = deque()
-        q.append((ts, float(value)))
-
-    def _arc_series(self, e: Entity, ts: float, m: Dict[str, float], elapsed: float) -> None:
-        if e.kind == Kind.ARC:
-            for name in ARC_SERIES:
-                if name in m:
-                    self._push("arc", name, ts, m[name])
-            if "hits_per_s" in m and "misses_per_s" in m and elapsed > 0:
-                self._read_now["arc_hits"] = m["hits_per_s"] * elapsed
-                self._read_now["arc_misses"] = m["misses_per_s"] * elapsed
-                self._reads.append((ts, {"arc_hits": m["hits_per_s"] * elapsed,
-                                         "arc_misses": m["misses_per_s"] * elapsed}))
-        elif e.kind == Kind.L2ARC:
-            for name in ("hit_pct", "write_bytes_per_s", "read_bytes_per_s"):
-                if name in m:
-                    self._push("l2arc", name, ts, m[name])
-            if "hits_per_s" in m and elapsed > 0:
-                self._read_now["l2_hits"] = m["hits_per_s"] * elapsed
-                self._reads.append((ts, {"l2_hits": m["hits_per_s"] * elapsed}))
-        elif e.kind == Kind.ZIL:
-            for name in ("commits_per_s", "itx_per_s"):
-                if name in m:
-                    self._push("zil", name, ts, m[name])
-
-    def _level_series(self, e: Entity, s: Sample) -> None:
-        if e.kind == Kind.ARC and "size" in s.metrics:
-            self._push("arc", "size", s.ts, s.metrics["size"])
-        elif e.kind == Kind.L2ARC:
-            size = s.metrics.get("asize", s.metrics.get("size"))
-            if size is not None:
-                self._push("l2arc", "size", s.ts, size)
-
-    def _workload(self, s: Sample) -> None:
-        name = s.entity.name
-        if name == names.PGBENCH:
-            for m in ("tps", "latency_avg_ms"):
-                if m in s.metrics:
-                    self._push("workload", m, s.ts, s.metrics[m])
-        elif name == names.PGBENCH_RUN:  # a run's summary: the only numbers of a loop soak without -P
-            for m, series in (("tps", "run_tps"), ("latency_avg_ms", "run_latency_ms")):
-                if m in s.metrics:
-                    self._push("workload", series, s.ts, s.metrics[m])
-        elif names.fio_job_direction(name) is not None:
-            key = s.entity.key
-            if "iops" in s.metrics:
-                self._push(key, "iops", s.ts, s.metrics["iops"])
-            ios = s.metrics.get("ios", 0.0)
-            pcts = {p: s.metrics[f"clat_{p}_ms"] for p in FIO_PCTS if f"clat_{p}_ms" in s.metrics}
-            if ios > 0 and pcts:
-                self._fio.setdefault(key, deque()).append((s.ts, ios, pcts))
-        elif name.startswith(names.PGSTAT_PREFIX):
-            d, _ = self._rates.update(s)
-            pg = readpath.pg_buffers(d.deltas, d.elapsed) if d is not None else None
-            if pg is None:
-                return
-            self.derived[s.entity.key] = {k: pg[k] for k in ("blks_hit_per_s", "blks_read_per_s", "hit_pct") if k in pg}
-            if "hit_pct" in pg:
-                self._push("workload", "pg_hit_pct", s.ts, pg["hit_pct"])
-            hit, read = pg["blks_hit"], pg["blks_read"]
-            self._read_now.update(pg_blks_hit=hit, pg_blks_read=read)
-            self._reads.append((s.ts, {"pg_blks_hit": hit, "pg_blks_read": read}))
 
     def _trim(self) -> None:
         if self.now is None:
@@ -324,14 +257,8 @@ class TopState:
         slo = self.now - self.window_s
         while self.samples and (self.samples[0].ts < slo or len(self.samples) > MAX_SAMPLES):
             self.samples.popleft()
-        while self._reads and self._reads[0][0] < lo:
-            self._reads.popleft()
-        for q in self.series.values():
-            while q and q[0][0] < lo:
-                q.popleft()
-        for f in self._fio.values():
-            while f and f[0][0] < lo:
-                f.popleft()
+        for f in self.folds.values():
+            f.trim(lo)
 
     # ----------------------------------------------------------------------------------------------- goose eggs
     def _judge_goose(self) -> None:
@@ -513,123 +440,48 @@ class TopState:
             return None
         return any(e.role == Role.CACHE for e in tree)
 
-    def arc(self) -> Dict[str, Optional[float]]:
-        """ARC/L2ARC numbers: interval hit % if two readings exist, else since-boot % from the counters
-        (both from :mod:`zfsmon.analysis.arc`, as every other view computes them)."""
-        out: Dict[str, Optional[float]] = {}
-        raw = self.newest("arc:arc")
-        d = self.derived.get("arc:arc", {})
-        if raw is not None:
-            for k in ("size", "c", "c_max"):
-                out[k] = raw.metrics.get(k)
-        for k in ARC_SERIES:
-            out[k] = d.get(k)
-        out["since_boot"] = 0.0
-        if not d and raw is not None:
-            out["since_boot"] = 1.0
-            boot = arc.since_boot(Kind.ARC, raw.metrics)
-            for k in ARC_SERIES:
-                out[k] = boot.get(k)
-        l2 = self.newest("l2arc:l2arc")
-        ld = self.derived.get("l2arc:l2arc", {})
-        if l2 is not None:
-            out["l2_size"] = l2.metrics.get("asize", l2.metrics.get("size"))
-            out["l2_hit_pct"] = ld.get("hit_pct") if ld else arc.since_boot(Kind.L2ARC, l2.metrics).get("hit_pct")
-            out["l2_write_bps"] = ld.get("write_bytes_per_s")
-            out["l2_read_bps"] = ld.get("read_bytes_per_s")
-        return out
+    def fold(self, kind: Type[F]) -> F:
+        """The panel's fold of that class (its panel's render reads it)."""
+        return cast(F, self.folds[kind.id])
 
-    def zil(self) -> Dict[str, Optional[float]]:
-        """ZIL kstat rates, and what the SLOG (log-role vdevs) did in the last interval."""
-        out: Dict[str, Optional[float]] = dict(self.derived.get("zil:zil", {}))
-        logs = [e for e in self.entities.values() if e.role == Role.LOG and e.kind == Kind.VDEV]
-        if logs:
-            w = lat = 0.0
-            bw = 0.0
-            have_lat = False
-            n = 0
-            for e in logs:
-                vals, _ = self.values(e.key)
-                if not vals:
-                    continue
-                n += 1
-                w += vals.get("write_ops", 0.0)
-                bw += vals.get("write_bw", 0.0)
-                v = vals.get("total_wait_write", vals.get("disk_wait_write"))
-                if v is not None:
-                    lat, have_lat = max(lat, v), True
-            if n:
-                out["slog_write_ops"] = w
-                out["slog_write_bw"] = bw
-                out["slog_lat_ns"] = lat if have_lat else None
-                out["slog_devices"] = float(n)
-        return out
-
-    def workload(self) -> Dict[str, Optional[float]]:
-        out: Dict[str, Optional[float]] = {}
-        for m in ("tps", "latency_avg_ms", "pg_hit_pct", "run_tps", "run_latency_ms"):
-            q = self.series.get(("workload", m))
-            out[m] = q[-1][1] if q else None
-        out["runs"] = float(len(self.window_events((EventKind.RUN_END,))))
-        return out
-
-    def fio(self) -> List[FioRow]:
-        """Each fio job and direction with a sample in the window, in the order they first appeared."""
-        lo, _ = self.window()
-        rows: List[FioRow] = []
-        for key, e in self.entities.items():
-            jd = names.fio_job_direction(e.name) if e.kind == Kind.WORKLOAD else None
-            if jd is None:
-                continue
-            q = self.series.get((key, "iops"))
-            if not q or q[-1][0] < lo:
-                continue
-            ivs = [x for x in self._fio.get(key, ()) if x[0] >= lo]
-            pct: Dict[str, float] = {}
-            for p in FIO_PCTS:
-                pairs = [(v[p], ios) for _, ios, v in ivs if p in v]
-                if pairs:
-                    pct[p] = max(v for v, _ in pairs) if p == "max" else weighted_median(pairs)
-            rows.append(FioRow(jd[0], jd[1], key, q[-1][1], q[-1][0], len(ivs), pct))
-        return rows
+    @property
+    def series(self) -> Dict[Tuple[str, str], Deque[Point]]:
+        """Every fold's sparkline series, by (entity key or alias, metric)."""
+        return {k: q for f in self.folds.values() for k, q in f.series.items()}
 
     def spark(self, key: str, metric: str) -> List[Point]:
+        """A series' points in the window (the folds keep ``keep_s`` of them)."""
         lo, hi = self.window()
-        q = self.series.get((key, metric))
-        if not q:
-            return []
-        pts = list(q)
-        i = bisect.bisect_left([p[0] for p in pts], lo)
-        return pts[i:]
+        for f in self.folds.values():
+            q = f.series.get((key, metric))
+            if q:
+                pts = list(q)
+                i = bisect.bisect_left([p[0] for p in pts], lo)
+                return pts[i:]
+        return []
+
+    def arc(self) -> Dict[str, Optional[float]]:
+        """The ARC / L2ARC panel's values (:meth:`ArcFold.values`)."""
+        return self.fold(ArcFold).values(self)
+
+    def zil(self) -> Dict[str, Optional[float]]:
+        """The ZIL / SLOG panel's values (:meth:`ZilFold.values`)."""
+        return self.fold(ZilFold).values(self)
+
+    def workload(self) -> Dict[str, Optional[float]]:
+        """pgbench's newest figures and the runs ended in the window (:meth:`WorkloadFold.values`)."""
+        return self.fold(WorkloadFold).values(self)
+
+    def fio(self) -> List[FioRow]:
+        """Each fio job and direction with a sample in the window (:meth:`WorkloadFold.rows`)."""
+        return self.fold(WorkloadFold).rows(self)
 
     def read_path(self) -> Tuple[Optional[readpath.ReadPath], Optional[readpath.ReadPath]]:
         """(last interval, window) shares of reads answered by PostgreSQL buffers, ARC, L2ARC, disks."""
-        def of(d: Dict[str, float]) -> Optional[readpath.ReadPath]:
-            return readpath.shares(d.get("pg_blks_hit"), d.get("pg_blks_read"), d.get("arc_hits"),
-                                   d.get("arc_misses"), d.get("l2_hits"))
-
-        lo, _ = self.window()
-        sums: Dict[str, float] = {}
-        for ts, d in self._reads:
-            if ts >= lo:
-                for k, v in d.items():
-                    sums[k] = sums.get(k, 0.0) + v
-        return of(self._read_now), of(sums)
+        return self.fold(ReadFold).shares(self.window()[0])
 
     def goose_eggs(self) -> List[goose.Verdict]:
         return [v for v in self.verdicts.values() if v.verdict == goose.GOOSE_EGG]
-
-
-def weighted_median(pairs: Sequence[Tuple[float, float]]) -> float:
-    """The value where the running weight of (value, weight) pairs, in order of value, reaches half of all."""
-    ordered = sorted(pairs)
-    half = sum(w for _, w in ordered) / 2
-    run = 0.0
-    for value, weight in ordered:
-        run += weight
-        if run >= half:
-            return value
-    return ordered[-1][0]
 
 
 def _sort_key(sort: str):
@@ -656,17 +508,6 @@ def _device_rates(rates: Dict[str, float], deltas: Dict[str, float]) -> Dict[str
     if n > 0 and t > 0:
         out["lat_ns"] = t / n
     return out
-
-
-def _copied(v: object) -> object:
-    """A container copied one level down (a dict's deques and dicts too): what :meth:`TopState.copy` needs."""
-    if isinstance(v, deque):
-        return deque(v)
-    if isinstance(v, list):
-        return list(v)
-    if isinstance(v, dict):
-        return {k: _copied(x) if isinstance(x, (deque, dict, list)) else x for k, x in v.items()}
-    return v
 
 
 def _is_health(s: Sample) -> bool:

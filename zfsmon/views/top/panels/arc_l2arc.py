@@ -8,12 +8,13 @@ from rich.text import Text
 
 from zfsmon.model import Kind
 from zfsmon.views.top import fmt
+from zfsmon.views.top.folds import ArcFold
 from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _lines, heading, register, status_lines
 from zfsmon.views.top.state import TopState
 
 
 def arc(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
-    a = state.arc()
+    a = state.fold(ArcFold).values(state)
     parts: List[Text] = [heading("arc", width, "since boot" if a.get("since_boot") else "")]
     parts.extend(status_lines(state, "arc", opts))
     if a.get("size") is None and a.get("hit_pct") is None and "l2_size" not in a:
@@ -68,4 +69,4 @@ def _render(f: Frame) -> Text:
     return arc(f.state, f.opts, f.width, f.compact)
 
 
-PANEL = register(Panel("arc", "ARC / L2ARC", (Kind.ARC, Kind.L2ARC), _render))
+PANEL = register(Panel("arc", "ARC / L2ARC", (Kind.ARC, Kind.L2ARC), _render, fold=ArcFold))

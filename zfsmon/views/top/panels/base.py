@@ -11,7 +11,7 @@ failing) still says what it is and why.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from rich.text import Span, Text
 
@@ -19,6 +19,7 @@ from zfsmon.model import Event, Kind
 from zfsmon.sources import registry
 from zfsmon.views import thresholds
 from zfsmon.views.top import fmt
+from zfsmon.views.top.folds import Fold
 from zfsmon.views.top.state import TopState
 
 HEADING = "bold reverse"
@@ -53,9 +54,11 @@ class Frame:
 @dataclass(frozen=True)
 class Panel:
     """One panel: ``id`` (its widget's id is ``widget``, or the id), ``title`` (its heading), the entity ``kinds``
-    it shows, and ``render`` (a :class:`Frame` to its text); ``dated_by``, which of them say how old its figures are. ``place``: ``side`` panels are the right column
-    (under the tree, in a grid, when narrow: ``span`` cells of it); the app places the others (``tree``,
-    ``timeline``, ``header``) itself."""
+    it shows, and ``render`` (a :class:`Frame` to its text); ``dated_by``, which of them say how old its figures
+    are; ``fold``, the class of what it keeps of the samples beyond the state's shared part (its series, its
+    per-interval counts: :mod:`zfsmon.views.top.folds`), which every state makes one of and feeds, and its render
+    reads with ``state.fold(...)``. ``place``: ``side`` panels are the right column (under the tree, in a grid,
+    when narrow: ``span`` cells of it); the app places the others (``tree``, ``timeline``, ``header``) itself."""
 
     id: str
     title: str
@@ -66,6 +69,8 @@ class Panel:
     widget: str = ""
     #: the kinds whose newest sample dates its figures (empty: all of ``kinds``)
     dated_by: Tuple[Kind, ...] = ()
+    #: its fold (None: it draws from the state's shared part only)
+    fold: Optional[Type[Fold]] = None
 
     @property
     def widget_id(self) -> str:
@@ -87,9 +92,11 @@ DECLARED: Dict[str, Panel] = {}
 
 
 def register(panel: Panel) -> Panel:
-    """Declare a panel (its module's ``PANEL``); two with one id are an error."""
+    """Declare a panel (its module's ``PANEL``); two with one id, or a fold of another panel's id, are an error."""
     if panel.id in DECLARED:
         raise ValueError(f"panel {panel.id} declared twice")
+    if panel.fold is not None and panel.fold.id != panel.id:
+        raise ValueError(f"panel {panel.id} declares the fold of panel {panel.fold.id}")
     DECLARED[panel.id] = panel
     return panel
 

@@ -8,12 +8,13 @@ from rich.text import Text
 
 from zfsmon.model import Kind
 from zfsmon.views.top import fmt
+from zfsmon.views.top.folds import ReadFold
 from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _columns, _lines, heading, register
 from zfsmon.views.top.state import TopState
 
 
 def read_path(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
-    now, win = state.read_path()
+    now, win = state.fold(ReadFold).shares(state.window()[0])
     parts: List[Text] = [heading("readpath", width)]
     if now is None and win is None:
         parts.append(Text("no ARC/PostgreSQL read counters yet", style="dim"))
@@ -35,4 +36,5 @@ def _render(f: Frame) -> Text:
 
 
 #: PostgreSQL's buffer counters (pgstat) and the ARC's and L2ARC's; their sources' errors are on those panels
-PANEL = register(Panel("readpath", "Read path", (Kind.ARC, Kind.L2ARC, Kind.WORKLOAD), _render))
+PANEL = register(Panel("readpath", "Read path", (Kind.ARC, Kind.L2ARC, Kind.WORKLOAD), _render,
+                       fold=ReadFold))

@@ -8,13 +8,14 @@ from rich.text import Text
 
 from zfsmon.model import EventKind, Kind
 from zfsmon.views.top import fmt
+from zfsmon.views.top.folds import FioRow, WorkloadFold
 from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _lines, heading, register, status_lines
-from zfsmon.views.top.state import FioRow, TopState
+from zfsmon.views.top.state import TopState
 
 
 def workload(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
-    w = state.workload()
-    fio = state.fio()
+    fold = state.fold(WorkloadFold)
+    w, fio = fold.values(state), fold.rows(state)
     parts: List[Text] = [heading("workload", width)]
     status = status_lines(state, "workload", opts)
     pgbench = not (w.get("tps") is None and w.get("run_tps") is None and w.get("pg_hit_pct") is None)
@@ -110,4 +111,4 @@ def _render(f: Frame) -> Text:
     return workload(f.state, f.opts, f.width, f.compact)
 
 
-PANEL = register(Panel("workload", "Workload", (Kind.WORKLOAD,), _render))
+PANEL = register(Panel("workload", "Workload", (Kind.WORKLOAD,), _render, fold=WorkloadFold))

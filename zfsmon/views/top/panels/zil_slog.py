@@ -8,12 +8,13 @@ from rich.text import Text
 
 from zfsmon.model import Kind
 from zfsmon.views.top import fmt
+from zfsmon.views.top.folds import ZilFold
 from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _lines, error_lines, heading, register
 from zfsmon.views.top.state import TopState
 
 
 def zil(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
-    z = state.zil()
+    z = state.fold(ZilFold).values(state)
     parts: List[Text] = [heading("zil", width)]
     errors = error_lines(state, "zil", opts)
     raw = opts.raw
@@ -44,4 +45,4 @@ def _render(f: Frame) -> Text:
 
 
 #: the ZIL kstat's entity; the SLOG's figures are the log vdevs' (the tree's)
-PANEL = register(Panel("zil", "ZIL / SLOG", (Kind.ZIL,), _render))
+PANEL = register(Panel("zil", "ZIL / SLOG", (Kind.ZIL,), _render, fold=ZilFold))

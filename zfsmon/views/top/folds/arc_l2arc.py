@@ -1,0 +1,59 @@
+"""The ARC / L2ARC panel's fold: the hit-rate, size and L2ARC feed series; its values from the newest readings."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Dict, Optional, Tuple
+
+from zfsmon.analysis import arc
+from zfsmon.model import Kind, Sample
+from zfsmon.views.top.folds.base import Derivation, Fold, StateView
+
+#: the ARC's hit rates kept as series (and shown as its values)
+ARC_SERIES = ("hit_pct", "demand_data_hit_pct", "demand_metadata_hit_pct", "prefetch_hit_pct")
+
+
+class ArcFold(Fold):
+    id: ClassVar[str] = "arc"
+    kinds: ClassVar[Tuple[Kind, ...]] = (Kind.ARC, Kind.L2ARC)
+
+    def feed(self, s: Sample, derived: Derivation) -> None:
+        m = derived.metrics if isinstance(derived, Sample) else None
+        if s.entity.kind == Kind.ARC:
+            for name in ARC_SERIES:
+                if m is not None and name in m:
+                    self.push("arc", name, s.ts, m[name])
+            if "size" in s.metrics:
+                self.push("arc", "size", s.ts, s.metrics["size"])
+        elif s.entity.kind == Kind.L2ARC:
+            for name in ("hit_pct", "write_bytes_per_s", "read_bytes_per_s"):
+                if m is not None and name in m:
+                    self.push("l2arc", name, s.ts, m[name])
+            size = s.metrics.get("asize", s.metrics.get("size"))
+            if size is not None:
+                self.push("l2arc", "size", s.ts, size)
+
+    def values(self, view: StateView) -> Dict[str, Optional[float]]:
+        """ARC/L2ARC numbers: interval hit % if two readings exist, else since-boot % from the counters
+        (both from :mod:`zfsmon.analysis.arc`, as every other view computes them)."""
+        out: Dict[str, Optional[float]] = {}
+        raw = view.newest("arc:arc")
+        d = view.derived.get("arc:arc", {})
+        if raw is not None:
+            for k in ("size", "c", "c_max"):
+                out[k] = raw.metrics.get(k)
+        for k in ARC_SERIES:
+            out[k] = d.get(k)
+        out["since_boot"] = 0.0
+        if not d and raw is not None:
+            out["since_boot"] = 1.0
+            boot = arc.since_boot(Kind.ARC, raw.metrics)
+            for k in ARC_SERIES:
+                out[k] = boot.get(k)
+        l2 = view.newest("l2arc:l2arc")
+        ld = view.derived.get("l2arc:l2arc", {})
+        if l2 is not None:
+            out["l2_size"] = l2.metrics.get("asize", l2.metrics.get("size"))
+            out["l2_hit_pct"] = ld.get("hit_pct") if ld else arc.since_boot(Kind.L2ARC, l2.metrics).get("hit_pct")
+            out["l2_write_bps"] = ld.get("write_bytes_per_s")
+            out["l2_read_bps"] = ld.get("read_bytes_per_s")
+        return out
