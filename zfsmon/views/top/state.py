@@ -142,6 +142,8 @@ class TopState:
         self.boot: Dict[str, Sample] = {}  # since-import first reports, shown until an interval arrives
         self.entities: Dict[str, Entity] = {}
         self.derived: Dict[str, Dict[str, float]] = {}
+        #: the seconds the ARC's, L2ARC's and ZIL's newest ``derived`` figures are over (their counts: rate x this)
+        self.elapsed: Dict[str, float] = {}
         self.series: Dict[Tuple[str, str], Deque[Point]] = {}
         self.last_seen: Dict[Kind, float] = {}  # entity kind -> ts of its newest sample
         #: source (its one name, :func:`source_name`) -> ts of its newest sample
@@ -239,6 +241,7 @@ class TopState:
             d, _ = self._arc.update(s)
             if d is not None:
                 self.derived[key] = dict(d.metrics)
+                self.elapsed[key] = d.interval or 0.0
                 self._arc_series(e, s.ts, d.metrics, d.interval or 0.0)
             self._level_series(e, s)
         elif e.kind == Kind.DEVICE:
@@ -515,26 +518,35 @@ class TopState:
 
     def arc(self) -> Dict[str, Optional[float]]:
         """ARC/L2ARC numbers: interval hit % if two readings exist, else since-boot % from the counters
-        (both from :mod:`zfsmon.analysis.arc`, as every other view computes them)."""
+        (both from :mod:`zfsmon.analysis.arc`, as every other view computes them), each with the accesses it is of
+        (``reads``, ``demand_data_reads``, ..., ``l2_reads``: in the interval, or since boot)."""
         out: Dict[str, Optional[float]] = {}
         raw = self.newest("arc:arc")
         d = self.derived.get("arc:arc", {})
         if raw is not None:
             for k in ("size", "c", "c_max"):
                 out[k] = raw.metrics.get(k)
+        elapsed = self.elapsed.get("arc:arc", 0.0)
         for k in ARC_SERIES:
             out[k] = d.get(k)
+            rate = d.get(reads_of(k) + "_per_s")
+            out[reads_of(k)] = rate * elapsed if rate is not None else None
         out["since_boot"] = 0.0
         if not d and raw is not None:
             out["since_boot"] = 1.0
             boot = arc.since_boot(Kind.ARC, raw.metrics)
+            reads = arc.since_boot_reads(Kind.ARC, raw.metrics)
             for k in ARC_SERIES:
                 out[k] = boot.get(k)
+                out[reads_of(k)] = reads.get(reads_of(k))
         l2 = self.newest("l2arc:l2arc")
         ld = self.derived.get("l2arc:l2arc", {})
         if l2 is not None:
             out["l2_size"] = l2.metrics.get("asize", l2.metrics.get("size"))
             out["l2_hit_pct"] = ld.get("hit_pct") if ld else arc.since_boot(Kind.L2ARC, l2.metrics).get("hit_pct")
+            rate = ld.get("reads_per_s")
+            out["l2_reads"] = (rate * self.elapsed.get("l2arc:l2arc", 0.0) if rate is not None else None) if ld \
+                else arc.since_boot_reads(Kind.L2ARC, l2.metrics).get("reads")
             out["l2_write_bps"] = ld.get("write_bytes_per_s")
             out["l2_read_bps"] = ld.get("read_bytes_per_s")
         return out
@@ -570,6 +582,8 @@ class TopState:
         for m in ("tps", "latency_avg_ms", "pg_hit_pct", "run_tps", "run_latency_ms"):
             q = self.series.get(("workload", m))
             out[m] = q[-1][1] if q else None
+        hit, read = self._read_now.get("pg_blks_hit"), self._read_now.get("pg_blks_read")
+        out["pg_blocks"] = hit + read if hit is not None and read is not None else None  # what pg_hit_pct is of
         out["runs"] = float(len(self.window_events((EventKind.RUN_END,))))
         return out
 
@@ -618,6 +632,12 @@ class TopState:
 
     def goose_eggs(self) -> List[goose.Verdict]:
         return [v for v in self.verdicts.values() if v.verdict == goose.GOOSE_EGG]
+
+
+def reads_of(hit_pct: str) -> str:
+    """The accesses an ARC hit ratio is of: ``hit_pct`` -> ``reads``, ``demand_data_hit_pct`` ->
+    ``demand_data_reads`` (:func:`zfsmon.analysis.arc.derive_arc`'s names, without ``_per_s``)."""
+    return hit_pct[:-len("hit_pct")] + "reads"
 
 
 def weighted_median(pairs: Sequence[Tuple[float, float]]) -> float:
