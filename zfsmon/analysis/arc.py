@@ -208,3 +208,12 @@ def since_boot(kind: Kind, counters: Mapping[str, float]) -> Dict[str, float]:
     if derive is None:
         return {}
     return {k: v for k, v in derive(counters, 1.0, counters).items() if k.endswith("_pct")}
+
+
+def since_boot_reads(kind: Kind, counters: Mapping[str, float]) -> Dict[str, float]:
+    """The accesses since boot that :func:`since_boot`'s ratios are of (``reads``, ``demand_data_reads``, ...):
+    a ratio is shown with its count."""
+    derive = DERIVERS.get(kind)
+    if derive is None:
+        return {}
+    return {k[:-len("_per_s")]: v for k, v in derive(counters, 1.0, counters).items() if k.endswith("reads_per_s")}

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
                                  zfs=f"{m.get('zfs_flavour', '')} {m.get('zfs_version', '')}".strip(),
                                  recording=os.path.abspath(args.file), mode="replay")
         app = TopApp(cursor.state, info, cursor.interval, replay=cursor,
-                     export_dir=os.path.dirname(os.path.abspath(args.file)))
+                     export_dir=os.path.dirname(os.path.abspath(args.file)), theme=args.theme)
         app.run()
     finally:
         rec.close()

@@ -124,7 +124,7 @@ def dashboard(args: argparse.Namespace) -> Iterator[Dashboard]:
         if skipped:
             state.feed([Event(time.time(), EventKind.INFO, f"skipped {s}", source="top") for s in skipped])
         app = TopApp(state, info, args.interval, feed=feed, on_mark=session.mark if path is not None else None,
-                     export_dir=os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
+                     export_dir=os.path.dirname(os.path.abspath(path)) if path else os.getcwd(), theme=args.theme)
         yield Dashboard(session, app, path, _serve.url(*served) if served else None)
 
 

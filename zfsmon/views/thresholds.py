@@ -3,7 +3,11 @@
 Every coloured number on the screen goes through :func:`level`, so the same
 latency is the same colour in the vdev tree, the SLOG panel and a replay.
 Levels are ``ok`` (green), ``warn`` (yellow) and ``crit`` (red); ``none``
-(dim) is "no value", which is never coloured as good or bad.
+(dim) is "no value", which is never coloured as good or bad. A colour never
+carries the meaning alone: warn and crit values also carry :data:`LEVEL_MARK`
+(``!``, ``!!``), which reads the same under ``NO_COLOR``, in any theme and to a
+colour-blind eye; the ``colorblind`` theme (:data:`THEMES`) trades green/red for
+Okabe and Ito's blue/orange/vermillion, which deuteranopes and protanopes tell apart.
 """
 
 from __future__ import annotations
@@ -43,7 +47,14 @@ THRESHOLDS: Dict[str, Threshold] = {
                        "(a zpool iostat report is complete only when the next one starts, so up to 3 is normal)"),
 }
 
-LEVEL_STYLE: Dict[str, str] = {"ok": "green", "warn": "yellow", "crit": "bold red", "none": "dim"}
+#: each theme's style per level (``--theme``, the ``t`` key)
+THEMES: Dict[str, Dict[str, str]] = {
+    "default": {"ok": "green", "warn": "yellow", "crit": "bold red", "none": "dim"},
+    "colorblind": {"ok": "#56b4e9", "warn": "#e69f00", "crit": "bold reverse #d55e00", "none": "dim"},
+}
+DEFAULT_THEME = "default"
+#: what a value of that level carries beside its colour
+LEVEL_MARK: Dict[str, str] = {"ok": "", "warn": "!", "crit": "!!", "none": ""}
 #: the goose-egg marker: a device that says ~0 while ZFS moves data
 GOOSE_STYLE = "bold black on yellow"
 
@@ -58,8 +69,13 @@ def level(name: str, value: Optional[float]) -> str:
     return "crit" if value < t.crit else "warn" if value < t.warn else "ok"
 
 
-def style(name: str, value: Optional[float]) -> str:
-    return LEVEL_STYLE[level(name, value)]
+def style(name: str, value: Optional[float], theme: str = DEFAULT_THEME) -> str:
+    return THEMES[theme][level(name, value)]
+
+
+def mark(name: str, value: Optional[float]) -> str:
+    """The level's mark (:data:`LEVEL_MARK`): what says warn or crit without colour."""
+    return LEVEL_MARK[level(name, value)]
 
 
 def render_markdown() -> str:

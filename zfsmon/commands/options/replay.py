@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from zfsmon.commands._timearg import seconds
+from zfsmon.views.thresholds import DEFAULT_THEME, THEMES
 
 NAME = "replay"
 HELP = "replay a recording in the dashboard, with a time cursor"
@@ -20,7 +21,8 @@ examples:
   zfsmon replay soak.zfsmon                   open at the end, 5-minute window
   zfsmon replay soak.zfsmon --window 1h       a longer window
 keys: left/right step, [/] previous/next event, home/end, p play/stop, </> speed, +/- window,
-      tab next pool, r rates/totals, x raw values, s sort, c collapse, e export CSV, / filter, ? help, q quit
+      tab next pool, r rates/totals, x raw values, s sort, c collapse, e export CSV, / filter, t theme, ? help,
+      ctrl+p command palette, q quit
 """
 
 
@@ -28,3 +30,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="a recording (zfsmon record/top/soak)")
     p.add_argument("--window", "-w", type=seconds, default=300.0, metavar="D",
                    help="time window shown at the cursor (default 5m)")
+    p.add_argument("--theme", choices=list(THEMES), default=DEFAULT_THEME,
+                   help="colours of ok/warn/crit values: default green/yellow/red, colorblind blue/orange/vermillion "
+                        "(t switches; warn and crit also carry ! and !!; NO_COLOR set: no colours)")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 
 from zfsmon.commands._timearg import MAX_SECONDS, number, seconds, whole
+from zfsmon.views.thresholds import DEFAULT_THEME, THEMES
 
 NAME = "top"
 HELP = "live dashboard of all sources (vdevs by role, ARC/L2ARC, ZIL, workload), recorded as it runs"
@@ -37,7 +38,7 @@ examples:
   zfsmon top --attach soak.log                follow a soak someone else runs (its tee'd pgbench output)
   zfsmon replay zfsmon-db1-20260101T000000Z.zfsmon
 keys: q quit, p pause, space/m mark, tab next pool, +/- window, r rates/totals, x raw values,
-      s sort, c collapse, e export CSV, / filter, ? help
+      s sort, c collapse, e export CSV, / filter, t theme, ? help, ctrl+p command palette
 """
 
 
@@ -52,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--no-record", action="store_true", help="do not record")
     p.add_argument("--window", "-w", type=seconds, default=300.0, metavar="D",
                    help="time window of sparklines, totals and findings (default 5m; +/- change it)")
+    p.add_argument("--theme", choices=list(THEMES), default=DEFAULT_THEME,
+                   help="colours of ok/warn/crit values: default green/yellow/red, colorblind blue/orange/vermillion "
+                        "(t switches; warn and crit also carry ! and !!; NO_COLOR set: no colours)")
     p.add_argument("--listen", "-l", metavar="ADDR:PORT",
                    help="also serve the readings to Prometheus on http://ADDR:PORT/metrics, with the names and labels "
                         "of `zfsmon exporter` (which see; 127.0.0.1:9134 is its default, port 0 a free one)")

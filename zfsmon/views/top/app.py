@@ -15,15 +15,17 @@ import os
 import queue
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from functools import partial
+from typing import Callable, Iterable, List, Optional, Sequence
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
+from textual.filter import LineFilter, Monochrome, NoColor
 from textual.notifications import SeverityLevel
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
 
 from zfsmon import gcpolicy, outfile
@@ -31,14 +33,17 @@ from zfsmon.errors import UserError, printable
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.queues import drain
 from zfsmon.views import csv_export as export
+from zfsmon.views import thresholds
 from zfsmon.views.top import fmt, panels
 from zfsmon.views.top.lines import Lines
 from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top.state import SORTS, WINDOWS, TopState
 from zfsmon.views.top.timeline import Timeline, read_timeline
 
-#: below this the screen says so instead of drawing a garbled dashboard
-MIN_SIZE = (60, 18)
+#: below this the screen says so instead of drawing a garbled dashboard: at 80x24 every panel's heading and lines
+#: fit (the vdev tree keeps four rows, the side grid its six lines a cell); narrower, the side cells cut the ARC's
+#: sizes and the hit ratios' counts, lower, the tree has no rows left
+MIN_SIZE = (80, 24)
 #: below this width the side panels go under the tree in a compact grid
 NARROW = 120
 #: live batches held back while paused (they are recorded anyway)
@@ -63,34 +68,38 @@ class Key:
     action: str
     help: str
     modes: str = "live,replay"
+    title: str = ""  # its name in the command palette ("": not there, as a second key for one action)
 
 
 KEYS: List[Key] = [
-    Key("q", "q", "quit", "quit (the recording is closed cleanly)"),
-    Key("p", "p", "pause", "pause/resume the display (live: recording goes on; replay: play/stop)"),
-    Key("space,m", "space / m", "mark", "mark an event, with a note, into the recording", "live"),
-    Key("tab", "tab", "next_pool", "next pool"),
-    Key("plus,equals_sign", "+", "window(1)", "longer time window"),
-    Key("minus", "-", "window(-1)", "shorter time window"),
-    Key("r", "r", "totals", "vdev tree: rates (per second) vs totals over the window"),
-    Key("x", "x", "raw", "raw values vs humanized (K/M/G, µs/ms)"),
-    Key("s", "s", "sort", "sort vdevs: name, ops, bandwidth, latency"),
-    Key("c", "c", "collapse", "collapse/expand leaves under their vdevs"),
-    Key("up", "up/down", "scroll_tree(-1)", "scroll the vdev tree (pgup/pgdn: a page)"),
-    Key("down", "down", "scroll_tree(1)", "scroll the vdev tree down"),
+    Key("q", "q", "quit", "quit (the recording is closed cleanly)", title="Quit"),
+    Key("p", "p", "pause", "pause/resume the display (live: recording goes on; replay: play/stop)",
+        title="Pause / resume (replay: play / stop)"),
+    Key("space,m", "space / m", "mark", "mark an event, with a note, into the recording", "live", "Mark"),
+    Key("tab", "tab", "next_pool", "next pool", title="Next pool"),
+    Key("plus,equals_sign", "+", "window(1)", "longer time window", title="Window longer"),
+    Key("minus", "-", "window(-1)", "shorter time window", title="Window shorter"),
+    Key("r", "r", "totals", "vdev tree: rates (per second) vs totals over the window", title="Rates / totals"),
+    Key("x", "x", "raw", "raw values vs humanized (K/M/G, µs/ms)", title="Raw / humanized values"),
+    Key("s", "s", "sort", "sort vdevs: name, ops, bandwidth, latency", title="Sort vdevs"),
+    Key("c", "c", "collapse", "collapse/expand leaves under their vdevs", title="Collapse / expand leaves"),
+    Key("up", "up/down", "scroll_tree(-1)", "scroll the vdev tree (pgup/pgdn: a page)", title="Scroll the tree up"),
+    Key("down", "down", "scroll_tree(1)", "scroll the vdev tree down", title="Scroll the tree down"),
     Key("pageup", "pgup", "scroll_tree(-10)", "scroll the vdev tree a page up"),
     Key("pagedown", "pgdn", "scroll_tree(10)", "scroll the vdev tree a page down"),
-    Key("e", "e", "export", "export the visible window to CSV"),
-    Key("slash", "/", "filter", "filter vdevs by name (empty: all)"),
-    Key("question_mark", "?", "help", "this help"),
-    Key("left", "left", "step(-1)", "step back one interval", "replay"),
-    Key("right", "right", "step(1)", "step forward one interval", "replay"),
-    Key("left_square_bracket", "[", "jump(-1)", "previous event (mark, run, error)", "replay"),
-    Key("right_square_bracket", "]", "jump(1)", "next event", "replay"),
-    Key("home", "home", "home", "start of the recording", "replay"),
-    Key("end", "end", "end", "end of the recording", "replay"),
-    Key("greater_than_sign", ">", "speed(1)", "play faster", "replay"),
-    Key("less_than_sign", "<", "speed(-1)", "play slower", "replay"),
+    Key("e", "e", "export", "export the visible window to CSV", title="Export the window to CSV"),
+    Key("slash", "/", "filter", "filter vdevs by name (empty: all)", title="Filter vdevs"),
+    Key("t", "t", "theme", "colours: default (green/yellow/red) vs colour-blind safe (blue/orange/vermillion)",
+        title="Theme: colour-blind safe / default"),
+    Key("question_mark", "?", "help", "this help", title="Help: keys and colours"),
+    Key("left", "left", "step(-1)", "step back one interval", "replay", "Step back"),
+    Key("right", "right", "step(1)", "step forward one interval", "replay", "Step forward"),
+    Key("left_square_bracket", "[", "jump(-1)", "previous event (mark, run, error)", "replay", "Previous event"),
+    Key("right_square_bracket", "]", "jump(1)", "next event", "replay", "Next event"),
+    Key("home", "home", "home", "start of the recording", "replay", "Start of the recording"),
+    Key("end", "end", "end", "end of the recording", "replay", "End of the recording"),
+    Key("greater_than_sign", ">", "speed(1)", "play faster", "replay", "Play faster"),
+    Key("less_than_sign", "<", "speed(-1)", "play slower", "replay", "Play slower"),
 ]
 
 
@@ -98,16 +107,31 @@ KEYS: List[Key] = [
 BINDINGS = [Binding(key, k.action, k.help, show=False, priority=key == "tab") for k in KEYS for key in k.keys.split(",")]
 
 
+#: the command palette's key (Textual's binding), as the help and the key bar show it
+PALETTE_KEY = "ctrl+p"
+
+
 def help_text(mode: str) -> Text:
     t = Text("zfsmon top: keys\n\n", style="bold")
     for k in KEYS:
         if mode in k.modes.split(","):
-            t.append(f"  {k.shown:<10}", style="bold cyan")
+            t.append(f"  {k.shown:<10}", style="bold")
             t.append(f"{k.help}\n")
-    t.append("\nColours: green ok, yellow warn, red crit (docs/dashboard.md). GOOSE: the device says ~0 while ZFS "
-             "moves data.\n* after a name: since-import averages (no interval report yet).\nPress any key to close.",
+    t.append(f"  {PALETTE_KEY:<10}", style="bold")
+    t.append("command palette: every action above by name\n")
+    t.append("\nValues: a trailing ! is warn, !! crit (also in colour: default green/yellow/red, t for "
+             "blue/orange/vermillion; none with NO_COLOR; docs/dashboard.md). A ratio shows what it is of: "
+             "99.2% of 3.1M. GOOSE/G!: the device says ~0 while ZFS moves data.\n"
+             "* after a name: since-import averages (no interval report yet).\nPress any key to close.",
              style="dim")
     return t
+
+
+def palette_commands(mode: str, run: Callable[[str], object]) -> List[SystemCommand]:
+    """The command palette's entries: each action of ``mode`` with a title, by name, with its key in the help;
+    ``run`` runs an action string (``App.run_action``)."""
+    return [SystemCommand(k.title, f"{k.shown}: {k.help}", partial(run, k.action)) for k in KEYS
+            if k.title and mode in k.modes.split(",")]
 
 
 class LiveFeed:
@@ -185,7 +209,7 @@ class TopApp(App):
     def __init__(self, state: TopState, info: panels.HeaderInfo, interval: float,
                  feed: Optional[LiveFeed] = None, replay: Optional[ReplayCursor] = None,
                  on_mark: Optional[Callable[[str], None]] = None, export_dir: str = ".",
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, theme: str = thresholds.DEFAULT_THEME) -> None:
         super().__init__()
         self.state = replay.state if replay is not None else state
         self.info = info
@@ -194,7 +218,9 @@ class TopApp(App):
         self.on_mark = on_mark
         self.export_dir = export_dir
         self.clock = clock
-        self.opts = panels.ViewOptions(interval=interval)
+        if theme not in thresholds.THEMES:
+            raise UserError(f"unknown theme {theme!r}: one of {', '.join(thresholds.THEMES)}")
+        self.opts = panels.ViewOptions(interval=interval, theme=theme)
         self.paused = False
         self._tree_w = 0  # the tree's width at the last redraw (a scroll draws it again at that width)
         self.held: List[Record] = []
@@ -218,6 +244,19 @@ class TopApp(App):
         self._gc = contextlib.ExitStack()  # fewer collections while the app runs (on_mount)
 
     # ---------------------------------------------------------------------------------------------- setup
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """With ``NO_COLOR`` set, no colour at all: Textual itself only turns the colours to greys (``Monochrome``),
+        which still sends colour escapes. The meaning stays: marks (``!``, ``!!``), words, bold and reverse."""
+        filters = super().get_line_filters()
+        if not self.no_color:
+            return filters
+        return [f for f in filters if not isinstance(f, Monochrome)] + [_NO_COLOR]
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """zfsmon's actions, by name (:func:`palette_commands`), instead of Textual's own (its theme changes
+        only its widgets' colours; its screenshot writes a file in the current directory)."""
+        return palette_commands("replay" if self.replay is not None else "live", self.run_action)
+
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
         """Keys of the other mode do nothing (mark in replay, cursor keys live)."""
         mode = "replay" if self.replay is not None else "live"
@@ -310,12 +349,13 @@ class TopApp(App):
         w, h = self.size
         small = w < MIN_SIZE[0] or h < MIN_SIZE[1]
         self.query_one("#body").set_class(w < NARROW, "narrow")
-        self.query_one("#body").display = not small
+        for other in (*(f"#{p.widget_id}" for p in panels.PANELS if p.place == "header"), "#body", "#keys"):
+            self.query_one(other).display = not small  # the message alone, centred
         self.query_one("#toosmall").display = small
         if small:
             self.query_one("#toosmall", Static).update(Text(
-                f"terminal too small ({w}x{h}): zfsmon top needs at least {MIN_SIZE[0]}x{MIN_SIZE[1]}; "
-                "enlarge the window (q quits)", style="bold yellow", justify="center"))
+                f"terminal too small: {w}x{h}, needs {MIN_SIZE[0]}x{MIN_SIZE[1]}\nenlarge the window (q quits)",
+                style="bold", justify="center"))
 
     # ---------------------------------------------------------------------------------------------- data
     def _panels_mounted(self) -> bool:
@@ -446,9 +486,9 @@ class TopApp(App):
         for p in panels.SIDE:
             width = side_w * p.span if narrow else side_w
             self._put(p.widget_id, p.render(panels.Frame(self.state, self.opts, width, narrow, report)))
-        keys = "q quit  p pause  m mark  tab pool  +/- window  r rates/totals  e export  / filter  ? help"
+        keys = "q quit  p pause  m mark  tab pool  +/- window  r rates/totals  e export  / filter  ? help  ^p cmds"
         if self.replay is not None:
-            keys = "q quit  p play  ←/→ step  [/] events  home/end  </> speed  +/- window  e export  ? help"
+            keys = "q quit  p play  ←/→ step  [/] events  home/end  </> speed  +/- window  e export  ? help  ^p cmds"
         self._put("keys", Text(keys, no_wrap=True, overflow="ellipsis"))
 
     def _draw_tree(self) -> None:
@@ -616,6 +656,14 @@ class TopApp(App):
                 self.redraw()
         self.push_screen(AskScreen("Filter vdevs by name (empty: show all)", self.opts.filter), done)
 
+    def action_theme(self) -> None:
+        names = list(thresholds.THEMES)
+        self.opts.theme = names[(names.index(self.opts.theme) + 1) % len(names)]
+        self._shown = {}  # every panel again, in the new colours
+        self._timeline_key = None
+        self.redraw()
+        self.say(f"theme: {self.opts.theme}")
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen("replay" if self.replay is not None else "live"))
 
@@ -673,6 +721,10 @@ class TopApp(App):
         if self.replay is not None:
             self.replay.faster(direction > 0)
             self.redraw()
+
+
+#: no colour: every segment's colours the terminal's default (``NO_COLOR``)
+_NO_COLOR = NoColor()
 
 
 def export_job(state: TopState, directory: str, now: float) -> Callable[[], str]:

@@ -58,9 +58,14 @@ def inert(line: Text) -> Text:
                 no_wrap=line.no_wrap, end=line.end, tab_size=line.tab_size, spans=spans)
 
 
-def colored(value: Optional[float], unit: str, threshold: Optional[str], raw: bool = False) -> Text:
+def colored(value: Optional[float], unit: str, threshold: Optional[str], raw: bool = False,
+            theme: str = thresholds.DEFAULT_THEME) -> Text:
+    """``value`` in the colour of its level in ``theme``, with the level's mark (``!`` warn, ``!!`` crit) after
+    it: the colour is never the only sign."""
     text = num(value, unit, raw)
-    return Text(text, style=thresholds.style(threshold, value) if threshold else "")
+    if not threshold:
+        return Text(text)
+    return Text(text + thresholds.mark(threshold, value), style=thresholds.style(threshold, value, theme))
 
 
 def sparkline(points: Sequence[Tuple[float, float]], width: int, start: float, end: float,

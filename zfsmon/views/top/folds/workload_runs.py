@@ -43,6 +43,8 @@ class WorkloadFold(Fold):
         super().__init__()
         #: per fio entity: (ts, I/Os, {percentile: ms}) of each interval with I/O
         self.fio: Dict[str, Deque[Tuple[float, float, Dict[str, float]]]] = {}
+        #: the PostgreSQL blocks asked for in the newest interval (hit + read): what pg_hit_pct is of
+        self.pg_blocks: Optional[float] = None
 
     def feed(self, s: Sample, derived: Derivation) -> None:
         name = s.entity.name
@@ -66,6 +68,8 @@ class WorkloadFold(Fold):
             pg = readpath.pg_buffers(derived.deltas, derived.elapsed)
             if pg is not None and "hit_pct" in pg:
                 self.push("workload", "pg_hit_pct", s.ts, pg["hit_pct"])
+            if pg is not None:
+                self.pg_blocks = pg["blks_hit"] + pg["blks_read"]  # what the newest pg_hit_pct is of
 
     def trim(self, lo: float) -> None:
         super().trim(lo)
@@ -80,6 +84,7 @@ class WorkloadFold(Fold):
         for m in ("tps", "latency_avg_ms", "pg_hit_pct", "run_tps", "run_latency_ms"):
             q = self.series.get(("workload", m))
             out[m] = q[-1][1] if q else None
+        out["pg_blocks"] = self.pg_blocks
         out["runs"] = float(len(view.window_events((EventKind.RUN_END,))))
         return out
 

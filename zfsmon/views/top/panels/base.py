@@ -35,6 +35,7 @@ class ViewOptions:
     pool: str = ""
     interval: float = 1.0
     now: Optional[float] = None  # wall clock for staleness (live); None = the state's own time (replay)
+    theme: str = thresholds.DEFAULT_THEME  # the levels' colours (:data:`zfsmon.views.thresholds.THEMES`)
 
 
 @dataclass
@@ -130,7 +131,7 @@ def status_lines(state: TopState, area: str, opts: ViewOptions) -> List[Text]:
         return [Text("no data from this source", style="dim")]
     if lag is not None:
         return [Text(f"stale: last data {fmt.age(lag)} ago",
-                     style=thresholds.style("stale", lag / st.every(opts.interval)))]
+                     style=thresholds.style("stale", lag / st.every(opts.interval), opts.theme))]
     return []
 
 

@@ -15,7 +15,10 @@ from zfsmon.views.top.state import TopState
 
 def read_path(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
     now, win = state.fold(ReadFold).shares(state.window()[0])
-    parts: List[Text] = [heading("readpath", width)]
+    # the shares' base, the reads they are of: 100 % of 3 reads is not 100 % of 3 million (in the narrow grid's
+    # six lines, in the heading)
+    base = f"of {_reads(now, opts)} / {_reads(win, opts)}" if compact and (now or win) else ""
+    parts: List[Text] = [heading("readpath", width, base)]
     if now is None and win is None:
         parts.append(Text("no ARC/PostgreSQL read counters yet", style="dim"))
         return _lines(parts, width)
@@ -27,8 +30,16 @@ def read_path(state: TopState, opts: ViewOptions, width: int, compact: bool) -> 
         if a is None and b is None:
             continue
         th = "disk_share_pct" if attr == "disks" else None
-        parts.append(_columns([Text(label), fmt.colored(a, "%", th), fmt.colored(b, "%", th)], 7, widths))
+        parts.append(_columns([Text(label), fmt.colored(a, "%", th, theme=opts.theme),
+                               fmt.colored(b, "%", th, theme=opts.theme)], 7, widths))
+    if not compact:
+        parts.append(_columns([Text("reads"), Text(_reads(now, opts)), Text(_reads(win, opts))], 7, widths, "dim"))
     return _lines(parts, width)
+
+
+def _reads(path, opts: ViewOptions) -> str:
+    """The reads the shares are of (PostgreSQL's block requests, else ZFS's ARC accesses)."""
+    return "-" if path is None else fmt.num(path.reads, "ops", opts.raw)
 
 
 def _render(f: Frame) -> Text:

@@ -50,7 +50,8 @@ def tree_lines(state: TopState, opts: ViewOptions, width: int, shown: Optional[r
     heads = ["ops" if opts.totals else "r/s", "w" if opts.totals else "w/s", "rB" if opts.totals else "rB/s",
              "wB" if opts.totals else "wB/s"]
     heads += ["rlat", "wlat", "queue", "dev ops", "dev lat", ""] if wide else ["lat", "dev", ""]
-    widths = [6, 6, 6, 6] + ([6, 6, 5, 7, 7, 5] if wide else [5, 5, 5])
+    # the coloured columns have room for a warn/crit mark after the value (``20ms!!``)
+    widths = [6, 6, 6, 6] + ([8, 8, 6, 7, 8, 5] if wide else [7, 5, 5])
     name_w = max(10, width - sum(widths) - len(widths))
     parts.append(_columns([Text("vdev")] + [Text(h) for h in heads], name_w, widths, "bold"))
     for i, r in enumerate(rows, len(parts)):
@@ -79,14 +80,15 @@ def _tree_cells(r: TreeRow, opts: ViewOptions, wide: bool) -> List[Text]:
              Text(fmt.num(m.get("read_bw"), "B", raw)), Text(fmt.num(m.get("write_bw"), "B", raw))]
     rl, wl = m.get("total_wait_read"), m.get("total_wait_write")
     if wide:
-        cells += [fmt.colored(rl, "ns", "latency", raw), fmt.colored(wl, "ns", "latency", raw)]
+        cells += [fmt.colored(rl, "ns", "latency", raw, opts.theme),
+                  fmt.colored(wl, "ns", "latency", raw, opts.theme)]
         pend = [v for k, v in m.items() if k.endswith("_pend")]
-        cells.append(fmt.colored(sum(pend), "ops", "queue", raw) if pend else Text("-"))
+        cells.append(fmt.colored(sum(pend), "ops", "queue", raw, opts.theme) if pend else Text("-"))
         cells += [Text(fmt.num(r.device_ops, "ops", raw)) if r.device else Text(""),
-                  fmt.colored(r.device_lat_ns, "ns", "latency", raw) if r.device else Text("")]
+                  fmt.colored(r.device_lat_ns, "ns", "latency", raw, opts.theme) if r.device else Text("")]
     else:
         lat = max((x for x in (rl, wl) if x is not None), default=None)
-        cells.append(fmt.colored(lat, "ns", "latency", raw))
+        cells.append(fmt.colored(lat, "ns", "latency", raw, opts.theme))
         cells.append(Text(fmt.num(r.device_ops, "ops", raw)) if r.device else Text(""))
     if r.verdict == goose.GOOSE_EGG:
         cells.append(Text("GOOSE" if wide else "G!", style=thresholds.GOOSE_STYLE))

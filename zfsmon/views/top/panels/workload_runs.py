@@ -38,7 +38,9 @@ def workload(state: TopState, opts: ViewOptions, width: int, compact: bool) -> T
                                        marks))
         parts.append(line)
         pg = Text("PG buf hit ")
-        pg.append_text(fmt.colored(w.get("pg_hit_pct"), "%", "pg_hit_pct", raw))
+        pg.append_text(fmt.colored(w.get("pg_hit_pct"), "%", "pg_hit_pct", raw, opts.theme))
+        if w.get("pg_hit_pct") is not None:
+            pg.append(f" of {fmt.num(w.get('pg_blocks'), 'ops', raw)}")  # the blocks asked for in the interval
         if not compact:
             pg.append(" ")
             pg.append_text(fmt.sparkline(state.spark("workload", "pg_hit_pct"), max(3, width - len(pg) - 1), lo,

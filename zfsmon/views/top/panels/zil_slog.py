@@ -33,7 +33,7 @@ def zil(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
         parts.append(Text(f"SLOG w {fmt.num(z.get('slog_write_ops'), 'ops', raw)}/s "
                           f"{fmt.num(z.get('slog_write_bw'), 'B', raw)}/s", no_wrap=True, overflow="ellipsis"))
         lat = Text("SLOG lat ")
-        lat.append_text(fmt.colored(z.get("slog_lat_ns"), "ns", "slog_latency", raw))
+        lat.append_text(fmt.colored(z.get("slog_lat_ns"), "ns", "slog_latency", raw, opts.theme))
         parts.append(lat)
     else:
         parts.append(Text("no SLOG (log vdev)", style="dim"))
