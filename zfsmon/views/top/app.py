@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -32,6 +33,7 @@ from zfsmon.model import Event, EventKind, Record
 from zfsmon.queues import drain
 from zfsmon.views import csv_export as export
 from zfsmon.views.top import fmt, panels
+from zfsmon.views.top.findings_view import FindingsScreen, stamp
 from zfsmon.views.top.lines import Lines
 from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top.state import SORTS, WINDOWS, TopState
@@ -80,6 +82,7 @@ KEYS: List[Key] = [
     Key("down", "down", "scroll_tree(1)", "scroll the vdev tree down"),
     Key("pageup", "pgup", "scroll_tree(-10)", "scroll the vdev tree a page up"),
     Key("pagedown", "pgdn", "scroll_tree(10)", "scroll the vdev tree a page down"),
+    Key("f", "f", "findings", "findings whole: wrapped, their numbers, their moments (replay: enter jumps there)"),
     Key("e", "e", "export", "export the visible window to CSV"),
     Key("slash", "/", "filter", "filter vdevs by name (empty: all)"),
     Key("question_mark", "?", "help", "this help"),
@@ -446,9 +449,9 @@ class TopApp(App):
         for p in panels.SIDE:
             width = side_w * p.span if narrow else side_w
             self._put(p.widget_id, p.render(panels.Frame(self.state, self.opts, width, narrow, report)))
-        keys = "q quit  p pause  m mark  tab pool  +/- window  r rates/totals  e export  / filter  ? help"
+        keys = "q quit  p pause  m mark  tab pool  +/- window  f findings  r rates/totals  e export  / filter  ? help"
         if self.replay is not None:
-            keys = "q quit  p play  ←/→ step  [/] events  home/end  </> speed  +/- window  e export  ? help"
+            keys = "q quit  p play  ←/→ step  [/] events  f findings  home/end  </> speed  +/- window  e export  ? help"
         self._put("keys", Text(keys, no_wrap=True, overflow="ellipsis"))
 
     def _draw_tree(self) -> None:
@@ -615,6 +618,29 @@ class TopApp(App):
                 self.opts.filter = text.strip()
                 self.redraw()
         self.push_screen(AskScreen("Filter vdevs by name (empty: show all)", self.opts.filter), done)
+
+    def action_findings(self) -> None:
+        """The findings view over the last report (:mod:`zfsmon.views.top.findings_view`)."""
+        if self.report is None:
+            self.say("the findings of this window are still being worked out: try again in a moment")
+            return
+        origin = self.replay.start if self.replay is not None else None
+        self.push_screen(FindingsScreen(self.report, origin, None if self.replay is not None else self.clock()),
+                         self._findings_chosen)
+
+    def _findings_chosen(self, chosen: Optional[tuple]) -> None:
+        """Replay: the cursor to the moment chosen in the findings view."""
+        if chosen is None or self.replay is None:
+            return
+        words, ts = chosen
+        self.replay.move_to(ts)
+        self._moved()
+        self.say(f"{stamp(ts)}: {words}")
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on the findings panel opens the findings view."""
+        if event.widget is not None and event.widget.id == panels.panel("findings").widget_id:
+            self.action_findings()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen("replay" if self.replay is not None else "live"))
