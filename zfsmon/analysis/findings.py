@@ -188,6 +188,9 @@ class Finding:
     #           | fio_run | qd_sweep | vdev_perf | cache_advice | data
     text: str
     numbers: Dict[str, object] = field(default_factory=dict)
+    #: the moments the text speaks of, in words -> epoch seconds (the time TPS reached its plateau, a goose egg's
+    #: busiest interval): where the dashboard's findings view jumps to
+    moments: Dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -204,8 +207,8 @@ class Report:
     def as_dict(self) -> Dict[str, object]:
         return {"start": self.start, "end": self.end, "step_s": self.step, "series": self.series, "runs": self.runs,
                 **({"folded_to_s": self.folded} if self.folded else {}),
-                "findings": [{"topic": f.topic, "text": f.text, **({"numbers": f.numbers} if f.numbers else {})}
-                             for f in self.findings]}
+                "findings": [{"topic": f.topic, "text": f.text, **({"numbers": f.numbers} if f.numbers else {}),
+                              **({"moments": f.moments} if f.moments else {})} for f in self.findings]}
 
     def render(self) -> str:
         lines = []
@@ -289,12 +292,14 @@ def _warmup(grid: List[float], tps: Cells) -> List[Finding]:
     text = f"TPS warmed up from {_num(start)} to a plateau of {_num(plateau)}"
     if start > 0:
         text += f" (x{plateau / start:.1f})"
+    moments = {"TPS first measured": t0}
     if hit is not None:
         nums["time_to_90pct_s"] = grid[hit] - t0
+        moments["TPS reached 90% of the plateau"] = grid[hit]
         text += f"; it reached 90% of the plateau after {duration(grid[hit] - t0)}."
     else:
         text += "."
-    return [Finding("warmup", text, nums)]
+    return [Finding("warmup", text, nums, moments)]
 
 
 def _l2_fill(grid: List[float], size: Cells) -> List[Finding]:
@@ -319,7 +324,7 @@ def _l2_fill(grid: List[float], size: Cells) -> List[Finding]:
     if rate:
         text += f" (filling at {_bytes(rate)}/s)"
     text += "; still growing at the end." if growing else "."
-    return [Finding("l2arc_fill", text, nums)]
+    return [Finding("l2arc_fill", text, nums, {"the L2ARC reached 90% of its growth": grid[i90]})]
 
 
 def _disk_reads(grid: List[float], reads: Cells, cache: Optional[Cells]) -> List[Finding]:
@@ -333,17 +338,19 @@ def _disk_reads(grid: List[float], reads: Cells, cache: Optional[Cells]) -> List
     nums: Dict[str, object] = {"early_per_disk": early, "late_per_disk": late}
     text = f"Data-disk reads went from {_num(early)}/s to {_num(late)}/s per disk"
     sm = smooth(reads)
+    moments: Dict[str, float] = {}
     if early > 0:
         half = next((i for i in idx[k:] if sm[i] is not None and sm[i] <= early / 2), None)  # type: ignore[operator]
         if half is not None:
             nums["time_to_half_s"] = grid[half] - grid[idx[0]]
+            moments["data-disk reads fell by half"] = grid[half]
             text += f"; they fell by half after {duration(grid[half] - grid[idx[0]])}"
     if cache is not None and _present(cache):
         vals = [cache[i] for i in _present(cache)]
         lo, hi = min(vals), max(vals)  # type: ignore[type-var]
         nums.update(cache_min_per_device=lo, cache_max_per_device=hi)
         text += f", while each cache device served {_num(lo)}-{_num(hi)} reads/s"  # type: ignore[arg-type]
-    return [Finding("disk_reads", text + ".", nums)]
+    return [Finding("disk_reads", text + ".", nums, moments)]
 
 
 def _decay(grid: List[float], tps: Cells, threshold: float) -> List[Finding]:
@@ -363,11 +370,13 @@ def _decay(grid: List[float], tps: Cells, threshold: float) -> List[Finding]:
         nums: Dict[str, object] = {"tps_early": early, "tps_late": late, "drop_pct": 100 * (1 - late / early),
                                    "threshold_pct": 100 * threshold}
         text = f"TPS decayed {100 * (1 - late / early):.0f}% from its early level of {_num(early)} to {_num(late)}"
+        moments: Dict[str, float] = {}
         if below is not None:
             nums["below_threshold_after_s"] = grid[below] - grid[idx[0]]
+            moments[f"TPS fell below {100 * (1 - threshold):.0f}% of the early level"] = grid[below]
             text += (f"; it stayed below {100 * (1 - threshold):.0f}% of the early level from "
                      f"{duration(grid[below] - grid[idx[0]])} on")
-        out.append(Finding("decay", text + ".", nums))
+        out.append(Finding("decay", text + ".", nums, moments))
     elif peak is not None and peak > early * 1.1 and late < peak * (1 - threshold):
         out.append(Finding("decay", f"TPS fell {100 * (1 - late / peak):.0f}% from its peak level of {_num(peak)} "
                            f"to {_num(late)} (medians of {width} points each).",
@@ -479,7 +488,9 @@ def _goose(window: Sequence[Sample]) -> List[Finding]:
     summary = goose.summarize_window(window)
     if summary is None:
         return []
-    return [Finding("goose_eggs", summary.text(), {"per_leaf": summary.per_leaf})]
+    moments = {f"goose egg on {leaf}: its busiest (ZFS {summary.worst[leaf].zfs_ops:.0f} ops/s)": at
+               for leaf, at in sorted(summary.worst_at.items())}
+    return [Finding("goose_eggs", summary.text(), {"per_leaf": summary.per_leaf}, moments)]
 
 
 def fio_runs(samples: Iterable[Sample]) -> List[Dict[str, Any]]:
@@ -551,7 +562,11 @@ def _lat_ms(v: object) -> str:
 def _vdev_perf(window: Sequence[Sample]) -> List[Finding]:
     """Operations, IOPS per GB, what the cache devices add, latency per role (:mod:`zfsmon.analysis.vdevperf`)."""
     vp = vdevperf.vdev_perf(window)
-    return [Finding("vdev_perf", vp.text(), vp.as_dict())] if vp else []
+    if vp is None:
+        return []
+    moments = {f"busiest interval of the {role} devices ({st.peak_iops:,.0f} IOPS)": st.peak_ts
+               for role, st in vp.roles.items() if st.peak_ts is not None and st.peak_iops > 0}
+    return [Finding("vdev_perf", vp.text(), vp.as_dict(), moments)]
 
 
 def _cache_advice(window: Sequence[Sample]) -> List[Finding]:

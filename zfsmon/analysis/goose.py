@@ -372,9 +372,13 @@ class WindowVerdicts:
     per_leaf: Dict[str, Dict[str, int]] = field(default_factory=dict)
     #: per leaf, its busiest goose-egg interval (the example a reader can check)
     worst: Dict[str, Verdict] = field(default_factory=dict)
+    #: per leaf, when that interval ended (epoch seconds): where a reader goes to check it
+    worst_at: Dict[str, float] = field(default_factory=dict)
 
-    def add(self, decided: Sequence[_Decided], words: Callable[[_Decided], Verdict]) -> None:
-        """One interval's decisions (:func:`_decide`) counted; ``words`` makes the Verdict of a leaf's new worst."""
+    def add(self, decided: Sequence[_Decided], words: Callable[[_Decided], Verdict], at: Optional[float] = None
+            ) -> None:
+        """One interval's decisions (:func:`_decide`) counted; ``words`` makes the Verdict of a leaf's new worst;
+        ``at``: the interval's end."""
         per_leaf, worst = self.per_leaf, self.worst
         for d in decided:
             leaf, v = d[0], d[1]
@@ -384,6 +388,8 @@ class WindowVerdicts:
             tally[v] = tally.get(v, 0) + 1
             if v == GOOSE_EGG and (leaf not in worst or d[3] > worst[leaf].zfs_ops):
                 worst[leaf] = words(d)
+                if at is not None:
+                    self.worst_at[leaf] = at
 
     def eggs(self) -> Dict[str, int]:
         return {leaf: t.get(GOOSE_EGG, 0) for leaf, t in self.per_leaf.items()}
@@ -441,5 +447,5 @@ def summarize_window(samples: Iterable[Sample], min_ops: float = 1.0,
                 devs[dev] = ops
         decided, on_device = _decide(zfs, devs, cands, min_ops, far_below)
         out.add(decided, functools.partial(_verdict, on_device=on_device, leaf_devices=cands, min_ops=min_ops,
-                                           far_below=far_below))
+                                           far_below=far_below), end)
     return out

@@ -106,6 +106,7 @@ class RoleStats:
     busiest_write_per_device_s: float = 0.0
     capacity_b: Optional[float] = None
     peak_iops: float = 0.0  # the role's devices' read+write ops/s, busiest interval
+    peak_ts: Optional[float] = None  # that interval's end (epoch seconds)
     mean_iops: float = 0.0
     timed: int = 0  # the devices' interval rows counted above
     untimed: int = 0  # interval rows without an interval (a capture without times, imported without one)
@@ -340,13 +341,14 @@ def _role_stats(rows: _Rows) -> Dict[str, RoleStats]:
                 got[2] += r + w
                 got[3] += 1
     totals: Dict[str, List[float]] = {}
-    for (role, _ts), (sr, sw, srw, n) in per_ts.items():
+    for (role, ts), (sr, sw, srw, n) in per_ts.items():
         st = out[role]
         st.busiest_read_per_device_s = max(st.busiest_read_per_device_s, sr / n)
         st.busiest_write_per_device_s = max(st.busiest_write_per_device_s, sw / n)
         totals.setdefault(role, []).append(srw)
+        if st.peak_ts is None or srw > st.peak_iops or (srw == st.peak_iops and ts < st.peak_ts):
+            st.peak_iops, st.peak_ts = srw, ts
     for role, series in totals.items():
-        out[role].peak_iops = max(series)
         out[role].mean_iops = sum(series) / len(series)
     for role, st in out.items():
         st.devices = len(names[role])

@@ -21,8 +21,8 @@ examples:
   zfsmon replay soak.zfsmon                   open at the end, 5-minute window
   zfsmon replay soak.zfsmon --window 1h       a longer window
 keys: left/right step, [/] previous/next event, home/end, p play/stop, </> speed, +/- window,
-      tab next pool, r rates/totals, x raw values, s sort, c collapse, e export CSV, / filter, t theme, ? help,
-      ctrl+p command palette, q quit
+      tab next pool, r rates/totals, x raw values, s sort, c collapse, f findings whole (n/N a moment,
+      enter jumps there), e export CSV, / filter, t theme, ? help, ctrl+p command palette, q quit
 """
 
 

@@ -38,7 +38,8 @@ examples:
   zfsmon top --attach soak.log                follow a soak someone else runs (its tee'd pgbench output)
   zfsmon replay zfsmon-db1-20260101T000000Z.zfsmon
 keys: q quit, p pause, space/m mark, tab next pool, +/- window, r rates/totals, x raw values,
-      s sort, c collapse, e export CSV, / filter, t theme, ? help, ctrl+p command palette
+      s sort, c collapse, f findings whole (n/N their moments), e export CSV, / filter, t theme, ? help,
+      ctrl+p command palette
 """
 
 

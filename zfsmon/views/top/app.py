@@ -19,6 +19,7 @@ from functools import partial
 from typing import Callable, Iterable, List, Optional, Sequence
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -35,6 +36,7 @@ from zfsmon.queues import drain
 from zfsmon.views import csv_export as export
 from zfsmon.views import thresholds
 from zfsmon.views.top import fmt, panels
+from zfsmon.views.top.findings_view import FindingsScreen, stamp
 from zfsmon.views.top.lines import Lines
 from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top.state import SORTS, WINDOWS, TopState
@@ -87,6 +89,8 @@ KEYS: List[Key] = [
     Key("down", "down", "scroll_tree(1)", "scroll the vdev tree down", title="Scroll the tree down"),
     Key("pageup", "pgup", "scroll_tree(-10)", "scroll the vdev tree a page up"),
     Key("pagedown", "pgdn", "scroll_tree(10)", "scroll the vdev tree a page down"),
+    Key("f", "f", "findings", "findings whole: wrapped, their numbers, their moments (replay: enter jumps there)",
+        title="Findings, whole"),
     Key("e", "e", "export", "export the visible window to CSV", title="Export the window to CSV"),
     Key("slash", "/", "filter", "filter vdevs by name (empty: all)", title="Filter vdevs"),
     Key("t", "t", "theme", "colours: default (green/yellow/red) vs colour-blind safe (blue/orange/vermillion)",
@@ -486,9 +490,10 @@ class TopApp(App):
         for p in panels.SIDE:
             width = side_w * p.span if narrow else side_w
             self._put(p.widget_id, p.render(panels.Frame(self.state, self.opts, width, narrow, report)))
-        keys = "q quit  p pause  m mark  tab pool  +/- window  r rates/totals  e export  / filter  ? help  ^p cmds"
+        keys = "q quit  p pause  m mark  tab pool  +/- window  f findings  r rates/totals  e export  / filter  ? help  ^p cmds"
         if self.replay is not None:
-            keys = "q quit  p play  ←/→ step  [/] events  home/end  </> speed  +/- window  e export  ? help  ^p cmds"
+            keys = ("q quit  p play  ←/→ step  [/] events  f findings  home/end  </> speed  +/- window  e export  ? help  "
+                    "^p cmds")
         self._put("keys", Text(keys, no_wrap=True, overflow="ellipsis"))
 
     def _draw_tree(self) -> None:
@@ -663,6 +668,29 @@ class TopApp(App):
         self._timeline_key = None
         self.redraw()
         self.say(f"theme: {self.opts.theme}")
+
+    def action_findings(self) -> None:
+        """The findings view over the last report (:mod:`zfsmon.views.top.findings_view`)."""
+        if self.report is None:
+            self.say("the findings of this window are still being worked out: try again in a moment")
+            return
+        origin = self.replay.start if self.replay is not None else None
+        self.push_screen(FindingsScreen(self.report, origin, None if self.replay is not None else self.clock()),
+                         self._findings_chosen)
+
+    def _findings_chosen(self, chosen: Optional[tuple]) -> None:
+        """Replay: the cursor to the moment chosen in the findings view."""
+        if chosen is None or self.replay is None:
+            return
+        words, ts = chosen
+        self.replay.move_to(ts)
+        self._moved()
+        self.say(f"{stamp(ts)}: {words}")
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on the findings panel opens the findings view."""
+        if event.widget is not None and event.widget.id == panels.panel("findings").widget_id:
+            self.action_findings()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen("replay" if self.replay is not None else "live"))
