@@ -320,13 +320,21 @@ def probe_zfs_fuse() -> Check:
     return Check("zfs-fuse", fuse, f"installed, {state}" + ("" if fuse else "; /dev/fuse missing"), "zfs")
 
 
-def probe() -> Host:
-    """The host and its host-wide checks; each source adds its own (:func:`zfsmon.sources.registry.source_checks`)."""
+def identify() -> Host:
+    """The host as a source's check reads it (platform, ZFS flavour and versions), without the tools' probes of
+    :func:`probe` (a tenth of a second of ``--version`` runs): what `zfsmon iostat` asks its device source with."""
     system = platform.system()
     flavour, version, why = detect_flavour(system)
     host = Host(system=system, release=platform.release(), hostname=platform.node(), flavour=flavour,
                 zfs_version=version, zfs_userland=zfs_userland_version(flavour))
     host.checks.append(Check("zfs flavour", flavour != "none", f"{flavour} {version}: {why}".strip(), "zfs"))
+    return host
+
+
+def probe() -> Host:
+    """The host and its host-wide checks; each source adds its own (:func:`zfsmon.sources.registry.source_checks`)."""
+    host = identify()
+    system = host.system
     host.checks.append(probe_kernel_zfs())
     if system == "Linux":
         host.checks.append(probe_zfs_fuse())

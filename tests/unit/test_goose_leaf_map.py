@@ -20,7 +20,7 @@ from typing import Dict, List
 import pytest
 
 from tests.unit.test_goose_leaf_join import DATA_LEAVES, GUEST, GUEST_MAP, _guest_diskstats, _resolver
-from zfsmon.analysis import findings, goose
+from zfsmon.analysis import findings, goose, goose_window
 from zfsmon.commands.iostat import DeviceView
 from zfsmon.model import Entity, Kind, Record, Sample
 from zfsmon.sources import diskstats, zpool_iostat
@@ -106,7 +106,7 @@ def test_analyze_names_the_by_id_leaf_a_goose_egg(tmp_path, vdb_moves) -> None:
     samples = _recorded(tmp_path, _records(tmp_path, vdb_moves))
     assert {s.entity.name: s.entity.parent for s in samples if s.entity.kind == Kind.DEVICE and s.entity.parent} \
         == GUEST_MAP  # the recording keeps each device's leaf
-    summary = goose.summarize_window(samples)
+    summary = goose_window.summarize_window(samples)
     assert summary is not None
     eggs = summary.eggs()
     # first interval: data leaves idle (0 ops/s), the log (2 writes/s) and cache (3 writes/s) on still devices
@@ -133,7 +133,7 @@ def test_analyze_names_the_by_id_leaf_a_goose_egg(tmp_path, vdb_moves) -> None:
 
 def test_a_recording_from_before_the_leaf_label_knows_no_device_for_by_id_leaves(tmp_path) -> None:
     samples = _recorded(tmp_path, _without_leaf(_records(tmp_path, vdb_moves=False)))
-    summary = goose.summarize_window(samples)
+    summary = goose_window.summarize_window(samples)
     assert summary is not None and summary.eggs() == dict.fromkeys([*DATA_LEAVES, "virtio-log0", "virtio-cache0"], 0)
     assert all(t == {goose.UNKNOWN: 2} for t in summary.per_leaf.values())  # both intervals: no device found
     assert summary.text().startswith("Goose eggs: nothing to judge")
@@ -175,7 +175,7 @@ def test_the_lab_loop_leaves_still_match_by_name() -> None:
     recs: List[Record] = [Sample(T0, loop, {"read_ops": 100.0, "write_ops": 0.0}, 2.0),
                           Sample(T0 - 2, dev, {"reads": 0.0, "writes": 0.0}),
                           Sample(T0, dev, {"reads": 200.0, "writes": 0.0})]
-    summary = goose.summarize_window(recs)
+    summary = goose_window.summarize_window(recs)
     assert summary is not None and summary.per_leaf == {"/dev/loop3": {goose.NOT_GOOSE_EGG: 1}}
     st = TopState()
     st.feed(recs)

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests.conftest import wait_until_async
-from zfsmon.analysis import findings, goose
+from zfsmon.analysis import findings, goose, goose_window
 from zfsmon.analysis.findings import Finding, Report
 from zfsmon.model import Kind, Role
 from zfsmon.store import Recording
@@ -21,7 +21,7 @@ from zfsmon.views.top.replay import ReplayCursor
 from zfsmon.views.top.state import TopState
 
 SIZES = [(80, 24), (160, 50)]
-#: the goose-egg finding's closing advice (zfsmon.analysis.goose.WindowVerdicts.text)
+#: the goose-egg finding's closing advice (zfsmon.analysis.goose_window.WindowVerdicts.text)
 ADVICE = "Trust ZFS's numbers for these devices."
 
 
@@ -216,7 +216,7 @@ def test_the_warm_up_moment_is_the_time_its_numbers_say(last_5_min):
 def test_each_goose_egg_moment_is_that_leafs_busiest_egg(last_5_min):
     window, report = last_5_min
     (egg,) = report.topic("goose_eggs")
-    summary = goose.summarize_window(window)
+    summary = goose_window.summarize_window(window)
     leaves = sorted(leaf for leaf, n in summary.eggs().items() if n)
     assert leaves and len(egg.moments) == len(leaves)
     for leaf, (words, at) in zip(leaves, sorted(egg.moments.items())):

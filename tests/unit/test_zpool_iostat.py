@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Dict, List
@@ -17,7 +18,7 @@ from zfsmon.model import Event, EventKind, Kind, ParseError, Role, Sample
 from zfsmon.sources.zpool_iostat import ZpoolIostatParser, parse_text
 from zfsmon.sources.zpool_iostat_collector import iostat_argv
 from zfsmon.sources.zpool_iostat_columns import parse_header, scripted_header
-from zfsmon.sources.zpool_probe import ProbeResult, decide, is_usage_error
+from zfsmon.sources.zpool_probe import ProbeResult, decide, is_usage_error, probe_flags
 from zfsmon.sources.zpool_status import parse_status
 
 K, M, G, T = 1024.0, 1024.0 ** 2, 1024.0 ** 3, 1024.0 ** 4
@@ -426,6 +427,58 @@ def test_probe_when_zpool_itself_fails():
     rich = decide({"": ProbeResult(0), "l": ProbeResult(0), "q": ProbeResult(0), "lq": ProbeResult(0),
                    "p": ProbeResult(0), "T": ProbeResult(0)})
     assert rich.argv() == ["-T", "u", "-l", "-q", "-p"]
+
+
+#: a stand-in zpool giving zfs-fuse's captured answer to each probe; it answers only once every probe of
+#: $WANT has started (it gives up after 3 s: "started alone"), and under "-l" it hangs when $HANG is set
+_STAND_IN = """#!/bin/sh
+shift
+case "$*" in
+  "") key=base ;; "-T u") key=T ;; "-l") key=l ;; "-q") key=q ;; "-l -q") key=lq ;; "-p") key=p ;;
+  "-H") key=H ;; "-y 1 1") key=y ;; *) exit 98 ;;
+esac
+echo $$ > "$MARKS/$key"
+if [ "$key" = l ] && [ -n "$HANG" ]; then exec sleep 600; fi
+n=0
+while [ "$(ls "$MARKS" | wc -l)" -lt "$WANT" ]; do
+  n=$((n + 1)); if [ $n -gt 60 ]; then echo "started alone" >&2; exit 99; fi
+  sleep 0.05
+done
+cat "$PROBE/$key.stdout"; cat "$PROBE/$key.stderr" >&2; exit "$(cat "$PROBE/$key.rc")"
+"""
+
+
+def _stand_in(tmp_path: Path, monkeypatch, want: int, hang: bool = False) -> Path:
+    zpool = tmp_path / "zpool"
+    zpool.write_text(_STAND_IN)
+    zpool.chmod(0o755)
+    (tmp_path / "marks").mkdir()
+    monkeypatch.setenv("MARKS", str(tmp_path / "marks"))
+    monkeypatch.setenv("PROBE", str(ZFSFUSE / "probe"))
+    monkeypatch.setenv("WANT", str(want))
+    monkeypatch.setenv("HANG", "1" if hang else "")
+    return zpool
+
+
+def test_the_probes_run_side_by_side(tmp_path, monkeypatch):
+    """Each probe is mostly a process start: one after another they held `zfsmon iostat`'s first report back by
+    a tenth of a second. This stand-in answers only when all eight are running at once."""
+    flags = probe_flags(str(_stand_in(tmp_path, monkeypatch, want=8)))
+    assert not flags.problem and flags.accepted == frozenset({"T"})  # what zfs-fuse's answers say, as above
+
+
+def test_a_probe_past_the_timeout_is_killed_and_refused(tmp_path, monkeypatch):
+    zpool = _stand_in(tmp_path, monkeypatch, want=0, hang=True)
+    flags = probe_flags(str(zpool), timeout=1.0, keys=("", "T", "l"))
+    assert not flags.problem and flags.accepted == frozenset({"T"})
+    pid = int((tmp_path / "marks" / "l").read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left sleeping
+        os.kill(pid, 0)
+
+
+def test_a_missing_zpool_is_the_problem_said():
+    flags = probe_flags("/nonexistent/zpool")
+    assert flags.problem == "/nonexistent/zpool: command not found" and flags.argv() == []
 
 
 # --- robustness -------------------------------------------------------------------------------------------

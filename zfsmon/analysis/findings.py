@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import arc, cacheadvice, goose, qdsweep, readpath, vdevperf
+from zfsmon.analysis import arc, cacheadvice, goose, goose_window, qdsweep, readpath, vdevperf
 from zfsmon.analysis.correlate import (
     Cells,
     Correlation,
@@ -484,8 +484,8 @@ def _read_path(cells: Dict[str, Cells]) -> List[Finding]:
 
 
 def _goose(window: Sequence[Sample]) -> List[Finding]:
-    """Goose eggs over the window, from :func:`zfsmon.analysis.goose.summarize_window` (every view asks it)."""
-    summary = goose.summarize_window(window)
+    """Goose eggs over the window, from :func:`zfsmon.analysis.goose_window.summarize_window` (every view asks it)."""
+    summary = goose_window.summarize_window(window)
     if summary is None:
         return []
     moments = {f"goose egg on {leaf}: its busiest (ZFS {summary.worst[leaf].zfs_ops:.0f} ops/s)": at

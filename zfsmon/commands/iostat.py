@@ -12,7 +12,7 @@ from zfsmon.analysis import goose
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError, printable
-from zfsmon.host import probe
+from zfsmon.host import identify
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.sources.base import Collector
 from zfsmon.sources.registry import build_collectors
@@ -62,7 +62,7 @@ class DeviceView:
 
     @classmethod
     def for_host(cls, interval: float) -> Optional[DeviceView]:
-        h = probe()
+        h = identify()
         for name in ("diskstats", "iostat"):
             try:
                 made, _ = build_collectors(h, interval, names=[name])

@@ -4,10 +4,16 @@ Derived from the ``SOURCE`` records of the source modules (:mod:`zfsmon.sources.
 every source with a collector, in the records' order. Each decides from the
 probed :class:`~zfsmon.host.Host` whether it can run here and, if not, why;
 ``zfsmon doctor`` prints the same checks (:func:`source_checks`).
+
+The whole list (:data:`SOURCES`, :data:`NAMES`, :func:`named`) is discovered the first time it is asked for,
+which imports every source module; a command that names its sources (`zfsmon iostat`'s device view, `zfsmon
+record zpool`) imports only theirs, found through :data:`MODULES`.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -16,8 +22,44 @@ from zfsmon.host import Check, Host
 from zfsmon.sources.base import Collector
 from zfsmon.sources.spec import Source, discover
 
-#: every source record, in order (parse-only ones included)
-SOURCES: Tuple[Source, ...] = discover()
+#: each source's name -> the module that declares its record, in the records' order: where a source lives, so
+#: that naming one does not import all seventeen (the records stay the one definition of each source, and a name
+#: missing here is still found, by discovering them all; tests/unit/test_source_records.py holds this table
+#: equal to what :func:`~zfsmon.sources.spec.discover` finds)
+MODULES: Dict[str, str] = {
+    "zpool": "zfsmon.sources.zpool_iostat_collector",
+    "latency": "zfsmon.sources.zpool_latency",
+    "status": "zfsmon.sources.zpool_health",
+    "arcstats": "zfsmon.sources.arcstats",
+    "arcstat": "zfsmon.sources.arcstat_tool",
+    "zil": "zfsmon.sources.zil",
+    "objset": "zfsmon.sources.objset",
+    "iostats": "zfsmon.sources.pool_iostats",
+    "txgs": "zfsmon.sources.txgs",
+    "diskstats": "zfsmon.sources.diskstats",
+    "iostat": "zfsmon.sources.illumos_iostat",
+    "iostat-x": "zfsmon.sources.sysstat_iostat",
+    "fsstat": "zfsmon.sources.fsstat",
+    "trace-tools": "zfsmon.sources.trace_tools",
+    "pgbench": "zfsmon.sources.pgbench",
+    "fio": "zfsmon.sources.fio",
+    "pgstat": "zfsmon.sources.pgstat",
+}
+
+
+@functools.cache
+def _discovered() -> Tuple[Source, ...]:
+    return discover()
+
+
+def __getattr__(name: str) -> object:
+    """``SOURCES``: every source record, in order (parse-only ones included); ``NAMES``: the names `zfsmon record
+    SOURCES` accepts. Discovered when first asked for (it imports every source module)."""
+    if name == "SOURCES":
+        return _discovered()
+    if name == "NAMES":
+        return tuple(s.name for s in collectable(_discovered()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def collectable(sources: Sequence[Source]) -> Tuple[Source, ...]:
@@ -25,22 +67,37 @@ def collectable(sources: Sequence[Source]) -> Tuple[Source, ...]:
     return tuple(s for s in sources if s.collector is not None)
 
 
-#: the names `zfsmon record SOURCES` accepts
-NAMES: Tuple[str, ...] = tuple(s.name for s in collectable(SOURCES))
+def record(name: str) -> Source:
+    """The record of the source ``name`` (a key of :data:`MODULES`), importing its module alone."""
+    found = getattr(importlib.import_module(MODULES[name]), "SOURCE", None)
+    if not isinstance(found, Source) or found.name != name:
+        raise TypeError(f"{MODULES[name]}.SOURCE is not the record of source {name!r} (registry.MODULES is stale)")
+    return found
 
-#: a record's ``source`` (a source's name, or a name older recordings carry for it) -> that source's record
-_BY_NAME: Dict[str, Source] = {n: s for s in SOURCES for n in (*s.aliases, s.name)}
+
+def _of(names: Optional[Sequence[str]]) -> Tuple[Source, ...]:
+    """The records of ``names``, in order, importing only their modules; all of them when no names are given or
+    one is not in :data:`MODULES` (an unknown name, said with every known one)."""
+    if not names or any(n not in MODULES for n in names):
+        return _discovered()
+    return tuple(sorted((record(n) for n in dict.fromkeys(names)), key=lambda s: (s.order, s.name)))
+
+
+@functools.cache
+def _by_name() -> Dict[str, Source]:
+    """A record's ``source`` (a source's name, or a name older recordings carry for it) -> that source's record."""
+    return {n: s for s in _discovered() for n in (*s.aliases, s.name)}
 
 
 def named(source: str) -> Optional[Source]:
     """The source record a sample's or event's ``source`` names; None for what no source module declares (the
     recorder, the clock, a tracing script, the user's marks)."""
-    return _BY_NAME.get(source)
+    return _by_name().get(source)
 
 
 def source_checks(host: Host, sources: Optional[Sequence[Source]] = None) -> List[Check]:
     """Doctor's line for each source that has a check, in order, named as `record SOURCES` takes it."""
-    return [replace(s.check(host), name=s.name) for s in (SOURCES if sources is None else sources)
+    return [replace(s.check(host), name=s.name) for s in (_discovered() if sources is None else sources)
             if s.check is not None]
 
 
@@ -50,14 +107,14 @@ def build_collectors(host: Host, interval: float, pools: Optional[Sequence[str]]
     """The collectors for `names` (default: every source this host has) and why the others were skipped.
 
     Naming a source that cannot run here is an error (the user asked for it);
-    leaving the choice to us skips it with its reason. ``sources`` replaces
-    the discovered records (tests).
+    leaving the choice to us skips it with its reason. Named sources import only
+    their own modules. ``sources`` replaces the discovered records (tests).
     """
-    known = collectable(SOURCES if sources is None else sources)
-    known_names = [s.name for s in known]
-    unknown = [n for n in (names or ()) if n not in known_names]
+    known = collectable(_of(names) if sources is None else sources)
+    unknown = [n for n in (names or ()) if n not in {s.name for s in known}]
     if unknown:
-        raise UserError(f"unknown source {', '.join(unknown)} (known: {', '.join(known_names)})")
+        every = collectable(_discovered() if sources is None else sources)
+        raise UserError(f"unknown source {', '.join(unknown)} (known: {', '.join(s.name for s in every)})")
     collectors: List[Collector] = []
     skipped: List[str] = []
     for s in known:

@@ -15,10 +15,12 @@ doctor's source lines), the text kinds (:mod:`zfsmon.sources.detect`) and the
 sources table of docs/metrics.md. Adding a source is adding a module
 (docs/contributing.md).
 
-The derived modules call :func:`discover` when they are imported, and it
-imports every module of the package, them included. That is safe because a
-derived module holds no ``SOURCE`` and no source module imports a derived one
-(tests/unit/test_source_records.py checks it).
+The derived modules call :func:`discover` (the registry when its whole list is
+first asked for, detect when it is imported), and it imports every module of
+the package, them included. That is safe because a derived module holds no
+``SOURCE`` and no source module imports a derived one
+(tests/unit/test_source_records.py checks it). A command that names its
+sources imports only their modules (:data:`zfsmon.sources.registry.MODULES`).
 """
 
 from __future__ import annotations
