@@ -30,7 +30,8 @@ TOTALLED: Tuple[str, ...] = ("read_ops", "write_ops", "read_bw", "write_bw")
 _FRAC = 1074  # binary digits after the point: the smallest subnormal float is 2**-1074
 _ONE = 1 << _FRAC
 
-# one running sum: [exact amount in units of 2**-1074, amounts in it, nans, +infs, -infs]
+# one running sum: [whole part, the rest in units of 2**-1074, amounts in it, nans, +infs, -infs]; whole amounts
+# (counts over whole seconds, the common case) go to the first, a small int, which is cheaper to add to
 _Sum = List[int]
 #: a held sample's part: (ts, row key, ((metric, amount), ...))
 _Part = Tuple[float, str, Tuple[Tuple[str, float], ...]]
@@ -44,15 +45,15 @@ def _fixed(x: float) -> int:
 
 def _value(acc: _Sum) -> float:
     """The float a sum stands for: correctly rounded, or what the non-finite amounts in it make."""
-    _, _, nans, pinf, ninf = acc
+    whole, fine, _, nans, pinf, ninf = acc
     if nans or (pinf and ninf):
         return float("nan")
     if pinf or ninf:
         return float("inf") if pinf else float("-inf")
     try:
-        return acc[0] / _ONE  # int / int is correctly rounded
+        return float(whole) if not fine else ((whole << _FRAC) + fine) / _ONE  # both correctly rounded
     except OverflowError:
-        return float("inf") if acc[0] > 0 else float("-inf")
+        return float("inf") if whole > 0 else float("-inf")
 
 
 class WindowTotals:
@@ -144,15 +145,20 @@ class WindowTotals:
         for m, x in amounts:
             acc = sums.get(m)
             if acc is None:
-                acc = sums[m] = [0, 0, 0, 0, 0]
-            acc[1] += sign
-            if x != x:
-                acc[2] += sign
-            elif x in (float("inf"), float("-inf")):
-                acc[3 if x > 0 else 4] += sign
+                acc = sums[m] = [0, 0, 0, 0, 0, 0]
+            acc[2] += sign
+            try:
+                n = int(x)
+            except ValueError:  # nan
+                acc[3] += sign
+            except OverflowError:  # an infinity
+                acc[4 if x > 0 else 5] += sign
             else:
-                acc[0] += sign * _fixed(x)
-            if not acc[1]:
+                if n == x:
+                    acc[0] += sign * n
+                else:
+                    acc[1] += sign * _fixed(x)
+            if not acc[2]:
                 del sums[m]
         if not sums:
             del self._sums[key]
