@@ -12,10 +12,14 @@ recording written by bench/bench_store.py (or made here with --make-hours).
 
     python3 bench/bench_top.py --recording /var/tmp/zfsmon-top-bench/day.zfsmon
     python3 bench/bench_top.py --breakdown      # the refresh's own parts, without Textual
+    python3 bench/bench_top.py --totals --leaves 64,256 --windows 300,3600   # the tree: rates vs totals mode
 
 Breakdown: the model and the panels of one refresh at 160x50 timed alone (feeding a second's records, building
 each panel's text) and the findings analysis the app runs every ``FINDINGS_EVERY_S`` in a worker thread, with
 its share per 1 Hz refresh; what the refresh's CPU holds beyond these is Textual's drawing.
+
+Totals: the vdev tree's text in rates mode and in totals mode (``r``), and feeding a second's records, with the
+pool at 64 or 256 leaves (8 or 32 raidz2 vdevs of 8) and a full 5-minute or 1-hour window, outside Textual.
 
 Prints a markdown section for docs/performance.md.
 """
@@ -33,10 +37,10 @@ from typing import Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_store import T0, Synthetic  # noqa: E402
+from bench_store import POOL, T0, Synthetic  # noqa: E402
 
 from zfsmon import gcpolicy  # noqa: E402
-from zfsmon.model import Entity, Kind, Record, Sample  # noqa: E402
+from zfsmon.model import Entity, Kind, Record, Role, Sample  # noqa: E402
 from zfsmon.store import Recorder, Recording  # noqa: E402
 from zfsmon.views.top import panels  # noqa: E402
 from zfsmon.views.top.app import FINDINGS_CPU_SHARE, FINDINGS_EVERY_S, LiveFeed, TopApp, findings_every  # noqa: E402
@@ -48,13 +52,20 @@ from zfsmon.views.top.timeline import read_timeline  # noqa: E402
 class WithDevices(Synthetic):
     """bench_store's pool plus /proc/diskstats-like counters for every leaf."""
 
-    def __init__(self) -> None:
+    def __init__(self, vdevs: int = 8) -> None:
         super().__init__()
+        if vdevs != 8:  # bench_store's pool with another count of 8-leaf raidz2 vdevs (their names stay unique)
+            data = [(Entity(Kind.POOL, POOL, POOL), 0)]
+            for v in range(vdevs):
+                vname = f"raidz2-{v}"
+                data.append((Entity(Kind.VDEV, vname, POOL, Role.DATA, POOL), 1))
+                data += [(Entity(Kind.LEAF, f"sd{v}x{d}", POOL, Role.DATA, vname), 2) for d in range(8)]
+            self.rows = data + [(e, depth) for e, depth in self.rows if e.role in (Role.LOG, Role.CACHE)]
         self.leaves = [e.name for e, depth in self.rows if depth == 2]
         self.dev = {n: [0, 0, 0, 0, 0, 0] for n in self.leaves}
 
     def records(self, i: int) -> List[Record]:
-        out: List[Record] = list(self.tick(i)[0])
+        out: List[Record] = list(self.tick(i, text=False)[0])
         for n in self.leaves:
             c = self.dev[n]
             for j, step in enumerate((300, 200, 300 * 65536, 200 * 65536, 300 * 4_000_000, 200 * 3_000_000)):
@@ -259,6 +270,46 @@ def _breakdown(rounds: int) -> Dict[str, float]:
     return out
 
 
+def tree_modes(leaves: int, window_s: float, rounds: int = 10) -> Dict[str, float]:
+    """CPU of the vdev tree's text (the whole tree, 160x50's width) in rates and in totals mode, and of feeding a
+    second's records, with a full window of ``window_s`` at ``leaves`` leaves; milliseconds per 1 Hz refresh."""
+    syn = WithDevices(vdevs=leaves // 8)
+    st = TopState(window_s)
+    c = time.process_time()
+    for i in range(int(window_s)):
+        st.feed(syn.records(i))
+    fill = time.process_time() - c
+    batches = [syn.records(i) for i in range(int(window_s), int(window_s) + rounds)]
+    out: Dict[str, float] = {"records": float(len(batches[0])), "held": float(len(st.samples)), "fill_s": fill}
+    with gcpolicy.fewer_collections():
+        feed, text = 0.0, {"rates": 0.0, "totals": 0.0}
+        for b in batches:
+            c = time.process_time()
+            st.feed(b)
+            feed += time.process_time() - c
+            for mode in ("rates", "totals"):
+                o = panels.ViewOptions(pool=st.pools()[0], totals=mode == "totals")
+                c = time.process_time()
+                panels.tree_lines(st, o, 95)
+                text[mode] += time.process_time() - c
+    out["feed"] = feed / rounds * 1000
+    out.update({mode: v / rounds * 1000 for mode, v in text.items()})
+    lo = st.window()[0]
+    out["covered_s"] = st.now - max(lo, min(s.ts for s in st.samples))  # what MAX_SAMPLES leaves of the window
+    return out
+
+
+def _print_tree_modes(leaves: List[int], windows: List[float], rounds: int) -> None:
+    print("| leaves | window | records per second | samples held (seconds of the window) | feeding a second "
+          "| tree text, rates mode | tree text, totals mode |")
+    print("|---|---|---|---|---|---|---|")
+    for n in leaves:
+        for w in windows:
+            r = tree_modes(n, w, rounds)
+            print(f"| {n} | {w / 60:g} min | {r['records']:.0f} | {r['held']:,.0f} ({r['covered_s']:.0f} s of it) "
+                  f"| {r['feed']:.1f} ms | {r['rates']:.1f} ms | {r['totals']:.1f} ms |", flush=True)
+
+
 def _print_refresh(results: List[dict]) -> None:
     print("| screen | records per interval | CPU per refresh | of it, the cyclic collector (runs per generation) "
           "| of it, the main thread: feed + text + drawing | wall per refresh | share of one core at 1 Hz |")
@@ -278,7 +329,17 @@ def main() -> int:
     ap.add_argument("--refreshes", type=int, default=60)
     ap.add_argument("--refresh-only", action="store_true", help="only the refresh loop (no replay, no recording)")
     ap.add_argument("--breakdown", action="store_true", help="only the refresh's parts outside Textual, timed alone")
+    ap.add_argument("--totals", action="store_true",
+                    help="only the vdev tree's text in rates and totals mode (and feeding), per --leaves and --windows")
+    ap.add_argument("--leaves", default="64,256", help="--totals: leaf counts, multiples of 8 (default 64,256)")
+    ap.add_argument("--windows", default="300,3600", help="--totals: full windows, seconds (default 300,3600)")
+    ap.add_argument("--rounds", type=int, default=10, help="--totals: refreshes timed per case (default 10)")
     args = ap.parse_args()
+    if args.totals:
+        print(f"Command: `python3 bench/bench_top.py {' '.join(sys.argv[1:])}`\n")
+        _print_tree_modes([int(x) for x in args.leaves.split(",")], [float(x) for x in args.windows.split(",")],
+                          args.rounds)
+        return 0
     if args.breakdown:
         got = breakdown()
         print(f"Command: `python3 bench/bench_top.py {' '.join(sys.argv[1:])}`\n")

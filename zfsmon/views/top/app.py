@@ -14,9 +14,10 @@ import gc
 import os
 import queue
 import time
+from collections import deque
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Iterable, List, Optional, Sequence
+from typing import Callable, Deque, Iterable, List, Optional, Sequence
 
 from rich.text import Text
 from textual import events
@@ -48,8 +49,13 @@ from zfsmon.views.top.timeline import Timeline, read_timeline
 MIN_SIZE = (80, 24)
 #: below this width the side panels go under the tree in a compact grid
 NARROW = 120
-#: live batches held back while paused (they are recorded anyway)
-MAX_HELD = 10_000
+#: live batches (one per sampler tick) held back while paused, the oldest let go first (they are recorded anyway):
+#: a pause of 15 minutes at a 1 s interval keeps every one
+MAX_HELD = 900
+#: and records held at most, whatever the pool's size: what a pause holds in memory, about 125 MB at the 625 bytes
+#: a record of bench_top's pool takes (its 64 leaves make 143 records a tick, so MAX_HELD binds: 15 minutes; 256
+#: leaves make ~530, 6 minutes)
+MAX_HELD_RECORDS = 200_000
 FINDINGS_EVERY_S = 30.0
 #: live, the findings take at most this share of one core: a run that took 0.45 s of CPU comes every 45 s instead
 #: of 30 (64 leaves and their devices take about 0.25 s on the reference machine, docs/performance.md "Dashboard";
@@ -147,8 +153,9 @@ class LiveFeed:
     def sink(self, records: List[Record]) -> None:
         self.q.put(list(records))
 
-    def drain(self) -> List[Record]:
-        return [r for batch in drain(self.q) for r in batch]
+    def drain_batches(self) -> List[List[Record]]:
+        """The batches handed over since the last drain, each as the sampler gave it (one per tick)."""
+        return drain(self.q)
 
 
 class HelpScreen(ModalScreen):
@@ -227,7 +234,10 @@ class TopApp(App):
         self.opts = panels.ViewOptions(interval=interval, theme=theme)
         self.paused = False
         self._tree_w = 0  # the tree's width at the last redraw (a scroll draws it again at that width)
-        self.held: List[Record] = []
+        #: batches held while paused (:data:`MAX_HELD`, :data:`MAX_HELD_RECORDS`), and the records in them
+        self.held: Deque[List[Record]] = deque()
+        self._held_records = 0
+        self._held_dropped = False  # a batch was let go in this pause (said once)
         self.report = None
         self._report_at = 0.0
         self.exports: List[str] = []
@@ -381,15 +391,14 @@ class TopApp(App):
             self._layout()
             self.redraw()
         if self.feed is not None:
-            recs = self.feed.drain()
-            if recs:
-                if self.paused:
-                    self.held.extend(recs)
-                    del self.held[:-MAX_HELD]
-                else:
-                    self.state.feed(recs)
-                    self._feed_timeline(recs)
-                    self._choose_pool()
+            batches = self.feed.drain_batches()
+            recs = [r for b in batches for r in b]
+            if self.paused:
+                self._hold(batches)
+            elif recs:
+                self.state.feed(recs)
+                self._feed_timeline(recs)
+                self._choose_pool()
         elif self.replay is not None and self.replay.playing:
             before = self.replay.cursor
             self.state = self.replay.move_to(before + 0.25 * self.replay.speed)
@@ -399,6 +408,20 @@ class TopApp(App):
             self.redraw()
         elif self.replay is not None and time.monotonic() >= self._settle_until:
             self.replay.prepare_back()  # the cursor rests: the next step back finds its state ready
+
+    def _hold(self, batches: List[List[Record]]) -> None:
+        """Batches that came while paused, kept whole for the resume; beyond the bounds the oldest are let go (the
+        view loses them, the recording does not), and a notification says so once."""
+        for b in batches:
+            if b:
+                self.held.append(b)
+                self._held_records += len(b)
+        while len(self.held) > 1 and (len(self.held) > MAX_HELD or self._held_records > MAX_HELD_RECORDS):
+            self._held_records -= len(self.held.popleft())
+            if not self._held_dropped:
+                self._held_dropped = True
+                self.say("paused long: the oldest records are let go from the view (the recording keeps them)",
+                         severity="warning")
 
     def _feed_timeline(self, records: List[Record]) -> None:
         if self.replay is None and self.timeline is not None:
@@ -581,9 +604,10 @@ class TopApp(App):
             return
         self.paused = not self.paused
         if not self.paused and self.held:
-            self.state.feed(self.held)
-            self._feed_timeline(self.held)
-            self.held = []
+            recs = [r for b in self.held for r in b]
+            self.held, self._held_records, self._held_dropped = deque(), 0, False
+            self.state.feed(recs)
+            self._feed_timeline(recs)
         self.redraws = 0 if not self.paused else self.redraws
         self.redraw()
 

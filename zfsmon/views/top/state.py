@@ -41,6 +41,7 @@ from zfsmon.views.top.folds import (
     ZilFold,
     copied,
 )
+from zfsmon.views.top.totals import TOTALLED, WindowTotals
 
 #: order of role groups in the vdev tree, and their headings (as ``zpool status`` names its sections)
 ROLE_ORDER: Tuple[Role, ...] = (Role.DATA, Role.SPECIAL, Role.DEDUP, Role.LOG, Role.CACHE, Role.SPARE)
@@ -128,6 +129,8 @@ class TopState:
         #: (for totals, export and findings) are held for the current window only, at most MAX_SAMPLES
         self.keep_s = float(keep_s) if keep_s is not None else max(self.window_s, 3600.0)
         self.samples: Deque[Sample] = deque()
+        #: each row's totals over the window, told of every sample ``samples`` takes in and lets go
+        self._totals = WindowTotals()
         self.events: Deque[Event] = deque()
         #: each entity's newest sample of each source: a vdev on OpenZFS has ``zpool iostat``'s ops and bandwidth
         #: and ``zpool iostat -w``'s latency histograms, in two samples whose order in an interval is anyone's
@@ -164,7 +167,7 @@ class TopState:
         for name, v in vars(self).items():
             if isinstance(v, (deque, dict, list)):
                 setattr(new, name, copied(v))
-            elif isinstance(v, (RateDeriver, arc.ArcAnalyzer)):
+            elif isinstance(v, (RateDeriver, arc.ArcAnalyzer, WindowTotals)):
                 setattr(new, name, v.copy())
         new.folds = {k: f.copy() for k, f in self.folds.items()}
         new._fed_by = new._routes()
@@ -228,6 +231,7 @@ class TopState:
             self.health[key] = s
             return False
         self.samples.append(s)
+        self._totals.add(s)
         newest = self.latest.get(key)
         if newest is None:
             self.latest[key] = {s.source: s}
@@ -257,6 +261,7 @@ class TopState:
         slo = self.now - self.window_s
         while self.samples and (self.samples[0].ts < slo or len(self.samples) > MAX_SAMPLES):
             self.samples.popleft()
+            self._totals.drop_oldest()
         for f in self.folds.values():
             f.trim(lo)
 
@@ -359,16 +364,9 @@ class TopState:
         return max(srcs.values(), key=lambda s: s.ts) if srcs else None
 
     def totals(self, key: str) -> Dict[str, float]:
-        """Per-interval rates summed over the window into amounts (ops, bytes): the `r` toggle."""
-        lo, hi = self.window()
-        out: Dict[str, float] = {}
-        for s in self.samples:
-            if s.entity.key != key or not lo <= s.ts <= hi or not s.interval:
-                continue
-            for m in ("read_ops", "write_ops", "read_bw", "write_bw"):
-                if m in s.metrics:
-                    out[m] = out.get(m, 0.0) + s.metrics[m] * s.interval
-        return out
+        """Per-interval rates summed over the window into amounts (ops, bytes): the `r` toggle. Kept as samples
+        come and go (:mod:`zfsmon.views.top.totals`): a redraw of every row reads a sum each, not the window."""
+        return self._totals.row(key, self.window()[0])
 
     def tree(self, pool: str, sort: str = "name", collapsed: bool = False, filter_text: str = "",
              totals: bool = False) -> List[TreeRow]:
@@ -411,7 +409,7 @@ class TopState:
         vals, boot = self.values(e.key)
         if totals:
             t = self.totals(e.key)
-            vals = {**{k: v for k, v in vals.items() if k not in ("read_ops", "write_ops", "read_bw", "write_bw")}, **t}
+            vals = {**{k: v for k, v in vals.items() if k not in TOTALLED}, **t}
             boot = False
         row = TreeRow(kind, e.name, depth, e.role, vals, boot)
         h = self.health.get(e.key)
