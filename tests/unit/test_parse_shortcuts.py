@@ -20,7 +20,7 @@ from zfsmon.model import ParseError
 from zfsmon.sources import diskstats, kstat_text, txgs
 from zfsmon.sources.zpool_iostat_columns import parse_header
 from zfsmon.sources.zpool_iostat_histogram import HistogramTable, bucket_label
-from zfsmon.units import MAX_DIGITS, _split, parse_count, parse_size, whole
+from zfsmon.units import MAX_DIGITS, _split, exact, parse_count, parse_size, whole
 
 ASCII_DIGITS = st.text("0123456789", min_size=1, max_size=MAX_DIGITS + 5)
 #: what a value column of zpool or a kstat may hold, plain digits most often
@@ -43,7 +43,7 @@ def test_a_plain_kstat_number_is_its_exact_integer(t):
         with pytest.raises(ValueError):
             kstat_text.to_number(t)
     else:
-        assert kstat_text.to_number(t) == float(whole(t))
+        assert kstat_text.to_number(t) == exact(whole(t)) and type(kstat_text.to_number(t)) is type(exact(whole(t)))
 
 
 def _proc_text(rows: List[Tuple[str, int, str]], sep: str) -> str:
@@ -59,7 +59,7 @@ def _reference(rows: List[Tuple[str, int, str]]) -> Tuple[Dict[str, float], Dict
         if t in (0, 7):
             strings[n] = v
         else:
-            num = kstat_text.to_number(v) if not v.isdigit() or not v.isascii() else float(whole(v))
+            num = kstat_text.to_number(v) if not v.isdigit() or not v.isascii() else exact(whole(v))
             if num is None:
                 raise ParseError("ref", None, "not a number")
             values[n] = num
