@@ -595,3 +595,26 @@ def test_name_filter_serves_those_families_and_an_unknown_name_an_empty_valid_sc
     assert empty_text == b"" and empty_om == b"# EOF\n"
     assert_valid_scrape(empty_text, empty_om)
     assert "zfsmon_arc_hits" in families(_get(port, "?other=1").decode())  # other parameters: the whole scrape
+
+
+#: vdev names no parser refuses (whitespace-free) that a label value must carry as they are: a quote and a
+#: backslash (the exposition format escapes both), a terminal escape, markup and a formula (data to Prometheus)
+HOSTILE_LABELS = {"loop1": 'q"uo\\te', "loop2": "=1+1", "loop3": "\x1b]0;t\x07[/]", "loop4": "$\\foo$"}
+
+
+def test_hostile_names_are_label_values_as_they_are_in_a_valid_scrape(served, tmp_path):
+    """Names from the input reach Prometheus only as label values: every parser accepts the scrape, and each value
+    reads back exactly as the name was (escaped on the wire, never cut or merged)."""
+    fuse = TEST_DATA / "zfsfuse"
+    status, iostat = (fuse / "zpool_status_ziocap.txt").read_text(), (
+        fuse / "zpool_iostat_-v_ziocap_1_8_cache-removed-readded.txt").read_text()
+    for name, bad in HOSTILE_LABELS.items():
+        status, iostat = status.replace(name, bad), iostat.replace(name, bad)
+    records = zpool_iostat.parse_text(iostat, interval=1.0, start_ts=1_800_000_000.0, topology=parse_status(status))
+    path = str(tmp_path / "hostile.zfsmon")
+    with Recorder(path, {"host": "h", "interval": "1"}) as rec:
+        rec.write(records)
+    with Recording.open(path) as rec:
+        fams, _port = served_valid(served, latest_from_recording(rec))
+    shown = {v for _t, _d, samples in fams.values() for _n, labels, _v in samples for v in labels.values()}
+    assert set(HOSTILE_LABELS.values()) <= shown
