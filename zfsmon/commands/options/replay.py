@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from zfsmon.commands._timearg import seconds
-from zfsmon.views.thresholds import DEFAULT_THEME, THEMES
+from zfsmon.commands.options._screen import add_theme
 
 NAME = "replay"
 HELP = "replay a recording in the dashboard, with a time cursor"
@@ -30,6 +30,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="a recording (zfsmon record/top/soak)")
     p.add_argument("--window", "-w", type=seconds, default=300.0, metavar="D",
                    help="time window shown at the cursor (default 5m)")
-    p.add_argument("--theme", choices=list(THEMES), default=DEFAULT_THEME,
-                   help="colours of ok/warn/crit values: default green/yellow/red, colorblind blue/orange/vermillion "
-                        "(t switches; warn and crit also carry ! and !!; NO_COLOR set: no colours)")
+    add_theme(p)

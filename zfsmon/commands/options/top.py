@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 
 from zfsmon.commands._timearg import MAX_SECONDS, number, seconds, whole
-from zfsmon.views.thresholds import DEFAULT_THEME, THEMES
+from zfsmon.commands.options._screen import add_theme
 
 NAME = "top"
 HELP = "live dashboard of all sources (vdevs by role, ARC/L2ARC, ZIL, workload), recorded as it runs"
@@ -54,9 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--no-record", action="store_true", help="do not record")
     p.add_argument("--window", "-w", type=seconds, default=300.0, metavar="D",
                    help="time window of sparklines, totals and findings (default 5m; +/- change it)")
-    p.add_argument("--theme", choices=list(THEMES), default=DEFAULT_THEME,
-                   help="colours of ok/warn/crit values: default green/yellow/red, colorblind blue/orange/vermillion "
-                        "(t switches; warn and crit also carry ! and !!; NO_COLOR set: no colours)")
+    add_theme(p)
     p.add_argument("--listen", "-l", metavar="ADDR:PORT",
                    help="also serve the readings to Prometheus on http://ADDR:PORT/metrics, with the names and labels "
                         "of `zfsmon exporter` (which see; 127.0.0.1:9134 is its default, port 0 a free one)")
