@@ -196,11 +196,16 @@ def test_top_in_tmux_against_the_lab(lab, tmp_path):
 
 
 def test_bare_zfsmon_on_a_terminal_is_top_and_records_by_default(lab, tmp_path):
-    """`zfsmon` with no subcommand on a terminal runs the dashboard, recording into ./zfsmon-HOST-TIME.zfsmon."""
+    """`zfsmon` with no subcommand on a terminal runs the dashboard, recording into zfsmon-HOST-TIME.zfsmon in the
+    state directory (here a service's ``STATE_DIRECTORY``, which comes first: the test writes nothing into
+    /var/lib/zfsmon), nothing into the directory it was started in."""
     need(shutil.which("tmux") is not None, "tmux not installed")
     session = f"zfsmon-bare-{os.getpid()}"
     rc_file = tmp_path / "rc"
-    cmd = (f"unset COLUMNS LINES; cd {tmp_path} && PYTHONPATH={REPO} {sys.executable} -m zfsmon; "
+    cwd, state = tmp_path / "cwd", tmp_path / "state"
+    cwd.mkdir()
+    state.mkdir(mode=0o700)
+    cmd = (f"unset COLUMNS LINES; cd {cwd} && STATE_DIRECTORY={state} PYTHONPATH={REPO} {sys.executable} -m zfsmon; "
            f"echo $? > {rc_file}")
     _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
     try:
@@ -210,8 +215,8 @@ def test_bare_zfsmon_on_a_terminal_is_top_and_records_by_default(lab, tmp_path):
         _tmux("send-keys", "-t", session, "q")
         _exited(session, rc_file)
     assert rc_file.read_text().strip() == "0"
-    made = sorted(tmp_path.glob("zfsmon-*.zfsmon"))
-    assert len(made) == 1
+    made = sorted(state.glob("zfsmon-*.zfsmon"))
+    assert len(made) == 1 and list(cwd.iterdir()) == []
     with Recording.open(str(made[0])) as r:
         assert any(e.kind == Kind.POOL and e.name == lab.pool for e in r.entities())
 
