@@ -86,6 +86,21 @@ def test_80x24_has_every_heading_whole(recording):
     run(go())
 
 
+def test_80x24_cuts_the_header_and_the_key_bar_visibly_and_keeps_help_on_it(recording, tmp_path):
+    """At 80 columns the header's second line and the key bar are longer than the screen: each is cut with an
+    ellipsis on its own line (not wrapped onto a line its height hides, which lost the window and the recording
+    without a sign), and the key bar starts with what finds the others (? help, the palette)."""
+    async def check(app, header_cut: bool):
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            lines = screen_text(app).splitlines()
+            assert lines[1].rstrip().endswith("…") == header_cut, lines[1]
+            assert header_cut or "every 1s  window 5m  rec " in lines[1], lines[1]
+            assert lines[-1].startswith("? help  ^p cmds  q quit") and lines[-1].rstrip().endswith("…"), lines[-1]
+    run(check(replay_app(recording), True))  # replay's cursor takes the room: the line is cut
+    run(check(_live_app(tmp_path)[0], False))  # live's fits, the recording's path shortened from its start
+
+
 def test_tree_shows_roles_and_tab_switches_pool(recording):
     async def go():
         app = replay_app(recording)
