@@ -777,7 +777,7 @@ def _timeline_parts(app):
     """(rows by label, the axis' cells, the footer) of the timeline panel as drawn."""
     lines = _panel(app, "timeline").splitlines()
     n = panels.TIMELINE_LABEL
-    axis = next(line for line in lines if line.startswith(" " * n) and set(line[n:].strip()) <= set("─━▲M|"))
+    axis = next(line for line in lines if line.startswith(" " * n) and set(line[n:].strip()) <= set("─━▲M|┃"))
     w = len(axis.rstrip()) - n
     rows = {line[:n].strip(): line[n:n + w] for line in lines[1:] if line[:n].strip()}
     return rows, axis[n:n + w], lines[lines.index(axis) + 1]
@@ -874,7 +874,7 @@ def test_timeline_shows_run_boundaries_and_marks(recording):
             run_end = next(e for e in evs if e.kind == EventKind.RUN_END)
             w = len(axis)
             assert axis[int((mark.ts - start) / (end + 1 - start) * w)] == "M"
-            assert axis[int((run_end.ts - start) / (end + 1 - start) * w)] == "|"
+            assert axis[int((run_end.ts - start) / (end + 1 - start) * w)] == "┃"  # a boundary in the window
             assert rows["TPS per s"].strip() and "max 752" in _panel(app, "timeline")  # pgbench -P 6's best 6 s
     run(go())
 
