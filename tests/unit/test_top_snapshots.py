@@ -182,12 +182,18 @@ def test_replay_soak_overlay_screen(key, screen, name, lab_soak_file, tmp_path):
     asyncio.run(go())
 
 
-@pytest.mark.parametrize("size", [(160, 50), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_live_screen(size, fixtures, tmp_path):
+LIVES = [((160, 50), "ziocap"), ((80, 24), "testpool")]
+
+
+@pytest.mark.parametrize("size,pool", LIVES, ids=[f"{s[0]}x{s[1]}-{p}" for s, p in LIVES])
+def test_live_screen(size, pool, fixtures, tmp_path):
+    """ziocap has data, log and cache vdevs (the tree's roles), testpool a raidz with latencies (their marks)."""
     async def go():
         app, feed, clock = _live()
         async with app.run_test(size=size) as pilot:
             await _feed_live(pilot, feed, clock)
+            while app.opts.pool != pool:
+                await pilot.press("tab")
             await _settled(pilot)
             check(app, f"live-{size[0]}x{size[1]}", tmp_path)
     asyncio.run(go())
