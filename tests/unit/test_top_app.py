@@ -86,6 +86,21 @@ def test_80x24_has_every_heading_whole(recording):
     run(go())
 
 
+def test_80x24_cuts_the_header_and_the_key_bar_visibly_and_keeps_help_on_it(recording, tmp_path):
+    """At 80 columns the header's second line and the key bar are longer than the screen: each is cut with an
+    ellipsis on its own line (not wrapped onto a line its height hides, which lost the window and the recording
+    without a sign), and the key bar starts with what finds the others (? help, the palette)."""
+    async def check(app, header_cut: bool):
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            lines = screen_text(app).splitlines()
+            assert lines[1].rstrip().endswith("…") == header_cut, lines[1]
+            assert header_cut or "every 1s  window 5m  rec " in lines[1], lines[1]
+            assert lines[-1].startswith("? help  ^p cmds  q quit") and lines[-1].rstrip().endswith("…"), lines[-1]
+    run(check(replay_app(recording), True))  # replay's cursor takes the room: the line is cut
+    run(check(_live_app(tmp_path)[0], False))  # live's fits, the recording's path shortened from its start
+
+
 def test_tree_shows_roles_and_tab_switches_pool(recording):
     async def go():
         app = replay_app(recording)
@@ -762,7 +777,7 @@ def _timeline_parts(app):
     """(rows by label, the axis' cells, the footer) of the timeline panel as drawn."""
     lines = _panel(app, "timeline").splitlines()
     n = panels.TIMELINE_LABEL
-    axis = next(line for line in lines if line.startswith(" " * n) and set(line[n:].strip()) <= set("─━▲M|"))
+    axis = next(line for line in lines if line.startswith(" " * n) and set(line[n:].strip()) <= set("─━▲M|┃"))
     w = len(axis.rstrip()) - n
     rows = {line[:n].strip(): line[n:n + w] for line in lines[1:] if line[:n].strip()}
     return rows, axis[n:n + w], lines[lines.index(axis) + 1]
@@ -859,7 +874,7 @@ def test_timeline_shows_run_boundaries_and_marks(recording):
             run_end = next(e for e in evs if e.kind == EventKind.RUN_END)
             w = len(axis)
             assert axis[int((mark.ts - start) / (end + 1 - start) * w)] == "M"
-            assert axis[int((run_end.ts - start) / (end + 1 - start) * w)] == "|"
+            assert axis[int((run_end.ts - start) / (end + 1 - start) * w)] == "┃"  # a boundary in the window
             assert rows["TPS per s"].strip() and "max 752" in _panel(app, "timeline")  # pgbench -P 6's best 6 s
     run(go())
 

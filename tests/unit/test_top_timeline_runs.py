@@ -13,6 +13,7 @@ from typing import List, Tuple
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from tests.conftest import TEST_DATA, wait_until_async
 from zfsmon import names
@@ -236,3 +237,31 @@ def test_a_run_end_event_without_summary_is_a_boundary_only():
     tl = timeline.Timeline()
     tl.feed([Event(T0, EventKind.RUN_END, "pgbench run 1 ended (no summary: killed or aborted)", source="pgbench")])
     assert tl.span() is None and len(tl.events) == 1
+
+
+def test_a_loop_soaks_run_boundaries_leave_the_rows_their_colour_and_the_window_on_the_axis(lab_soak_file):
+    """The real lab soak: 100 runs of 58 s in 100 minutes put a run boundary in nearly every cell of the panel.
+    They are drawn on the axis (``|``), dim as it is; the rows keep their colour (only a user's mark colours its
+    column, magenta, as on the axis), and the window the other panels show stays visible: its line heavy (``━``),
+    and so the boundaries in it (``┃``)."""
+    tl = timeline.read_timeline(lab_soak_file)
+    with Recording.open(lab_soak_file) as rec:
+        start, end = rec.time_range()
+    width = 95  # the timeline's width at 160 columns
+    text = panels.timeline(tl, end, panels.ViewOptions(interval=1.0), width, False, (start, end), 300.0)
+    lines = text.split("\n")
+    w = width - panels.TIMELINE_LABEL - panels.TIMELINE_RIGHT - 1
+    axis = lines[-2].plain[panels.TIMELINE_LABEL:panels.TIMELINE_LABEL + w]
+    assert axis.count("|") > w // 2  # the boundaries are there, nearly a cell each
+    window = axis.rstrip("▲")[-3:]  # the window's cells before the cursor at the end: boundaries heavy there
+    assert window and set(window) <= {"━", "┃"} and "┃" in window, axis
+    console = Console()
+    for line in lines[1:-2]:
+        styles = [str(line.get_style_at_offset(console, panels.TIMELINE_LABEL + i)) for i in range(w)]
+        assert not any("magenta" in s for s in styles), line.plain  # the soak has no user mark
+        assert styles.count("cyan") >= w - 1, line.plain  # all but the cursor's column
+    # a user's mark still colours its column in the rows and on the axis
+    tl.feed([Event(start + (end - start) / 2, EventKind.MARK, "a note", source="user")])
+    marked = panels.timeline(tl, end, panels.ViewOptions(interval=1.0), width, False, (start, end), 300.0)
+    for line in marked.split("\n")[1:-1]:
+        assert any("magenta" in str(line.get_style_at_offset(console, panels.TIMELINE_LABEL + i)) for i in range(w))

@@ -214,6 +214,7 @@ class TopApp(App):
     #body.narrow .panel { height: 6; margin: 0; }
     #body.narrow #findings { column-span: 2; }
     #keys { height: 1; background: $boost; }
+    #header, #keys { text-wrap: nowrap; text-overflow: ellipsis; }
     #toosmall { height: 1fr; content-align: center middle; display: none; }
     """
 
@@ -513,10 +514,11 @@ class TopApp(App):
         for p in panels.SIDE:
             width = side_w * p.span if narrow else side_w
             self._put(p.widget_id, p.render(panels.Frame(self.state, self.opts, width, narrow, report)))
-        keys = "q quit  p pause  m mark  tab pool  +/- window  f findings  r rates/totals  e export  / filter  ? help  ^p cmds"
+        # the keys that find the others first: a narrow screen cuts the line's end
+        keys = "? help  ^p cmds  q quit  p pause  m mark  tab pool  +/- window  f findings  r rates/totals  e export  / filter"
         if self.replay is not None:
-            keys = ("q quit  p play  ←/→ step  [/] events  f findings  home/end  </> speed  +/- window  e export  ? help  "
-                    "^p cmds")
+            keys = ("? help  ^p cmds  q quit  p play  ←/→ step  [/] events  f findings  home/end  </> speed  +/- window  "
+                    "e export")
         self._put("keys", Text(keys, no_wrap=True, overflow="ellipsis"))
 
     def _draw_tree(self) -> None:

@@ -19,8 +19,9 @@ TIMELINE_RIGHT = 11
 def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewOptions, width: int,
              live: bool, extent: Optional[Tuple[float, float]] = None, window_s: float = 0.0) -> Text:
     """The whole run: one row per series (blocks scaled from 0, or 0..100 %, to the row's max, shown at its right),
-    then an axis with run boundaries (``|``), marks (``M``), the cursor (``▲``) and the window the other panels
-    show (``━``, the ``window_s`` before the cursor, or before the end live), and the time at both ends.
+    then an axis with run boundaries (``|``; ``┃`` in the window), marks (``M``), the cursor (``▲``) and the window
+    the other panels show (``━``, the ``window_s`` before the cursor, or before the end live), and the time at both
+    ends.
     ``extent``: the time the row spans (replay: the recording's first to last reading), else the buckets'."""
     parts: List[Text] = []
     span = tl.span() if tl is not None else None
@@ -40,7 +41,10 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
     def cell(ts: float) -> int:
         return min(w - 1, max(0, int((ts - start) / (end - start) * w)))
 
-    marks = {cell(e.ts): e for e in tl.events if start <= e.ts <= end + tl.every}
+    events = {cell(e.ts): e for e in tl.events if start <= e.ts <= end + tl.every}
+    # a user's marks are coloured, in the rows and on the axis; run boundaries are only the axis's "|" (a loop soak
+    # has one in nearly every cell: coloured, they made the rows one colour)
+    marks = [i for i, e in events.items() if e.kind == EventKind.MARK]
     at = cell(cursor) if cursor is not None else None
     for label, unit, fixed, vals in tl_mod.rows(tl, start, end, w, closed_only=live):
         present = [v for v in vals if v is not None]
@@ -63,8 +67,10 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
         upto = cursor if cursor is not None else end
         for i in range(cell(upto - window_s), cell(upto) + 1):
             ticks[i] = "━"
-    for i, ev in marks.items():
-        ticks[i] = "M" if ev.kind == EventKind.MARK else "|"
+    for i in events:  # in the window, heavy as its line is: both stay visible where every cell has a boundary
+        ticks[i] = "┃" if ticks[i] == "━" else "|"
+    for i in marks:
+        ticks[i] = "M"
     if at is not None:
         ticks[at] = "▲"
     axis = Text(" " * TIMELINE_LABEL)
