@@ -90,8 +90,8 @@ def _build(cfg: LabConfig, log) -> LabInfo:
         cache = [x.loop for x in state.devices if x.role == "cache"]
         # cachefile=none: a daemon started after a crash does not re-import the pool (FAULTED, its files
         # gone after the clean-up) and keep itself alive; a lab pool exists only while its lab does
-        run(["zpool", "create", "-f", "-o", "cachefile=none", cfg.pool, "mirror", data[0], data[1],
-             "mirror", data[2], data[3], "log", *log_dev, "cache", *cache])  # type: ignore[list-item]
+        system.create_pool(cfg.pool, ["mirror", data[0], data[1], "mirror", data[2], data[3],  # type: ignore[list-item]
+                                      "log", *log_dev, "cache", *cache])
         state.pool_created = True
         state.save()
         ds = f"{cfg.pool}/{cfg.dataset}"

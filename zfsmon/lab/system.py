@@ -184,6 +184,24 @@ def detach_loop(loop: str, expected_file: str) -> None:
     raise LabError(f"cannot detach {loop} (still busy)")
 
 
+def create_pool(pool: str, vdev_args: List[str], attempts: int = 5) -> None:
+    """``zpool create`` that tries again while zfs-fuse answers "I/O error" and no pool of that name came to be.
+
+    zfs-fuse sometimes fails a create on fresh loop devices right after it destroyed a pool on the same loop
+    numbers (seen once in a CI run, inside the crash-and-rebuild test); the next attempt a moment later succeeds."""
+    argv = ["zpool", "create", "-f", "-o", "cachefile=none", pool, *vdev_args]
+    for attempt in range(attempts):
+        cp = run(argv, check=False)
+        if cp.returncode == 0:
+            return
+        reason = (cp.stderr or cp.stdout).strip().splitlines()
+        last = reason[-1] if reason else f"exit {cp.returncode}"
+        exists = run(["zpool", "list", "-H", "-o", "name", pool], check=False).returncode == 0
+        if "I/O error" not in last or exists or attempt == attempts - 1:
+            raise LabError(f"`{' '.join(argv)}` failed: {last}")
+        time.sleep(0.5 * (attempt + 1))
+
+
 def dev_numbers(dev: str) -> str:
     st = os.stat(dev)
     return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
