@@ -2,6 +2,8 @@
 # The whole test suite, as CI runs it: installs what is needed, lints, then runs pytest.
 # As root, the lab (zfs-fuse), bpftrace and PostgreSQL tests run for real; with CI=true a missing
 # capability fails them instead of skipping. Extra arguments go to pytest.
+# Without the shared fixtures (ZFSMON_FIXTURES, default ../shared/fixtures) their tier is skipped outside CI,
+# said in one line at the end of pytest's output (tests/conftest.py); with CI=true it fails.
 # The OpenZFS guest tier (tests/guest: a QEMU guest with kernel OpenZFS) runs too unless ZFSMON_GUEST=0;
 # its image (OpenZFS ZFSMON_GUEST_ZFS, default 2.3) is built in the background while the other tiers run.
 set -uo pipefail

@@ -2,7 +2,8 @@
 
 In CI (``CI=true``) a missing capability (root, zfs-fuse, bpftrace, PostgreSQL,
 the shared fixtures) is a failure, never a skip: those tests are the point.
-Elsewhere such tests skip with a one-line reason.
+Elsewhere such tests skip with a one-line reason; the shared fixtures' tier (files outside the
+repository) is skipped as a whole, and the run says so in one line (:func:`shared_fixtures_missing`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import gzip
 import json
 import os
 import shutil
+import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Awaitable, Callable, Dict, List, TypeVar, Union
+from types import ModuleType
+from typing import Awaitable, Callable, Dict, Generator, List, Optional, Set, Tuple, TypeVar, Union
 
 import pytest
 from hypothesis import settings
@@ -49,12 +52,18 @@ def fixtures_root() -> Path:
     return Path(env) if env else REPO.parent / "shared" / "fixtures"
 
 
+def shared_fixtures_missing() -> str:
+    """Why the shared fixtures cannot be read, or "" when they can: the one reason the whole tier gives."""
+    root = fixtures_root()
+    return "" if root.is_dir() else f"shared fixtures not found at {root} (set ZFSMON_FIXTURES)"
+
+
 @pytest.fixture(scope="session")
 def fixtures() -> Path:
     """The genuine captures in ../shared/fixtures (read in place, never copied)."""
-    root = fixtures_root()
-    need(root.is_dir(), f"shared fixtures not found at {root} (set ZFSMON_FIXTURES)")
-    return root
+    why = shared_fixtures_missing()
+    need(not why, why)
+    return fixtures_root()
 
 
 #: fixtures folders that fixture_files() found missing or empty, for the reason given to need() below
@@ -150,14 +159,100 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
             continue
         item.own_markers[:] = [m for m in item.own_markers if m not in empty]
         missing = ", ".join(sorted({str(d) for d in _MISSING_FIXTURES}))
-        item.stash[_VANISHED] = (f"shared fixtures missing or empty: {missing} (set ZFSMON_FIXTURES)" if missing else
-                                 "parametrized over an empty list: a filter over the fixtures matched no file")
+        item.stash[_VANISHED] = (shared_fixtures_missing()
+                                 or (f"shared fixtures missing or empty: {missing} (set ZFSMON_FIXTURES)" if missing
+                                     else "parametrized over an empty list: a filter over the fixtures matched no file"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     why = item.stash.get(_VANISHED, None)
     if why is not None:
         need(False, why)
+
+
+# --- the shared fixtures' tier, outside CI ------------------------------------------------------------------
+# Without ../shared/fixtures (a fresh clone), the tests that read them cannot pass: those asking for the
+# ``fixtures`` fixture skip through need(), but modules that list the captures when imported (fixture_files(),
+# fixtures_root()) fail on what they did not find, as a KeyError or an empty sampled_from. Outside CI every such
+# outcome is reported as one category, "skipped without the shared fixtures", and the run ends with one line
+# naming the tier and the reason; in CI nothing here applies and they fail, as need() says. A test of a module
+# that reads no fixture fails as ever (tests/unit/test_shared_fixtures_tier.py).
+
+#: the category (pytest_report_teststatus) of a test of the tier skipped for want of the shared fixtures
+TIER_SKIPPED = "skipped without the shared fixtures"
+#: the user property that puts a report in that category
+_TIER_MARK = ("zfsmon_tier", "shared fixtures")
+_tier_skips: List[str] = []
+_reads_cache: Dict[str, bool] = {}
+#: what a module that reads the shared fixtures calls (the names it imports from this module)
+_READERS = ("fixtures_root", "fixture_files")
+
+
+def _source_reads_fixtures(module: ModuleType) -> bool:
+    path = getattr(module, "__file__", None)
+    try:
+        text = Path(path).read_text() if path else ""
+    except OSError:
+        return False
+    return any(name in text for name in _READERS)
+
+
+def reads_shared_fixtures(module: ModuleType, _seen: Optional[Set[str]] = None) -> bool:
+    """Whether a test module reads the shared fixtures: it, or a helper module of tests/ that it imports
+    (tests/unit/top_data.py, bad_input.py, ...), calls fixtures_root() or fixture_files()."""
+    name = module.__name__
+    if name in _reads_cache:
+        return _reads_cache[name]
+    seen = _seen if _seen is not None else set()
+    seen.add(name)
+    found = _source_reads_fixtures(module)
+    for value in list(vars(module).values()):
+        if found:
+            break
+        helper = value if isinstance(value, ModuleType) else sys.modules.get(getattr(value, "__module__", "") or "")
+        if (helper is not None and helper.__name__.startswith("tests.") and helper.__name__ != __name__
+                and helper.__name__ not in seen):
+            found = reads_shared_fixtures(helper, seen)
+    _reads_cache[name] = found
+    return found
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, object]:
+    """Outside CI, without the shared fixtures: a test of a module that reads them, failed or skipped for it,
+    is reported in the tier's category (its outcome a skip with the tier's reason)."""
+    report = yield
+    assert isinstance(report, pytest.TestReport)
+    why = shared_fixtures_missing()
+    if IN_CI or not why or report.passed:
+        return report
+    reader = isinstance(item, pytest.Function) and reads_shared_fixtures(item.module)
+    skipped_for_it = report.skipped and (why in str(report.longrepr)
+                                         or reader and "shared fixture" in str(report.longrepr))
+    if skipped_for_it or report.failed and reader:
+        path, line, _ = item.location
+        report.outcome = "skipped"
+        report.longrepr = (path, (line or 0) + 1, f"Skipped: {why}")
+        report.user_properties.append(_TIER_MARK)
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport) -> Optional[Tuple[str, str, str]]:
+    if _TIER_MARK in getattr(report, "user_properties", ()) and report.skipped:
+        return TIER_SKIPPED, "s", "SKIPPED (no shared fixtures)"
+    return None
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if _TIER_MARK in report.user_properties and report.nodeid not in _tier_skips:
+        _tier_skips.append(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The one line a run without the shared fixtures ends with: which tier it skipped, and why."""
+    if _tier_skips:
+        terminalreporter.write_line(f"run-tests: {shared_fixtures_missing()}: the shared-fixtures tier is skipped "
+                                    f"({len(_tier_skips)} tests that read them; with CI=true they fail)")
 
 
 def _timed_out(timeout: float, what: What) -> None:

@@ -3,9 +3,9 @@
 zfsmon makes many small objects that reference counting frees and that are never cyclic garbage: a Sample per
 reading, its dict of metrics, tuples of points, the rich ``Text`` of a panel. At the interpreter's default young
 threshold (700 new container objects) the collector examines them again and again, and now and then walks the
-whole heap: ~20 % of ``zfsmon analyze``'s CPU on an 8-hour recording, and ~5 ms of each 1 Hz refresh of the
-dashboard with 64 leaves (docs/performance.md, "Long soaks" and "Dashboard"). Cyclic garbage is still collected,
-later.
+whole heap: a large share of ``zfsmon analyze``'s CPU on a long recording, and of each 1 Hz refresh of the
+dashboard on a large pool (docs/performance-journal.md, "Long soaks" and "Dashboard"). Cyclic garbage is still
+collected, later.
 """
 
 from __future__ import annotations

@@ -197,8 +197,8 @@ def unthrottled(pool: str, log=print) -> Iterator[bool]:
     """The lab's data vdevs at full speed for the ``with`` block, then throttled again as ``up`` left them; yields
     whether there was a throttle to lift.
 
-    Loading a database on disks of 100 IOPS took minutes (scale 40: 6 min 20 s before the first screen, the
-    primary keys alone 168 s); what a soak watches is the reads afterwards. The lock is held only while the
+    Loading a database on disks of 100 IOPS takes minutes, most of them building the primary keys; what a soak
+    watches is the reads afterwards. The lock is held only while the
     rules change, not during the load."""
     with system.machine_lock():
         state = LabState.load(pool)

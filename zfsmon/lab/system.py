@@ -188,7 +188,7 @@ def create_pool(pool: str, vdev_args: List[str], attempts: int = 5) -> None:
     """``zpool create`` that tries again while zfs-fuse answers "I/O error" and no pool of that name came to be.
 
     zfs-fuse sometimes fails a create on fresh loop devices right after it destroyed a pool on the same loop
-    numbers (seen once in a CI run, inside the crash-and-rebuild test); the next attempt a moment later succeeds."""
+    numbers (as the crash-and-rebuild test does); the next attempt a moment later succeeds."""
     argv = ["zpool", "create", "-f", "-o", "cachefile=none", pool, *vdev_args]
     for attempt in range(attempts):
         cp = run(argv, check=False)

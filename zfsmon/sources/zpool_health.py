@@ -17,10 +17,9 @@ finished with 0 errors").
 
 Cost: ``zpool status`` is a command, not a file read: a process, the pool
 configuration fetched from the kernel (or the zfs-fuse daemon) and a page of
-output. Measured on the zfs-fuse lab (one pool, 2 mirrors + log + cache, 50
-runs): 14 ms wall and 4.6 ms of CPU per run in the zpool process, so about
-0.05 % of a core at one run per 10 s; it grows with the number of vdevs
-(``-j`` on 2.3 not measured yet here: the guest tier will). It runs in its own
+output: milliseconds of CPU a run, growing with the number of vdevs, so it
+runs every few seconds rather than every interval (docs/performance.md,
+"Collection", counts the ``zpool status`` runs). It runs in its own
 thread, every :data:`EVERY_S` seconds (or the recording's interval if longer),
 so a pool whose ``zpool status`` hangs (a suspended pool) delays only this
 source.
@@ -30,8 +29,8 @@ On Linux OpenZFS the kernel publishes each pool's state in one small file
 healthy and no scrub or resilver runs, the command runs only every
 :data:`CALM_EVERY_S` seconds; the state files are read every :data:`EVERY_S`
 seconds and a change (a pool DEGRADED, SUSPENDED, a pool imported or exported)
-runs it at once. In the OpenZFS guest ``zpool status -j`` cost more CPU than
-the ``zpool iostat`` child itself at one run per 10 s. What a calm pool loses:
+runs it at once, because on OpenZFS 2.3 ``zpool status -j`` at one run per
+10 s costs more CPU than the ``zpool iostat`` child itself. What a calm pool loses:
 error counters that grow, and a scrub that starts, without changing the pool's
 state show up within a minute, not 10 s (a running scrub is then followed
 every 10 s again).

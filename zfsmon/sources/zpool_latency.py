@@ -19,8 +19,8 @@ not a per-second figure (the ``zpool_iostat`` source's ``-l`` means are, every
 interval), and they are most of the cost: 37 buckets x 11 columns per vdev
 and interval, zeros included, so 79 % of every value a small OpenZFS 2.3 pool's
 recording held at a 5 s interval, and at 1 s their child and its parsing were
-44-45 % of collecting every source in the OpenZFS guest (docs/performance.md,
-"Collection").
+the largest part of collecting every source on kernel OpenZFS
+(docs/performance-journal.md, "Collection").
 
 ``-w`` came with ZoL 0.7 (OpenZFS on Linux and FreeBSD); illumos, FreeBSD's
 legacy ZFS and zfs-fuse do not have it (there, the trace scripts give

@@ -99,9 +99,8 @@ def _no_pools(res: ProbeResult) -> bool:
 def probe_flags(zpool: str = "zpool", timeout: float = 15.0, keys: Optional[Sequence[str]] = None) -> IostatFlags:
     """Run each candidate once, all at the same time, and :func:`decide`.
 
-    Each takes about 10 ms, nearly all of it starting a process (``-y``: 1 s), so one after another they cost
-    `zfsmon iostat` a tenth of a second before its first report; side by side, the slowest one. ``timeout``
-    bounds them all.
+    Each is mostly the start of a process (``-y`` also waits out its interval), so one after another they add up
+    before `zfsmon iostat`'s first report; side by side, they cost the slowest one. ``timeout`` bounds them all.
     """
     wanted = list(keys if keys is not None else CANDIDATES)
     results: Dict[str, ProbeResult] = {}

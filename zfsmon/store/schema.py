@@ -44,8 +44,8 @@ READABLE: Tuple[int, ...] = (1, 2, 3)
 #: a stream's first row in each block of this many tick ids stores absolute values (a keyframe), so a
 #: reader can start anywhere by starting at the block's first tick
 KEYFRAME_TICKS = 64
-#: tick ids per chunk (a multiple of KEYFRAME_TICKS, so a block's head rows start at a keyframe); 256 measured
-#: best of 64..1024 for size against the cost of decoding a whole chunk for a short read
+#: tick ids per chunk (a multiple of KEYFRAME_TICKS, so a block's head rows start at a keyframe); of 64..1024,
+#: 256 gives the best size against the cost of decoding a whole chunk for a short read
 CHUNK_TICKS = 256
 #: the suffix ``zfsmon record`` gives its files
 SUFFIX = ".zfsmon"

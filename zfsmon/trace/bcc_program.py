@@ -1,7 +1,7 @@
 """The bcc backend's BPF C program, generated from data: which probes serve which trace.
 
 bcc compiles its C program with clang when it starts: seconds on a real machine, about a minute under
-the OpenZFS guest's emulation (53 s measured). So one run puts every probe of every selected trace into ONE program
+the OpenZFS guest's emulation (docs/tracing.md). So one run puts every probe of every selected trace into ONE program
 (:func:`generate`), and the Python side (:mod:`zfsmon.trace.bcc_format`) prints each trace's part of
 the maps in exactly the protocol of its bpftrace twin (``bpftrace/<name>.bt``, docs/tracing.md).
 

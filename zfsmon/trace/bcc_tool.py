@@ -9,8 +9,8 @@ USAGE     python3 -m zfsmon.trace.bcc_tool TRACES INTERVAL [SLOW_MS] [--count N]
 
 It prints, on stdout, exactly what the bpftrace scripts of the same names print (docs/tracing.md), block
 after block, each after its own trace's header. bcc compiles the C program with clang at start-up (a few
-seconds on a real machine, about a minute under the OpenZFS guest's emulation: 53 s measured), so every probe of the run is
-in one program. When the probes are attached it prints, on stdout, the protocol comment
+seconds on a real machine, about a minute under the OpenZFS guest's emulation: docs/tracing.md), so every probe of the
+run is in one program. When the probes are attached it prints, on stdout, the protocol comment
 ``# zfsmon-bcc ready: ...`` (the parser ignores comments) and the same line on stderr: wait for it.
 stdout is flushed after every interval and slow line. SIGINT or SIGTERM detach and exit 0.
 

@@ -18,7 +18,7 @@ and 500 idle clients hold 500 threads. Here:
 So the threads are ``workers + 2`` whatever the clients do, the memory of waiting requests at most
 ``max_waiting`` x :data:`MAX_HEAD`, and a slow or silent client never delays a scrape.
 
-Rendering a large host costs real CPU (3 s for 1,000 leaves, bench/bench_exporter.py), and the values only
+Rendering a large host costs real CPU (seconds for a thousand leaves: bench/bench_exporter.py), and the values only
 change when the sampler adds a sample: with ``version`` (a callable returning something that changes on
 every update, :meth:`LatestValues.version`), a plain scrape reuses the last rendering of the same format
 until the version changes or ``max_age`` seconds pass, so a second Prometheus (an HA pair) or a scrape

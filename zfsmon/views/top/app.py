@@ -58,8 +58,8 @@ MAX_HELD = 900
 MAX_HELD_RECORDS = 200_000
 FINDINGS_EVERY_S = 30.0
 #: live, the findings take at most this share of one core: a run that took 0.45 s of CPU comes every 45 s instead
-#: of 30 (64 leaves and their devices take about 0.25 s on the reference machine, docs/performance.md "Dashboard";
-#: the goose-egg line is judged every interval regardless)
+#: of 30, so a large pool's findings cannot crowd out the drawing (docs/performance.md, "Dashboard", gives a 64-leaf
+#: run's cost; the goose-egg line is judged every interval regardless)
 FINDINGS_CPU_SHARE = 0.01
 
 
@@ -304,8 +304,9 @@ class TopApp(App):
         for box in self.query(VerticalScroll):
             box.can_focus = False
         # a refresh makes thousands of short-lived objects (rich Text, points, findings' tuples): at the default
-        # young threshold the collector ran ~6 times a second and walked the whole heap every ~20 s, ~5 ms of each
-        # 1 Hz refresh at 64 leaves (docs/performance.md, "Dashboard"); put back on unmount
+        # young threshold the collector runs several times a second and now and then walks the whole heap, a cost
+        # on every refresh for garbage reference counting frees anyway (docs/performance.md, "Dashboard"); put
+        # back on unmount
         self._gc.enter_context(gcpolicy.fewer_collections())
         self.watch(self.query_one("#treebox"), "scroll_y", self._tree_scrolled, init=False)
         self._layout()
@@ -337,8 +338,8 @@ class TopApp(App):
 
     def _freeze_heap(self) -> None:
         """Replay holds a large heap for its whole life (the states kept around the cursor, the whole-run
-        timeline). A full collection of the cyclic collector walked all of it, 44-60 ms on a 7-day recording, and
-        now and then landed in a key press (a step back of 115 ms against 30-40 ms). Once the timeline is read it
+        timeline). A full collection of the cyclic collector walks all of it, tens of milliseconds on a week-long
+        recording, and would now and then land in a key press, doubling that step. Once the timeline is read it
         is collected once and left out of later collections (``gc.freeze``; reference counting still frees it:
         docs/performance.md, "Long soaks"); :meth:`on_unmount` puts it back."""
         gc.collect()
@@ -440,8 +441,8 @@ class TopApp(App):
             return self.report
         if self.replay is not None and time.monotonic() < self._settle_until:
             return self.report  # the cursor is moving: keep the last findings until it rests
-        # the same window gives the same findings (0.5-1 s of CPU a run at 64 leaves): a replay cursor at rest, or a
-        # live window no record came to since the last run, is not analysed again
+        # the same window gives the same findings (and a run costs a large pool a good part of a second): a replay
+        # cursor at rest, or a live window no record came to since the last run, is not analysed again
         new = self.report is None or self._report_key != self._window_key()
         if new and (self.replay is not None or self.report is None or now - self._report_at >= self.findings_every()):
             self._start_findings(now)

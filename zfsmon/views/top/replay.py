@@ -5,7 +5,7 @@ end=...)``, with one window of margin each side kept in memory so that steps
 do not read again), so a 24-hour recording opens as fast as a one-minute one. Moving
 forward by less than a window feeds just the new slice into the same
 :class:`~zfsmon.views.top.state.TopState`. Stepping back cannot undo a feed, and
-rebuilding a window costs 0.1-0.2 s for 64 leaves, so the states around the cursor
+rebuilding a window costs more than a key press may wait on a pool of many leaves, so the states around the cursor
 are kept (for windows up to :data:`KEEP_WINDOW_S`): a step back that finds none
 builds the state :data:`BACK_STRIDE` intervals earlier and steps forward to the
 cursor, keeping a copy at each step, and the steps back after it take those.
@@ -127,8 +127,8 @@ class ReplayCursor:
         return self.state
 
     def prepare_back(self) -> bool:
-        """Build and keep the states behind the cursor that a step back would have to build (0.1-0.3 s for 64
-        leaves): for the dashboard to call while the cursor rests. False when there is nothing to do: they are
+        """Build and keep the states behind the cursor that a step back would have to build (the slow part of a
+        step: docs/performance.md, "Long soaks"): for the dashboard to call while the cursor rests. False when there is nothing to do: they are
         kept already, the cursor is at the start, or the window is too long to keep states for."""
         back = self.cursor - self.interval
         if self.window_s > KEEP_WINDOW_S or back < self.start or self.back_ready():

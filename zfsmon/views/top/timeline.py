@@ -24,9 +24,9 @@ record, no file read, so it works with ``--no-record`` too); replay,
 :func:`read_timeline` reads the recording's few streams that matter, and of
 them only the metrics it draws, once, in a worker thread, a store block at a
 time with its compacted columns as numpy arrays (:func:`zfsmon.store.arrays.blocks`;
-:meth:`Timeline.sample_block` sums each bucket's part of a column with numpy:
-a week of one-second readings in about 1.5 s of CPU instead of 6 reading by
-reading). :attr:`Timeline.version` changes only when a bucket closes, the
+:meth:`Timeline.sample_block` sums each bucket's part of a column with numpy,
+so a week of one-second readings is read in seconds, not a Python object per
+reading: docs/performance.md, "Long soaks"). :attr:`Timeline.version` changes only when a bucket closes, the
 buckets merge or an event arrives: the panel is redrawn only then (or when the
 cursor moves).
 """
