@@ -318,8 +318,8 @@ def _l2_fill(grid: List[float], size: Cells) -> List[Finding]:
     last = size[idx[-1]]
     tail = size[idx[-_edge(len(idx), 0.1, 2)]]
     growing = last is not None and tail is not None and last > tail * 1.02
-    nums = {"size_start_b": s0, "size_max_b": smax, "time_to_90pct_s": t90, "fill_rate_b_per_s": rate,
-            "still_growing": growing}
+    nums: Dict[str, object] = {"size_start_b": s0, "size_max_b": smax, "time_to_90pct_s": t90,
+                               "fill_rate_b_per_s": rate, "still_growing": growing}
     text = f"The L2ARC grew from {_bytes(s0)} to {_bytes(smax)}; it reached 90% of that after {duration(t90)}"
     if rate:
         text += f" (filling at {_bytes(rate)}/s)"
@@ -366,7 +366,8 @@ def _decay(grid: List[float], tps: Cells, threshold: float) -> List[Finding]:
     peak = _peak_level(tps, idx, width)
     out: List[Finding] = []
     if early > 0 and late < early * (1 - threshold):
-        below = next((i for i in idx[k:] if sm[i] is not None and sm[i] < early * (1 - threshold)), None)
+        floor = early * (1 - threshold)
+        below = next((i for i in idx[k:] if (level := sm[i]) is not None and level < floor), None)
         nums: Dict[str, object] = {"tps_early": early, "tps_late": late, "drop_pct": 100 * (1 - late / early),
                                    "threshold_pct": 100 * threshold}
         text = f"TPS decayed {100 * (1 - late / early):.0f}% from its early level of {_num(early)} to {_num(late)}"
@@ -444,7 +445,8 @@ def _warmup_correlations(grid: List[float], cells: Dict[str, Cells], step: float
         return []
     part = slice(idx[0], end)
     said: List[Tuple[float, str]] = []
-    numbers: Dict[str, object] = {"phase_s": grid[end - 1] + step - t0, "cells": end - idx[0]}
+    phase_s, n_cells = grid[end - 1] + step - t0, end - idx[0]
+    numbers: Dict[str, object] = {"phase_s": phase_s, "cells": n_cells}
     per: Dict[str, object] = {}
     for name, words in DRIVERS:
         other = cells.get(name)
@@ -460,7 +462,7 @@ def _warmup_correlations(grid: List[float], cells: Dict[str, Cells], step: float
     numbers["with"] = per
     listed = ", ".join(w for _r, w in sorted(said, key=lambda x: -x[0]))
     return [Finding("warmup_correlation",
-                    f"During the warm-up (its first {duration(numbers['phase_s'])}, {numbers['cells']} points), "
+                    f"During the warm-up (its first {duration(phase_s)}, {n_cells} points), "
                     f"TPS moved with: {listed}. Everything trends during a warm-up, so these say what moved "
                     "together, not what caused what.", numbers)]
 
@@ -538,7 +540,7 @@ def _qd_sweep(window: Sequence[Sample]) -> List[Finding]:
     return [Finding("qd_sweep", " ".join(text), numbers)]
 
 
-def _beside(rows: List[Dict[str, object]]) -> str:
+def _beside(rows: Sequence[Mapping[str, Optional[float]]]) -> str:
     """The devices' latency beside fio's per depth: where the time went (data disks, cache devices, SLOG)."""
     parts = []
     for r in rows:
