@@ -256,8 +256,8 @@ def _present(cells: Cells) -> List[int]:
 
 
 def _level(cells: Cells, idx: Sequence[int]) -> Optional[float]:
-    vals = [cells[i] for i in idx if cells[i] is not None]
-    return median(vals) if vals else None  # type: ignore[arg-type]
+    vals = [v for i in idx if (v := cells[i]) is not None]
+    return median(vals) if vals else None
 
 
 def _edge(n: int, frac: float, least: int = 3) -> int:
@@ -287,7 +287,7 @@ def _warmup(grid: List[float], tps: Cells) -> List[Finding]:
     t0 = grid[idx[0]]
     if plateau <= 0 or plateau < start * 1.1:
         return []
-    hit = next((i for i in idx if sm[i] is not None and sm[i] >= 0.9 * plateau), None)  # type: ignore[operator]
+    hit = next((i for i in idx if (level := sm[i]) is not None and level >= 0.9 * plateau), None)
     nums: Dict[str, object] = {"tps_start": start, "tps_plateau": plateau, "factor": plateau / start if start else None}
     text = f"TPS warmed up from {_num(start)} to a plateau of {_num(plateau)}"
     if start > 0:
@@ -307,14 +307,14 @@ def _l2_fill(grid: List[float], size: Cells) -> List[Finding]:
     if len(idx) < 3:
         return []
     s0 = size[idx[0]]
-    smax = max(size[i] for i in idx)  # type: ignore[type-var]
-    assert s0 is not None and smax is not None
+    smax = max(v for i in idx if (v := size[i]) is not None)
+    assert s0 is not None
     if smax - s0 < 1 << 20:
         return [Finding("l2arc_fill", f"The L2ARC did not grow ({_bytes(s0)} throughout).", {"size_b": s0})]
     t0 = grid[idx[0]]
-    i90 = next(i for i in idx if size[i] is not None and size[i] >= s0 + 0.9 * (smax - s0))  # type: ignore[operator]
+    i90, s90 = next((i, v) for i in idx if (v := size[i]) is not None and v >= s0 + 0.9 * (smax - s0))
     t90 = grid[i90] - t0
-    rate = (size[i90] - s0) / t90 if t90 > 0 else None  # type: ignore[operator]
+    rate = (s90 - s0) / t90 if t90 > 0 else None
     last = size[idx[-1]]
     tail = size[idx[-_edge(len(idx), 0.1, 2)]]
     growing = last is not None and tail is not None and last > tail * 1.02
@@ -340,16 +340,16 @@ def _disk_reads(grid: List[float], reads: Cells, cache: Optional[Cells]) -> List
     sm = smooth(reads)
     moments: Dict[str, float] = {}
     if early > 0:
-        half = next((i for i in idx[k:] if sm[i] is not None and sm[i] <= early / 2), None)  # type: ignore[operator]
+        half = next((i for i in idx[k:] if (level := sm[i]) is not None and level <= early / 2), None)
         if half is not None:
             nums["time_to_half_s"] = grid[half] - grid[idx[0]]
             moments["data-disk reads fell by half"] = grid[half]
             text += f"; they fell by half after {duration(grid[half] - grid[idx[0]])}"
     if cache is not None and _present(cache):
-        vals = [cache[i] for i in _present(cache)]
-        lo, hi = min(vals), max(vals)  # type: ignore[type-var]
+        vals = [v for v in cache if v is not None]
+        lo, hi = min(vals), max(vals)
         nums.update(cache_min_per_device=lo, cache_max_per_device=hi)
-        text += f", while each cache device served {_num(lo)}-{_num(hi)} reads/s"  # type: ignore[arg-type]
+        text += f", while each cache device served {_num(lo)}-{_num(hi)} reads/s"
     return [Finding("disk_reads", text + ".", nums, moments)]
 
 
