@@ -29,6 +29,8 @@ echo "== ruff"
 "$PY" -m ruff check zfsmon tests bench scripts || exit 1
 echo "== import layers (import-linter: contracts in setup.cfg)"
 "$PY" -c 'import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())' --no-cache || exit 1
+echo "== types (mypy: [mypy] in setup.cfg)"
+"$PY" -m mypy zfsmon || exit 1
 echo "== docs/metrics.md is generated from the metrics table"
 "$PY" -m zfsmon metrics --markdown | diff -u docs/metrics.md - || { echo "docs/metrics.md is stale: zfsmon metrics --markdown > docs/metrics.md"; exit 1; }
 echo "== pytest"

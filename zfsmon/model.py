@@ -13,7 +13,10 @@ import sys
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+if TYPE_CHECKING:  # the arrays a recording's reader may hand as columns (zfsmon.store.arrays)
+    import numpy.typing as npt
 
 #: the times a recording can hold: those a calendar date can be printed for (UTC years 1 to 9999). A time
 #: outside (1e300, nan, a duration of 300000000000 s added to a start) is an impossible time: refused on input,
@@ -125,6 +128,15 @@ class Sample:
     source: str = ""
 
 
+#: one metric's values in a :class:`SampleBlock`: a list, or a numpy array (:mod:`zfsmon.store.arrays`)
+Column = Union[Sequence[float], "npt.NDArray[Any]"]
+
+
+def column_item(col: Column, i: int) -> float:
+    """Value ``i`` of a column as a Python number (an array's element is a numpy scalar)."""
+    return col.item(i) if hasattr(col, "item") else col[i]
+
+
 @dataclass
 class SampleBlock:
     """Consecutive samples of one entity from one source with the same metrics, column-wise.
@@ -137,7 +149,7 @@ class SampleBlock:
     ts: List[float]
     entities: List[Tuple[float, Entity]]
     names: Tuple[str, ...]
-    cols: List[Sequence[float]]
+    cols: List[Column]
     source: str = ""
     since_boot: bool = False
     #: each reading's interval (None: a reading without one), when the reader gave them
@@ -165,7 +177,7 @@ class SampleBlock:
         """Row ``i`` as a Sample (for the few readings that need one); an array column's value (a numpy scalar,
         :mod:`zfsmon.store.arrays`) becomes the Python number it holds."""
         return Sample(self.ts[i], self.entity_at(self.ts[i]),
-                      {n: c[i] if isinstance(c, (list, tuple)) else c.item(i) for n, c in zip(self.names, self.cols)},
+                      {n: column_item(c, i) for n, c in zip(self.names, self.cols)},
                       interval=self.intervals[i] if self.intervals is not None else None, source=self.source,
                       since_boot=self.since_boot)
 

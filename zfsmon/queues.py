@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import queue
-from typing import List, TypeVar
+from typing import List, TypeVar, Union
 
 T = TypeVar("T")
 
 
-def drain(q: queue.Queue[T]) -> List[T]:
+def drain(q: Union[queue.Queue[T], queue.SimpleQueue[T]]) -> List[T]:
     """Everything a reader thread has queued so far, without waiting."""
     out: List[T] = []
     while True:

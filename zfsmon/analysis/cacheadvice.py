@@ -92,7 +92,7 @@ def advise(samples: Iterable[Sample]) -> Optional[CacheAdvice]:
         adv.lines.append(f"ARC: {ghosts:,.0f} ghost hits {where}, {share:.0%} of its {misses:,.0f} misses (MRU "
                          f"{a.get('mru_ghost_hits', 0):,.0f}, MFU {a.get('mfu_ghost_hits', 0):,.0f}): blocks it had "
                          f"evicted were read again; a larger ARC would have served up to {share:.0%} of the misses.")
-    elif fill is not None and fill < FULL_SHARE:
+    elif fill is not None and size is not None and cmax is not None and fill < FULL_SHARE:
         adv.lines.append(f"ARC: {_b(size)} of its {_b(cmax)} maximum ({fill:.0%}) and {ghosts:,.0f} ghost hits "
                          f"{where}: it had room; a larger ARC would not help.")
     else:
@@ -102,7 +102,8 @@ def advise(samples: Iterable[Sample]) -> Optional[CacheAdvice]:
     evicted = elig + inel
     adv.numbers.update({"evict_l2_eligible": elig, "evict_l2_ineligible": inel,
                         "eligible_share": elig / evicted if evicted else 0.0})
-    has_l2 = bool(l2d) and (l2d.get("hits", 0) + l2d.get("misses", 0) > 0 or l2[-1].metrics.get("size", 0) > 0)
+    has_l2 = l2d is not None and bool(l2d) and (l2d.get("hits", 0) + l2d.get("misses", 0) > 0
+                                                 or l2[-1].metrics.get("size", 0) > 0)
     if not evicted:
         adv.lines.append(f"Nothing was evicted from the ARC {where}: an L2ARC has nothing to take.")
     elif elig / evicted >= 0.5:

@@ -32,7 +32,7 @@ import numpy as np
 
 from zfsmon import metrics, names
 from zfsmon.metrics.latency import split_metric
-from zfsmon.model import Kind, Sample, SampleBlock
+from zfsmon.model import Column, Kind, Sample, SampleBlock, column_item
 
 #: how a metric of an interval row is folded
 MEAN, SUM, LAST, BY_READS, BY_WRITES = "mean", "sum", "last", "read_ops", "write_ops"
@@ -83,7 +83,7 @@ class _Step:
         self.totals = [0.0] * len(names)
         self.weights = [0.0] * len(names)
 
-    def add(self, cols: Sequence[Sequence[float]], ivs: Sequence[Optional[float]], i: int, j: int,
+    def add(self, cols: Sequence[Column], ivs: Sequence[Optional[float]], i: int, j: int,
             row: Row) -> None:
         self.last = row
         part_iv = [float(v or 0.0) for v in ivs[i:j]]
@@ -113,8 +113,7 @@ class _Step:
         out: Dict[str, float] = {}
         for k, (name, how) in enumerate(zip(self.names, self.rules)):
             if how is LAST:
-                col = sb.cols[k]
-                out[name] = col[i] if isinstance(col, (list, tuple)) else col.item(i)
+                out[name] = column_item(sb.cols[k], i)
             elif how is SUM:
                 out[name] = self.totals[k]
             else:
@@ -253,7 +252,8 @@ class _Fold:
                 weights[ks] = np.diff(starts + [len(iv)]) if how is SUM else covered
         for k, how in enumerate(rules):
             if how is BY_READS or how is BY_WRITES:
-                w = iv * sb.cols[by[k]] if by[k] is not None else np.zeros_like(iv)
+                ops = by[k]
+                w = iv * sb.cols[ops] if ops is not None else np.zeros_like(iv)
                 totals[k] = np.add.reduceat(sb.cols[k] * w, starts)
                 weights[k] = np.add.reduceat(w, starts)
         for (b, i, j), span, tot, wt in zip(steps, covered.tolist(), totals.T.tolist(), weights.T.tolist()):

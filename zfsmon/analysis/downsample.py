@@ -19,13 +19,13 @@ import heapq
 import operator
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, SupportsIndex, Tuple, Union
 
 import numpy as np
 
 from zfsmon import metrics
 from zfsmon.analysis.rates import RateDeriver
-from zfsmon.model import Entity, Sample, SampleBlock
+from zfsmon.model import Column, Entity, Sample, SampleBlock
 
 
 @dataclass
@@ -215,7 +215,7 @@ def _spans(ts: Sequence[float], every: float) -> List[Tuple[float, int, int]]:
     return out
 
 
-def _reduced_gauges(names: Sequence[str], cols: Sequence[Sequence[float]], flags: Tuple[bool, ...],
+def _reduced_gauges(names: Sequence[str], cols: Sequence[Column], flags: Tuple[bool, ...],
                     starts: List[int]) -> Dict[str, Tuple[list, list, list]]:
     """The array columns' gauges (:mod:`zfsmon.store.arrays`): per name, each bucket's sum, minimum and maximum
     (the buckets start at ``starts``) as Python numbers, from one ``numpy.*.reduceat`` per dtype over them all.
@@ -289,13 +289,12 @@ def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tu
                                               if c})
 
 
-def _plain(v: float) -> float:
+def _plain(v: Union[float, SupportsIndex]) -> float:
     """A column's value as a Python number: an int for an integer (numpy's of an array column too), so that
     counters beyond 2**53 are never rounded through a float; else a float."""
-    try:
+    if hasattr(v, "__index__"):
         return operator.index(v)
-    except TypeError:
-        return float(v)
+    return float(v)
 
 
 def _increase(new: float, old: float) -> float:

@@ -256,8 +256,8 @@ def _present(cells: Cells) -> List[int]:
 
 
 def _level(cells: Cells, idx: Sequence[int]) -> Optional[float]:
-    vals = [cells[i] for i in idx if cells[i] is not None]
-    return median(vals) if vals else None  # type: ignore[arg-type]
+    vals = [v for i in idx if (v := cells[i]) is not None]
+    return median(vals) if vals else None
 
 
 def _edge(n: int, frac: float, least: int = 3) -> int:
@@ -287,7 +287,7 @@ def _warmup(grid: List[float], tps: Cells) -> List[Finding]:
     t0 = grid[idx[0]]
     if plateau <= 0 or plateau < start * 1.1:
         return []
-    hit = next((i for i in idx if sm[i] is not None and sm[i] >= 0.9 * plateau), None)  # type: ignore[operator]
+    hit = next((i for i in idx if (level := sm[i]) is not None and level >= 0.9 * plateau), None)
     nums: Dict[str, object] = {"tps_start": start, "tps_plateau": plateau, "factor": plateau / start if start else None}
     text = f"TPS warmed up from {_num(start)} to a plateau of {_num(plateau)}"
     if start > 0:
@@ -307,19 +307,19 @@ def _l2_fill(grid: List[float], size: Cells) -> List[Finding]:
     if len(idx) < 3:
         return []
     s0 = size[idx[0]]
-    smax = max(size[i] for i in idx)  # type: ignore[type-var]
-    assert s0 is not None and smax is not None
+    smax = max(v for i in idx if (v := size[i]) is not None)
+    assert s0 is not None
     if smax - s0 < 1 << 20:
         return [Finding("l2arc_fill", f"The L2ARC did not grow ({_bytes(s0)} throughout).", {"size_b": s0})]
     t0 = grid[idx[0]]
-    i90 = next(i for i in idx if size[i] is not None and size[i] >= s0 + 0.9 * (smax - s0))  # type: ignore[operator]
+    i90, s90 = next((i, v) for i in idx if (v := size[i]) is not None and v >= s0 + 0.9 * (smax - s0))
     t90 = grid[i90] - t0
-    rate = (size[i90] - s0) / t90 if t90 > 0 else None  # type: ignore[operator]
+    rate = (s90 - s0) / t90 if t90 > 0 else None
     last = size[idx[-1]]
     tail = size[idx[-_edge(len(idx), 0.1, 2)]]
     growing = last is not None and tail is not None and last > tail * 1.02
-    nums = {"size_start_b": s0, "size_max_b": smax, "time_to_90pct_s": t90, "fill_rate_b_per_s": rate,
-            "still_growing": growing}
+    nums: Dict[str, object] = {"size_start_b": s0, "size_max_b": smax, "time_to_90pct_s": t90,
+                               "fill_rate_b_per_s": rate, "still_growing": growing}
     text = f"The L2ARC grew from {_bytes(s0)} to {_bytes(smax)}; it reached 90% of that after {duration(t90)}"
     if rate:
         text += f" (filling at {_bytes(rate)}/s)"
@@ -340,16 +340,16 @@ def _disk_reads(grid: List[float], reads: Cells, cache: Optional[Cells]) -> List
     sm = smooth(reads)
     moments: Dict[str, float] = {}
     if early > 0:
-        half = next((i for i in idx[k:] if sm[i] is not None and sm[i] <= early / 2), None)  # type: ignore[operator]
+        half = next((i for i in idx[k:] if (level := sm[i]) is not None and level <= early / 2), None)
         if half is not None:
             nums["time_to_half_s"] = grid[half] - grid[idx[0]]
             moments["data-disk reads fell by half"] = grid[half]
             text += f"; they fell by half after {duration(grid[half] - grid[idx[0]])}"
     if cache is not None and _present(cache):
-        vals = [cache[i] for i in _present(cache)]
-        lo, hi = min(vals), max(vals)  # type: ignore[type-var]
+        vals = [v for v in cache if v is not None]
+        lo, hi = min(vals), max(vals)
         nums.update(cache_min_per_device=lo, cache_max_per_device=hi)
-        text += f", while each cache device served {_num(lo)}-{_num(hi)} reads/s"  # type: ignore[arg-type]
+        text += f", while each cache device served {_num(lo)}-{_num(hi)} reads/s"
     return [Finding("disk_reads", text + ".", nums, moments)]
 
 
@@ -366,7 +366,8 @@ def _decay(grid: List[float], tps: Cells, threshold: float) -> List[Finding]:
     peak = _peak_level(tps, idx, width)
     out: List[Finding] = []
     if early > 0 and late < early * (1 - threshold):
-        below = next((i for i in idx[k:] if sm[i] is not None and sm[i] < early * (1 - threshold)), None)
+        floor = early * (1 - threshold)
+        below = next((i for i in idx[k:] if (level := sm[i]) is not None and level < floor), None)
         nums: Dict[str, object] = {"tps_early": early, "tps_late": late, "drop_pct": 100 * (1 - late / early),
                                    "threshold_pct": 100 * threshold}
         text = f"TPS decayed {100 * (1 - late / early):.0f}% from its early level of {_num(early)} to {_num(late)}"
@@ -444,7 +445,8 @@ def _warmup_correlations(grid: List[float], cells: Dict[str, Cells], step: float
         return []
     part = slice(idx[0], end)
     said: List[Tuple[float, str]] = []
-    numbers: Dict[str, object] = {"phase_s": grid[end - 1] + step - t0, "cells": end - idx[0]}
+    phase_s, n_cells = grid[end - 1] + step - t0, end - idx[0]
+    numbers: Dict[str, object] = {"phase_s": phase_s, "cells": n_cells}
     per: Dict[str, object] = {}
     for name, words in DRIVERS:
         other = cells.get(name)
@@ -460,7 +462,7 @@ def _warmup_correlations(grid: List[float], cells: Dict[str, Cells], step: float
     numbers["with"] = per
     listed = ", ".join(w for _r, w in sorted(said, key=lambda x: -x[0]))
     return [Finding("warmup_correlation",
-                    f"During the warm-up (its first {duration(numbers['phase_s'])}, {numbers['cells']} points), "
+                    f"During the warm-up (its first {duration(phase_s)}, {n_cells} points), "
                     f"TPS moved with: {listed}. Everything trends during a warm-up, so these say what moved "
                     "together, not what caused what.", numbers)]
 
@@ -538,7 +540,7 @@ def _qd_sweep(window: Sequence[Sample]) -> List[Finding]:
     return [Finding("qd_sweep", " ".join(text), numbers)]
 
 
-def _beside(rows: List[Dict[str, object]]) -> str:
+def _beside(rows: Sequence[Mapping[str, Optional[float]]]) -> str:
     """The devices' latency beside fio's per depth: where the time went (data disks, cache devices, SLOG)."""
     parts = []
     for r in rows:

@@ -139,7 +139,8 @@ def _counter_spans(mine: Sequence[Sample]) -> Optional[Tuple[int, List[Span]]]:
         return 0, []
     elapsed, deltas, ends = elapsed[keep], deltas[keep], ts[1:][keep]
     # device_ops_per_s of update()'s rates: reads/s plus writes/s, one missing counted as 0.0
-    r, w = (deltas[:, names.index(n)] / elapsed if n in names else 0.0 for n in goose.OPS_PAIRS[1])
+    r, w = (deltas[:, names.index(n)] / elapsed if n in names else np.zeros_like(elapsed)
+            for n in goose.OPS_PAIRS[1])
     spans = [Span(a, b, c) for a, b, c in zip((ends - elapsed).tolist(), ends.tolist(), (r + w).tolist())]
     return int(keep[0]) + 1, spans
 

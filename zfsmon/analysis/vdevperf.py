@@ -528,10 +528,11 @@ def vdev_perf(samples: Sequence[Sample]) -> Optional[VdevPerf]:
     return VdevPerf(roles, _role_latency(rows), hits, misses, qdsweep.steps_from_samples(samples))
 
 
-def step_windows(samples: Sequence[Sample], steps: Sequence[qdsweep.Step]) -> List[Dict[str, object]]:
+def step_windows(samples: Sequence[Sample], steps: Sequence[qdsweep.Step]
+                 ) -> List[Dict[str, Optional[float]]]:
     """Per fio step, what the vdevs did meanwhile: reads/s per data disk and per cache device, log writes/s, and
     each role's latency (p50/p99) in the step's time window, beside fio's own percentiles."""
-    out: List[Dict[str, object]] = []
+    out: List[Dict[str, Optional[float]]] = []
     for st in steps:
         if st.t0 is None or st.t1 is None:
             continue
@@ -539,8 +540,8 @@ def step_windows(samples: Sequence[Sample], steps: Sequence[qdsweep.Step]) -> Li
         inside = _Rows.of(s for s in samples if st.t0 < s.ts <= st.t1 + 0.5 and s.entity.kind != Kind.WORKLOAD)
         roles = _role_stats(inside)
         lat = _role_latency(inside)
-        row: Dict[str, object] = {"depth": st.depth, "fio_iops": st.iops, "fio_p50_ms": st.pct_ms.get("p50"),
-                                  "fio_p99_ms": st.pct_ms.get("p99")}
+        row: Dict[str, Optional[float]] = {"depth": st.depth, "fio_iops": st.iops,
+                                           "fio_p50_ms": st.pct_ms.get("p50"), "fio_p99_ms": st.pct_ms.get("p99")}
         span = st.t1 - st.t0
         for role, rs in roles.items():
             if span > 0 and rs.devices:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List
+from typing import List, Optional
 
 from zfsmon import outfile
 from zfsmon.commands.parse import (
@@ -26,7 +26,7 @@ from zfsmon.store import Recorder
 from zfsmon.store.schema import SIDE_FILES
 
 
-def place(records: List[Record], path: str, start: float = None) -> List[Record]:  # type: ignore[assignment]
+def place(records: List[Record], path: str, start: Optional[float] = None) -> List[Record]:
     """Relative timestamps onto the wall clock (see the module's description)."""
     if not detect.is_relative(records):
         return records

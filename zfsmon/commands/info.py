@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter, deque
-from typing import Any, Deque, Dict, List
+from typing import Any, Deque, Dict, List, Optional, TypedDict
 
 from zfsmon import names
 from zfsmon.analysis.findings import fio_run_text, fio_runs
@@ -19,7 +19,42 @@ from zfsmon.views.csv_export import iso
 MAX_FIO_RUNS = 100
 
 
-def _fio_results(rec: Recording) -> Dict[str, Any]:
+class PoolShape(TypedDict):
+    """A pool's top-level vdevs per role and its leaf count."""
+
+    vdevs: Dict[str, int]
+    leaves: int
+
+
+class FioResults(TypedDict):
+    fio_runs: List[Dict[str, Any]]  # :func:`zfsmon.analysis.findings.fio_runs`, each with its ``time``
+    fio_runs_left_out: int
+
+
+class RecordingInfo(FioResults):
+    """What ``info`` says of a recording: ``--json`` prints it as it is, :func:`render` as lines."""
+
+    file: str
+    bytes: int
+    schema: int
+    meta: Dict[str, str]
+    start: Optional[str]
+    end: Optional[str]
+    start_epoch: Optional[float]
+    end_epoch: Optional[float]
+    duration_s: float
+    interval_s: float
+    samples: int
+    values: int
+    bytes_per_value: Optional[float]
+    entities: Dict[str, int]
+    pools: Dict[str, PoolShape]
+    topology_changes: int
+    events: Dict[str, int]
+    recent_events: List[Dict[str, str]]
+
+
+def _fio_results(rec: Recording) -> FioResults:
     """fio's own whole-run figures per job and direction (``fio-run:`` entities), as ``analyze`` reads them."""
     keys = [e.key for e in rec.entities()
             if e.kind == Kind.WORKLOAD and names.fio_job_direction(e.name, names.FIO_RUN_PREFIX)]
@@ -33,12 +68,12 @@ def _fio_results(rec: Recording) -> Dict[str, Any]:
     return {"fio_runs": runs, "fio_runs_left_out": max(0, seen - MAX_FIO_RUNS)}
 
 
-def describe(rec: Recording, last_events: int = 10) -> Dict[str, object]:
+def describe(rec: Recording, last_events: int = 10) -> RecordingInfo:
     span = rec.time_range()
     counts = rec.counts()
     values = rec.value_count()
     size = rec.size_bytes()
-    pools: Dict[str, Dict[str, object]] = {}
+    pools: Dict[str, PoolShape] = {}
     for e in rec.topology():
         if e.kind == Kind.POOL:
             pools.setdefault(e.name, {"vdevs": {}, "leaves": 0})
@@ -46,9 +81,9 @@ def describe(rec: Recording, last_events: int = 10) -> Dict[str, object]:
             p = pools.setdefault(e.pool, {"vdevs": {}, "leaves": 0})
             if e.kind == Kind.VDEV:
                 role = e.role.value if e.role else "data"
-                p["vdevs"][role] = p["vdevs"].get(role, 0) + 1  # type: ignore[index]
+                p["vdevs"][role] = p["vdevs"].get(role, 0) + 1
             else:
-                p["leaves"] = int(p["leaves"]) + 1  # type: ignore[call-overload]
+                p["leaves"] += 1
     events = rec.events()
     by_kind = Counter(ev.kind.value for ev in events)
     notable = [ev for ev in events if ev.kind in (EventKind.MARK, EventKind.ERROR, EventKind.TOPOLOGY,
@@ -87,9 +122,9 @@ def _human_duration(s: float) -> str:
     return " ".join(parts + [f"{h:02d}:{m:02d}:{s:02d}"])
 
 
-def render(info: Dict[str, object]) -> List[str]:
-    meta: Dict[str, str] = info["meta"]  # type: ignore[assignment]
-    out = [f"file:       {info['file']} ({_human_bytes(info['bytes'])}"  # type: ignore[arg-type]
+def render(info: RecordingInfo) -> List[str]:
+    meta = info["meta"]
+    out = [f"file:       {info['file']} ({_human_bytes(info['bytes'])}"
            + (f", {info['bytes_per_value']} bytes/value)" if info["bytes_per_value"] else ")")]
     out.append(f"host:       {meta.get('host', '?')}")
     out.append(f"platform:   {platform_of(meta)}")
@@ -99,25 +134,25 @@ def render(info: Dict[str, object]) -> List[str]:
     if meta.get("imported_from"):
         out.append(f"imported:   {meta['imported_from']}")
     if info["start"]:
-        out.append(f"time:       {info['start']} .. {info['end']} ({_human_duration(info['duration_s'])})")  # type: ignore[arg-type]
+        out.append(f"time:       {info['start']} .. {info['end']} ({_human_duration(info['duration_s'])})")
     else:
         out.append("time:       no samples")
     if info["interval_s"]:
         out.append(f"interval:   {info['interval_s']:g} s")
-    ents = ", ".join(f"{n} {k}" for k, n in sorted(info["entities"].items()))  # type: ignore[union-attr]
+    ents = ", ".join(f"{n} {k}" for k, n in sorted(info["entities"].items()))
     out.append(f"samples:    {info['samples']} ({info['values']} values) of {ents or 'no entities'}")
-    for pool, p in sorted(info["pools"].items()):  # type: ignore[union-attr]
+    for pool, p in sorted(info["pools"].items()):
         vd = ", ".join(f"{n} {r}" for r, n in sorted(p["vdevs"].items()))
         out.append(f"pool:       {pool}: vdevs {vd or '-'}; {p['leaves']} leaves")
     if info["fio_runs_left_out"]:
-        out.append(f"fio run:    the last {MAX_FIO_RUNS} results of "  # type: ignore[operator]
+        out.append(f"fio run:    the last {MAX_FIO_RUNS} results of "
                    f"{MAX_FIO_RUNS + info['fio_runs_left_out']}")
-    for run in info["fio_runs"]:  # type: ignore[attr-defined]
+    for run in info["fio_runs"]:
         out.append(f"fio run:    {fio_run_text(run)}")
     out.append(f"topology:   {info['topology_changes']} changes")
-    evs = ", ".join(f"{n} {k}" for k, n in sorted(info["events"].items()))  # type: ignore[union-attr]
+    evs = ", ".join(f"{n} {k}" for k, n in sorted(info["events"].items()))
     out.append(f"events:     {evs or 'none'}")
-    for ev in info["recent_events"]:  # type: ignore[union-attr]
+    for ev in info["recent_events"]:
         out.append(f"  {ev['time']}  {ev['kind']:<8} {ev['text']}")
     return out
 

@@ -69,9 +69,10 @@ def parse_log_text(text: str, path: str, kind: Optional[str], interval: Optional
     try:
         records = tk.read(text, source, interval, options)
     except ParseError as exc:
-        records = _without_cut_line(tk, text, source, interval, options, left)
-        if records is None:
+        retried = _without_cut_line(tk, text, source, interval, options, left)
+        if retried is None:
             raise UserError(f"cannot read {path} as {tk.name}: {exc}") from None
+        records = retried
     except (ValueError, OverflowError) as exc:  # a parser that let a number it cannot hold through (a 4,301-digit
         # integer: int() refuses it, float() overflows): still one line, never a traceback
         raise UserError(f"cannot read {path} as {tk.name}: a value out of range ({str(exc).split(':')[0]})") from None

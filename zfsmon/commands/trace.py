@@ -114,7 +114,7 @@ def _live(args: argparse.Namespace, out: _Printer) -> None:
     problem = coll.preflight()
     if problem:
         raise UserError(problem)
-    if backend == "bcc":
+    if isinstance(coll, BccCollector):
         print(f"zfsmon: bcc compiles one program for {', '.join(coll.selection)} (seconds natively, minutes "
               f"under emulation); it says when it is ready", file=sys.stderr, flush=True)
     coll.start()

@@ -32,7 +32,7 @@ def _info(state: LabState) -> LabInfo:
     cfg = state.config
     return LabInfo(pool=state.pool, dataset=f"{state.pool}/{cfg['dataset']}",
                    mountpoint=f"/{state.pool}/{cfg['dataset']}", devices=state.by_role(),
-                   kstat_dir=str(KSTAT_DIR / "zfs"), slow_data_iops=cfg.get("slow_data_iops"))  # type: ignore[arg-type]
+                   kstat_dir=str(KSTAT_DIR / "zfs"), slow_data_iops=cfg.get("slow_data_iops"))
 
 
 def info(pool: str) -> Optional[LabInfo]:
@@ -85,12 +85,12 @@ def _build(cfg: LabConfig, log) -> LabInfo:
             state.save()
             dev.loop = system.attach_loop(f)
             state.save()
-        data = [x.loop for x in state.devices if x.role == "data"]
-        log_dev = [x.loop for x in state.devices if x.role == "log"]
-        cache = [x.loop for x in state.devices if x.role == "cache"]
+        data = [x.loop for x in state.devices if x.role == "data" and x.loop]  # all attached just above
+        log_dev = [x.loop for x in state.devices if x.role == "log" and x.loop]
+        cache = [x.loop for x in state.devices if x.role == "cache" and x.loop]
         # cachefile=none: a daemon started after a crash does not re-import the pool (FAULTED, its files
         # gone after the clean-up) and keep itself alive; a lab pool exists only while its lab does
-        system.create_pool(cfg.pool, ["mirror", data[0], data[1], "mirror", data[2], data[3],  # type: ignore[list-item]
+        system.create_pool(cfg.pool, ["mirror", data[0], data[1], "mirror", data[2], data[3],
                                       "log", *log_dev, "cache", *cache])
         state.pool_created = True
         state.save()

@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from zfsmon.defaults import LAB_POOL
 from zfsmon.model import Role
@@ -53,7 +53,7 @@ class LabState:
     """Everything one `up` created, in creation order."""
 
     pool: str
-    config: Dict[str, object]
+    config: Dict[str, Any]  # the LabConfig's fields as saved (JSON's values)
     devices: List[Device] = field(default_factory=list)
     dir_created: bool = False
     pool_created: bool = False

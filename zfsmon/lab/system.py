@@ -97,7 +97,7 @@ def zpool_ready() -> bool:
 
 def dead_mounts() -> List[str]:
     """Mount points a zfs-fuse daemon left behind when it died (no daemon runs, so every one of them is dead)."""
-    out = []
+    out: List[str] = []
     try:
         lines = Path("/proc/mounts").read_text().splitlines()
     except OSError:

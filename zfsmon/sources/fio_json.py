@@ -189,8 +189,9 @@ def run_results(doc: Mapping, source: str = FIO, fallback_ts: Optional[float] = 
             d = job.get(direction)
             if not isinstance(d, Mapping) or not int(d.get("total_ios") or 0) > 0:
                 continue
-            clat = d.get("clat_ns") if isinstance(d.get("clat_ns"), Mapping) else {}
-            lat = d.get("lat_ns") if isinstance(d.get("lat_ns"), Mapping) else {}
+            clat_ns, lat_ns = d.get("clat_ns"), d.get("lat_ns")
+            clat = clat_ns if isinstance(clat_ns, Mapping) else {}
+            lat = lat_ns if isinstance(lat_ns, Mapping) else {}
             runtime = _num(d.get("runtime"))
             m: Dict[str, Optional[float]] = {
                 "iops": _num(d.get("iops")), "bw_bytes": _num(d.get("bw_bytes")), "ios": _num(d.get("total_ios")),

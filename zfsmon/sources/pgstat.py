@@ -15,13 +15,17 @@ statistics are never a stale snapshot) and reconnects after a failure.
 from __future__ import annotations
 
 import time
-from typing import Iterable, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, List, Mapping, Optional, Sequence
 
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.names import PGSTAT_PREFIX
 from zfsmon.redact import redact
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.spec import Source
+
+if TYPE_CHECKING:  # psycopg is optional: imported where a connection is made
+    import psycopg
+    from psycopg.rows import DictRow
 
 #: the ``source`` of the records
 RECORD_SOURCE = "pgstat"
@@ -75,7 +79,7 @@ class PgStatCollector(Collector):
         self.conninfo = conninfo
         self.databases = list(databases) if databases else None
         self.connect_timeout = connect_timeout
-        self._conn = None
+        self._conn: Optional[psycopg.Connection[DictRow]] = None
         self._next_try = 0.0
 
     def _query(self) -> tuple:
@@ -85,7 +89,7 @@ class PgStatCollector(Collector):
             return "SELECT * FROM pg_stat_database WHERE datname IS NOT NULL", ()
         return "SELECT * FROM pg_stat_database WHERE datname = ANY(%s)", (self.databases,)
 
-    def _connect(self):
+    def _connect(self) -> psycopg.Connection[DictRow]:
         import psycopg
         from psycopg.rows import dict_row
 

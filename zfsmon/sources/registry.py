@@ -47,6 +47,11 @@ MODULES: Dict[str, str] = {
 }
 
 
+# declared, not bound: the module's __getattr__ makes them when first asked for
+SOURCES: Tuple[Source, ...]
+NAMES: Tuple[str, ...]
+
+
 @functools.cache
 def _discovered() -> Tuple[Source, ...]:
     return discover()

@@ -15,23 +15,24 @@ integer the list decoder gives an ``int`` of the same value). A column numpy can
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from zfsmon.model import Kind, SampleBlock
+from zfsmon.model import Column, Kind, SampleBlock
 from zfsmon.store import codec
 from zfsmon.store.reader import Recording
 from zfsmon.units import FLOAT_EXACT
 
 #: the stored differences are little-endian whatever the host (the encoder swaps on a big-endian one)
-_DTYPES = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4"), 8: np.dtype("<i8")}
+_DTYPES: Dict[int, np.dtype[Any]] = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4"),
+                                     8: np.dtype("<i8")}
 #: a column's values, and the sum of any of them, stay inside int64 when n times the sum of its differences' sizes
 #: does (checked as floats, where the widths and n allow otherwise)
 _INT64_SAFE = float(2 ** 62)
 
 
-def decode_column(data: bytes, n: int) -> Sequence[float]:
+def decode_column(data: bytes, n: int) -> Column:
     """One metric's column of a chunk: an array (see the module's text) or, where numpy cannot be exact, the
     list :func:`zfsmon.store.codec.decode_column` gives. ValueError on a damaged column, as the list decoder."""
     flag = data[0] if data else 0

@@ -29,8 +29,9 @@ import sys
 import zlib
 from array import array
 from itertools import accumulate
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, cast
 
+from zfsmon.model import Column
 from zfsmon.store import schema
 from zfsmon.units import FLOAT_EXACT
 
@@ -146,7 +147,7 @@ def encode_row(values: List[float], base: Optional[List[float]], counters: Seque
     """A row's bytes: deltas at counter positions when every counter is an integer here and in ``base``
     (the previous row of the stream, normalised), else absolute values."""
     if base is not None and len(base) == len(values) and any(counters):
-        out = []
+        out: List[float] = []
         for v, b, c in zip(values, base, counters):
             if c:
                 if type(v) is not int or type(b) is not int:
@@ -294,14 +295,13 @@ def decode_chunk(blob: bytes, width: int, rows: int = schema.CHUNK_TICKS
                  ) -> Tuple[List[int], List[Optional[float]], List[tuple]]:
     """Inverse of :func:`encode_chunk`: (offsets, intervals, rows as tuples). ValueError if damaged."""
     offsets, ivs, cols = decode_chunk_columns(blob, width, rows)
-    rows = list(zip(*cols)) if cols else [()] * len(offsets)
-    return offsets, ivs, rows
+    return offsets, ivs, list(zip(*cols)) if cols else [()] * len(offsets)
 
 
 def decode_chunk_columns(blob: bytes, width: int, rows: int = schema.CHUNK_TICKS,
                          keep: Optional[Sequence[int]] = None,
-                         column: Optional[Callable[[bytes, int], Sequence[float]]] = None
-                         ) -> Tuple[List[int], List[Optional[float]], List[Sequence[float]]]:
+                         column: Optional[Callable[[bytes, int], Column]] = None
+                         ) -> Tuple[List[int], List[Optional[float]], List[Column]]:
     """Like :func:`decode_chunk`, but the values as they are stored: one list per metric (what a column-wise
     reader such as downsampling wants, without building a tuple per sample). ``width``: the columns the chunk must
     hold; ``rows``: the samples its row says it holds (both bound what it may inflate to: :func:`chunk_bound`);
@@ -333,20 +333,22 @@ def decode_chunk_columns(blob: bytes, width: int, rows: int = schema.CHUNK_TICKS
     head = unpack(sections[0]) if sections else []
     if len(head) != 3 or not all(type(x) is int and x >= 0 for x in head):
         raise ValueError("damaged chunk header")
-    n, held, k = head
+    n, held, k = map(int, head)  # ints: checked above
     if held != width:
         raise ValueError(f"damaged chunk: {held} columns for {width} metrics")
     want = 2 + (2 if k else 0) + (held if n else 0)
     if len(sections) != want:
         raise ValueError("damaged chunk: wrong number of columns")
-    offsets = decode_column(sections[1], n)
+    # the recorder writes tick offsets as ints; a damaged column's other numbers miss the tick table, as any
+    # wrong offset does (a reader's damage)
+    offsets = cast(List[int], decode_column(sections[1], n))
     ivs: List[Optional[float]] = [None] * n
     if k:
-        where, what = unpack(sections[2]), unpack(sections[3])
+        where, what = cast(List[int], unpack(sections[2])), unpack(sections[3])  # positions: written as ints
         if len(where) != k or len(what) != k:
             raise ValueError("damaged chunk intervals")
         for j, v in zip(where, what):
-            ivs[j] = float(v)  # an index out of range raises IndexError: damage
+            ivs[j] = float(v)  # an index out of range raises IndexError, a fraction TypeError: damage
     values = sections[want - held:] if n else []
     dec = column or decode_column
     cols = [dec(s, n) for s in values] if keep is None else [dec(values[j], n) for j in keep]

@@ -17,7 +17,18 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
-from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample, SampleBlock, typical_gap, valid_ts
+from zfsmon.model import (
+    Column,
+    Entity,
+    Event,
+    EventKind,
+    Kind,
+    Role,
+    Sample,
+    SampleBlock,
+    typical_gap,
+    valid_ts,
+)
 from zfsmon.redact import redact
 from zfsmon.store import codec, schema
 from zfsmon.store.errors import RecordingError
@@ -455,7 +466,7 @@ class Recording:
     @_guard_iter
     def blocks(self, streams: Optional[Sequence[int]] = None, start: Optional[float] = None,
                end: Optional[float] = None, metrics: Optional[Callable[[Kind, str], bool]] = None,
-               column: Optional[Callable[[bytes, int], Sequence[float]]] = None) -> Iterator[List[SampleBlock]]:
+               column: Optional[Callable[[bytes, int], Column]] = None) -> Iterator[List[SampleBlock]]:
         """The samples of :meth:`samples`, a block of :data:`~zfsmon.store.schema.CHUNK_TICKS` tick ids at a time,
         each stream's as columns (a compacted chunk's columns as they are decoded, never a Sample per reading):
         what downsampling a long recording reads. Blocks come in time order; a block's list in stream order.

@@ -28,7 +28,8 @@ import socket
 import sqlite3
 import stat
 import time
-from typing import IO, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from types import TracebackType
+from typing import IO, Dict, Iterable, List, Literal, Mapping, Optional, Set, Tuple, Type
 
 from zfsmon import __version__, metrics
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample, valid_ts
@@ -55,6 +56,11 @@ def _is_full(exc: sqlite3.Error) -> bool:
 
 class Recorder:
     """Appends samples, events and topology to a recording file (created if missing)."""
+
+    # set by _load_caches (and re-read after a rolled-back batch); written by the batches
+    _head_min: Optional[int]  # the oldest tick of a head row, None when every row is in a chunk
+    _max_tick: int
+    _fresh: Set[int]  # entities first seen in the batch being written
 
     def __init__(self, path: str, meta: Optional[Mapping[str, object]] = None, clock=time.time) -> None:
         self.path = str(path)
@@ -152,7 +158,7 @@ class Recorder:
         recs.sort(key=lambda r: r.ts)
         if not recs:
             return
-        self._fresh: Set[int] = set()
+        self._fresh = set()
         # a source that reports topology changes itself (zpool iostat does, per pool): don't say it twice
         if len(self._announced) > 4096:
             self._announced.clear()
@@ -265,8 +271,8 @@ class Recorder:
             db.execute("SELECT id, entity, source, layout, since_boot, interval FROM stream")}
         self._stream_counters: Dict[int, Tuple[bool, ...]] = {
             i: self._layout_counters[ly] for (_e, _s, ly, _b), (i, _iv) in self._streams.items()}
-        self._head_min: Optional[int] = db.execute("SELECT min(tick) FROM sample").fetchone()[0]
-        self._max_tick: int = db.execute("SELECT max(id) FROM tick").fetchone()[0] or 0
+        self._head_min = db.execute("SELECT min(tick) FROM sample").fetchone()[0]
+        self._max_tick = db.execute("SELECT max(id) FROM tick").fetchone()[0] or 0
         self._no_compact: str = ""  # why compaction stopped (a damaged head row), else ""
         self._topo: Dict[int, Tuple[Optional[str], str, int]] = {}
         for eid, role, parent, present in db.execute("SELECT entity, role, parent, present FROM topology ORDER BY id"):
@@ -276,21 +282,27 @@ class Recorder:
         # the newest report of (source, pool) so far: (time, its vdevs/leaves, those first seen with it); complete
         # only once a newer report starts (a report can be split over two writes: a stream read mid-report)
         self._pending: Dict[Tuple[int, str], Tuple[float, Set[int], Set[int]]] = {}
-        self._fresh: Set[int] = set()  # entities first seen in the batch being written
+        self._fresh = set()
         self._announced: Set[Tuple[object, float]] = set()  # (pool, ts) whose topology change a source reported
+
+    def _insert(self, sql: str, params: Tuple[object, ...]) -> int:
+        """The id of the row an INSERT made (sqlite gives every INSERT into these tables one)."""
+        rowid = self._db.execute(sql, params).lastrowid
+        assert rowid is not None
+        return rowid
 
     def _source_id(self, name: str) -> int:
         sid = self._sources.get(name)
         if sid is None:
-            sid = self._db.execute("INSERT INTO source(name) VALUES (?)", (name,)).lastrowid
+            sid = self._insert("INSERT INTO source(name) VALUES (?)", (name,))
             self._sources[name] = sid
         return sid
 
     def _entity_id(self, ent: Entity, ts: float) -> int:
         eid = self._entities.get(ent.key)
         if eid is None:
-            eid = self._db.execute("INSERT INTO entity(key, kind, name, pool) VALUES (?, ?, ?, ?)",
-                                   (ent.key, ent.kind.value, ent.name, ent.pool)).lastrowid
+            eid = self._insert("INSERT INTO entity(key, kind, name, pool) VALUES (?, ?, ?, ?)",
+                               (ent.key, ent.kind.value, ent.name, ent.pool))
             self._entities[ent.key] = eid
         role = ent.role.value if ent.role is not None else None
         old = self._topo.get(eid)
@@ -355,9 +367,9 @@ class Recorder:
         mid = self._metrics.get((kind.value, name))
         if mid is None:
             spec = metrics.lookup(kind, name)
-            mid = self._db.execute(
+            mid = self._insert(
                 "INSERT INTO metric(kind, name, counter, unit) VALUES (?, ?, ?, ?)",
-                (kind.value, name, int(metrics.is_counter(kind, name)), spec.unit if spec else "")).lastrowid
+                (kind.value, name, int(metrics.is_counter(kind, name)), spec.unit if spec else ""))
             self._metrics[(kind.value, name)] = mid
             self._counter[mid] = metrics.is_counter(kind, name)
         return mid
@@ -365,8 +377,7 @@ class Recorder:
     def _layout_id(self, mids: Tuple[int, ...]) -> int:
         lid = self._layouts.get(mids)
         if lid is None:
-            lid = self._db.execute("INSERT INTO layout(metrics) VALUES (?)",
-                                   (",".join(map(str, mids)),)).lastrowid
+            lid = self._insert("INSERT INTO layout(metrics) VALUES (?)", (",".join(map(str, mids)),))
             self._layouts[mids] = lid
             self._layout_counters[lid] = tuple(self._counter[m] for m in mids)
         return lid
@@ -382,16 +393,16 @@ class Recorder:
         skey = (eid, sid, lid, int(bool(s.since_boot)))
         st = self._streams.get(skey)
         if st is None:
-            stid = self._db.execute(
+            stid = self._insert(
                 "INSERT INTO stream(entity, source, layout, interval, since_boot) VALUES (?, ?, ?, ?, ?)",
-                (eid, sid, lid, s.interval, skey[3])).lastrowid
+                (eid, sid, lid, s.interval, skey[3]))
             st = self._streams[skey] = (stid, s.interval)
             self._stream_counters[stid] = self._layout_counters[lid]
         stid, interval = st
         iv = None if s.interval == interval else (NO_INTERVAL if s.interval is None else s.interval)
         tick = ticks.get(s.ts)
         if tick is None or (tick, stid) in used:
-            tick = self._db.execute("INSERT INTO tick(ts) VALUES (?)", (s.ts,)).lastrowid
+            tick = self._insert("INSERT INTO tick(ts) VALUES (?)", (s.ts,))
             ticks[s.ts] = tick
         used.add((tick, stid))
         vals = codec.normalise([p[1] for p in pairs])
@@ -447,7 +458,8 @@ class _Txn:
     def __enter__(self) -> None:
         self.rec._db.execute("BEGIN IMMEDIATE")
 
-    def __exit__(self, et, exc, tb) -> bool:
+    def __exit__(self, et: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> Literal[False]:
         db = self.rec._db
         if exc is None:
             try:

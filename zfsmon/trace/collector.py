@@ -115,17 +115,19 @@ class TraceCollector(StreamCollector):
     """``TraceCollector("vdevlat", 5)``: one trace script as a collector for top/record."""
 
     stop_signals = ((signal.SIGINT, 3.0), (signal.SIGTERM, 2.0))
+    #: the script run; None for a bcc program of several (:class:`~zfsmon.trace.bcc_collector.BccCollector`)
+    spec: Optional[TraceScript]
 
     def __init__(self, name: str, interval: int = 1, slow_ms: int = 0, platform: Optional[str] = None,
                  pools: tuple = (), tracer: Optional[str] = None, clock: Clock = time.time) -> None:
         self.family = catalog.tracer_family(platform)
         fuse_pid = zfs_fuse_pid() if self.family == "bpftrace" else None
-        self.spec = catalog.resolve(name, platform, fuse_pid)
-        self.pid = fuse_pid if catalog.NEEDS_PID in self.spec.args else None  # the traced daemon, if any
+        spec = self.spec = catalog.resolve(name, platform, fuse_pid)
+        self.pid = fuse_pid if catalog.NEEDS_PID in spec.args else None  # the traced daemon, if any
         self.pools = tuple(pools)
         self.names = Names(refresh=self._refresh_names)
-        argv = catalog.argv_for(self.spec, max(1, int(interval)), self.family, self.pid, slow_ms, tracer)
-        super().__init__(argv, TraceParser(f"trace:{self.spec.name}", self.names), f"trace:{name}", clock)
+        argv = catalog.argv_for(spec, max(1, int(interval)), self.family, self.pid, slow_ms, tracer)
+        super().__init__(argv, TraceParser(f"trace:{spec.name}", self.names), f"trace:{name}", clock)
         self.tracer = tracer
         self.interval = max(1, int(interval))
         self.slow_ms = slow_ms
@@ -153,7 +155,7 @@ class TraceCollector(StreamCollector):
 
     def preflight(self) -> Optional[str]:
         """Why the script cannot run here (no tracer, not root, no tracefs, no ZFS module), or None."""
-        return preflight(self.spec, self.family, self.tracer)
+        return preflight(self.spec, self.family, self.tracer) if self.spec is not None else None
 
     def ended(self) -> bool:
         """The tracer is not running (exited, or never started); ``poll`` restarts it with back-off."""
@@ -192,12 +194,13 @@ class TraceCollector(StreamCollector):
         return super().poll()
 
     def _spawn(self) -> None:
-        if catalog.NEEDS_PID in self.spec.args:
+        spec = self.spec
+        if spec is not None and catalog.NEEDS_PID in spec.args:
             pid = zfs_fuse_pid()
             if pid != self.pid:
                 self.pid = pid
                 try:
-                    self.argv = catalog.argv_for(self.spec, self.interval, self.family, pid, self.slow_ms, self.tracer)
+                    self.argv = catalog.argv_for(spec, self.interval, self.family, pid, self.slow_ms, self.tracer)
                 except UserError as exc:
                     self._q.put(self._error(f"{self.name}: {exc}"))
                     self._schedule_restart()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon import metrics
 from zfsmon.model import Kind
@@ -176,7 +176,7 @@ def _templating() -> Dict[str, object]:
     ]}
 
 
-def dashboard() -> Dict[str, object]:
+def dashboard() -> Dict[str, Any]:  # JSON, as Grafana imports it
     """The dashboard as Grafana's classic JSON model."""
     ds = {"type": "prometheus", "uid": "${datasource}"}
     out: List[Dict[str, object]] = []
@@ -216,17 +216,17 @@ def fill(expr: str, host: str = ".*", pool: str = ".*", rate_interval: str = "1m
     return expr.replace("$__rate_interval", rate_interval).replace("$host", host).replace("$pool", pool)
 
 
-def panel_queries(dash: Optional[Dict[str, object]] = None, **values: str) -> List[Tuple[str, str]]:
+def panel_queries(dash: Optional[Dict[str, Any]] = None, **values: str) -> List[Tuple[str, str]]:
     """(panel title, filled PromQL) for every target of every panel."""
     d = dash if dash is not None else dashboard()
-    return [(p["title"], fill(t["expr"], **values)) for p in d["panels"] for t in p["targets"]]  # type: ignore
+    return [(p["title"], fill(t["expr"], **values)) for p in d["panels"] for t in p["targets"]]
 
 
-def variable_queries(dash: Optional[Dict[str, object]] = None) -> List[Tuple[str, str]]:
+def variable_queries(dash: Optional[Dict[str, Any]] = None) -> List[Tuple[str, str]]:
     """(variable name, the series selector of its label_values query)."""
     d = dash if dash is not None else dashboard()
     out = []
-    for v in d["templating"]["list"]:  # type: ignore[index]
+    for v in d["templating"]["list"]:
         if v["type"] == "query":
             hit = re.match(r"label_values\((.*),\s*(\w+)\)$", v["query"]["query"])
             if hit:

@@ -29,15 +29,19 @@ Formatter = Callable[[Optional[float]], str]
 #: leaf name -> device-level ops/s (None: unknown)
 DeviceOps = Union[Mapping[str, float], Callable[[str], Optional[float]]]
 
-_WAIT = [(g, [("read", f"{g}_read", human_ns), ("write", f"{g}_write", human_ns)])
-         for g in ("total_wait", "disk_wait", "syncq_wait", "asyncq_wait")]
-_SINGLE_WAIT = [(g, [("wait", f"{g}_wait", human_ns)]) for g in ("scrub", "trim", "rebuild")]
-_QUEUES = [(q, [("pend", f"{q}_pend", human_count), ("activ", f"{q}_activ", human_count)])
-           for q in ("syncq_read", "syncq_write", "asyncq_read", "asyncq_write", "scrubq_read", "trimq_write",
-                     "rebuildq_write")]
+#: (group label, [(sub label, metric, formatter)])
+ColumnGroup = Tuple[str, List[Tuple[str, str, Formatter]]]
 
-#: (group label, [(sub label, metric, formatter)]) in zpool iostat's order
-COLUMN_GROUPS: List[Tuple[str, List[Tuple[str, str, Formatter]]]] = [
+_WAIT: List[ColumnGroup] = [(g, [("read", f"{g}_read", human_ns), ("write", f"{g}_write", human_ns)])
+                            for g in ("total_wait", "disk_wait", "syncq_wait", "asyncq_wait")]
+_SINGLE_WAIT: List[ColumnGroup] = [(g, [("wait", f"{g}_wait", human_ns)])
+                                   for g in ("scrub", "trim", "rebuild")]
+_QUEUES: List[ColumnGroup] = [(q, [("pend", f"{q}_pend", human_count), ("activ", f"{q}_activ", human_count)])
+                              for q in ("syncq_read", "syncq_write", "asyncq_read", "asyncq_write", "scrubq_read",
+                                        "trimq_write", "rebuildq_write")]
+
+#: the column groups in zpool iostat's order
+COLUMN_GROUPS: List[ColumnGroup] = [
     ("capacity", [("alloc", "alloc", human_size), ("free", "free", human_size)]),
     ("operations", [("read", "read_ops", human_count), ("write", "write_ops", human_count)]),
     ("bandwidth", [("read", "read_bw", human_size), ("write", "write_bw", human_size)]),

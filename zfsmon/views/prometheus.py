@@ -32,7 +32,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -318,13 +318,16 @@ class ZfsmonCollector(Collector):
             self._noted.update((d.kind, d.metric) for d in new)
             fresh = sorted(k for k in clashes if k not in self._noted_keys)
             self._noted_keys.update(fresh)
-        for d in new if self.note is not None else ():
+        note = self.note
+        if note is None:
+            return
+        for d in new:
             whose = f"unlisted '{printable(d.owner)}' has it" if d.owner else "one of zfsmon's own families takes it"
-            self.note(f"{d.kind.value} statistic '{printable(d.metric)}' is not exported: its name would be {d.name}, "
-                      f"and {whose} (docs/exporter.md, Names)")
-        for key in fresh if self.note is not None else ():
-            self.note(f"'{printable(key)}' is not exported: its labels are those of '{printable(clashes[key])}' "
-                      f"(docs/exporter.md, Labels)")
+            note(f"{d.kind.value} statistic '{printable(d.metric)}' is not exported: its name would be {d.name}, "
+                 f"and {whose} (docs/exporter.md, Names)")
+        for key in fresh:
+            note(f"'{printable(key)}' is not exported: its labels are those of '{printable(clashes[key])}' "
+                 f"(docs/exporter.md, Labels)")
 
 
 def label_clashes(ents: Iterable[Entity]) -> Dict[str, str]:
@@ -391,7 +394,7 @@ def families(ents: Sequence[Tuple[Entity, Dict[str, float]]]) -> Tuple[List[Metr
     left out, and of several unlisted metrics that sanitise to one name (``new-stat``, ``new_stat``) only one
     is kept, the same at every scrape: the one already spelled as its name, else the first in sorted order.
     """
-    fams: Dict[str, Metric] = {}
+    fams: Dict[str, Union[CounterMetricFamily, GaugeMetricFamily]] = {}
     # unlisted family name -> metric -> [(label values, value)]: the name's owner is chosen once all are known
     unlisted: Dict[str, Dict[str, List[Tuple[List[str], float]]]] = {}
     label_names: Dict[str, Tuple[Kind, Tuple[str, ...]]] = {}
@@ -418,8 +421,8 @@ def families(ents: Sequence[Tuple[Entity, Dict[str, float]]]) -> Tuple[List[Metr
         if owner is None:
             continue
         fam = fams[name] = GaugeMetricFamily(name, prom_name(kind, owner).help, labels=names)
-        for vals, value in by_metric[owner]:
-            fam.add_metric(vals, value)
+        for labels, value in by_metric[owner]:
+            fam.add_metric(labels, value)
     return list(fams.values()), dropped
 
 
@@ -562,10 +565,10 @@ def _bucket_of(is_trace: bool, name: str) -> Optional[Tuple[Tuple[str, str], flo
             return None
         upper = float(bucket_upper(int(hit.group(2))))
         return (TRACE_QUEUE, hit.group(1)), upper, _le_exponent(upper)
-    hit = latency.split_metric(name)  # the latency family's own names: lat_<queue>[_<op>]_<label>
-    if hit is None:
+    split = latency.split_metric(name)  # the latency family's own names: lat_<queue>[_<op>]_<label>
+    if split is None:
         return None
-    queue, op, j = hit
+    queue, op, j = split
     key, upper = (queue, op), zpool_bucket_upper_ns(j)
     return key, upper, _le_exponent(upper)
 

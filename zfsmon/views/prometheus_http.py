@@ -37,7 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import HTTPServer
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.exposition import MetricsHandler, choose_encoder, gzip_accepted
@@ -110,7 +110,7 @@ class _RenderCache:
         self._cached: Dict[Tuple[str, bool], Tuple[object, float, bytes]] = {}
         self.renders = 0  # how many times the registry was rendered (tests, benchmarks)
 
-    def get(self, registry: CollectorRegistry, accept: str, gz: bool) -> Tuple[bytes, str]:
+    def get(self, registry: Collector, accept: str, gz: bool) -> Tuple[bytes, str]:
         """(body, content type) for this Accept and compression, rendered again only when stale."""
         ctype = choose_encoder(accept)[1]
         key = (ctype, gz)
@@ -155,7 +155,7 @@ class _Waiting:
     head: bytearray = field(default_factory=bytearray)
 
 
-def head_verdict(head: bytes, before: int) -> Optional[bytes]:
+def head_verdict(head: Union[bytes, bytearray], before: int) -> Optional[bytes]:
     """What to do with a request head that has grown from ``before`` bytes: b"" = complete, hand it to a worker;
     an answer = refuse it with that; None = wait for more."""
     if head.find(b"\n\n", max(0, before - 1)) >= 0 or head.find(b"\n\r\n", max(0, before - 2)) >= 0:
@@ -190,7 +190,7 @@ class BoundedHTTPServer(HTTPServer):
         self._waiter.start()
 
     # socketserver calls this from serve_forever for each accepted connection
-    def process_request(self, request, client_address) -> None:  # type: ignore[override]
+    def process_request(self, request, client_address) -> None:
         with self._lock:
             self._incoming.append((request, client_address, time.monotonic()))
 
@@ -214,22 +214,22 @@ class BoundedHTTPServer(HTTPServer):
                     sel.register(sock, selectors.EVENT_READ)
                 for key, _ in sel.select(timeout=0.05) if waiting else ():
                     sock = key.fileobj  # type: ignore[assignment]
-                    w = waiting[sock]  # type: ignore[index]
+                    w = waiting[sock]
                     try:
-                        chunk = sock.recv(MAX_HEAD + 1 - len(w.head))  # type: ignore[union-attr]
+                        chunk = sock.recv(MAX_HEAD + 1 - len(w.head))
                     except (BlockingIOError, InterruptedError):
                         continue
                     except OSError:  # reset by the client
                         chunk = b""
                     if not chunk:
-                        drop(sock)  # type: ignore[arg-type]
+                        drop(sock)
                         continue
                     before = len(w.head)
                     w.head += chunk
                     verdict = head_verdict(w.head, before)
                     if verdict is not None:
                         sel.unregister(sock)
-                        del waiting[sock]  # type: ignore[arg-type]
+                        del waiting[sock]
                         self._pool.submit(self._work, sock, w.addr, bytes(w.head), verdict)
                 if not waiting:
                     self._closing.wait(0.05)

@@ -24,7 +24,7 @@ import os
 import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon import names
 from zfsmon.analysis import qdsweep, vdevperf
@@ -278,7 +278,7 @@ def _histogram_line(d: vdevperf.LatDist) -> Line:
                 [(hi - lo) / 1e6 for lo, hi, _n in d.buckets])
 
 
-def _role_latency_section(vp: Optional[vdevperf.VdevPerf], rows: Sequence[Dict[str, object]],
+def _role_latency_section(vp: Optional[vdevperf.VdevPerf], rows: Sequence[Mapping[str, Optional[float]]],
                           steps: Sequence[qdsweep.Step], sw: Optional[qdsweep.Sweep]) -> Section:
     """Per operation: each vdev role's latency distribution (:mod:`zfsmon.analysis.vdevperf`), then its p50/p99
     per queue depth beside fio's own (the qd_sweep finding's per-step rows): where the time went."""
@@ -296,8 +296,8 @@ def _role_latency_section(vp: Optional[vdevperf.VdevPerf], rows: Sequence[Dict[s
         lines = [ln for ln in (_points(f"fio {op} {label}", [(s.depth, s.by_direction.get(op, {}).get(key))
                                                              for s in steps])
                                for key, label in (("p50", "p50"), ("p99", "p99"))) if ln is not None]
-        devs = [ln for ln in (_points(f"{role} {op} {q}", [(float(r["depth"]), r.get(f"{role}_{op}_{q}_ms"))
-                                                           for r in rows])  # type: ignore[arg-type]
+        devs = [ln for ln in (_points(f"{role} {op} {q}", [(float(r["depth"] or 0.0), r.get(f"{role}_{op}_{q}_ms"))
+                                                           for r in rows])  # a row's depth: always set
                               for role in vdevperf.ROLES for q in ("p50", "p99")) if ln is not None]
         if lines and devs:  # fio did this operation and the devices' latency is known
             panels.append(Panel(f"{op} p50/p99 per queue depth: fio against each vdev role", "ms", lines + devs,

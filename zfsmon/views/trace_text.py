@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from zfsmon.errors import neutralise, printable
 from zfsmon.model import Entity, Sample
@@ -25,7 +25,7 @@ CSV_FIELDS = ("ts", "script", "entity", "pool", "role", "parent", "op", "ops", "
 _LAT_SUFFIX = "_ops"
 
 
-def ops_of(metrics: Dict[str, float]) -> List[str]:
+def ops_of(metrics: Mapping[str, float]) -> List[str]:
     """The latency ops a sample carries (``read``, ``write``, ``commit``, ...), in a stable order."""
     ops = [k[: -len(_LAT_SUFFIX)] for k in metrics if k.endswith(_LAT_SUFFIX) and f"{k[:-4]}_ops_s" in metrics]
     order = {"read": 0, "write": 1}

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from zfsmon import lab as labmod
@@ -62,7 +63,7 @@ def lab_cluster(pool: str, port: int = DEFAULT_PORT):
         raise UserError(f"no lab named {pool} is up (start one with `zfsmon lab up --pool {pool}`)")
     if not os.path.isdir(info.mountpoint):
         raise UserError(f"lab dataset {info.dataset} is not mounted at {info.mountpoint}")
-    return info, PgCluster(os.path.join(info.mountpoint, LAB_DATADIR), port=port)
+    return info, PgCluster(Path(info.mountpoint, LAB_DATADIR), port=port)
 
 
 def prepare(lab: Optional[str] = None, port: int = DEFAULT_PORT, dbname: Optional[str] = None,

@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Any, Dict, Tuple
 
 from zfsmon.defaults import GUEST_CACHE_ROOT, GUEST_DEFAULT_ZFS, GUEST_RUN_ROOT, GUEST_SUITE, GUEST_ZFS_SUITES
 
@@ -109,7 +109,7 @@ class Image:
     def manifest_path(self) -> Path:
         return self.directory / "manifest.json"
 
-    def manifest(self) -> Dict[str, object]:
+    def manifest(self) -> Dict[str, Any]:  # JSON the build wrote
         return json.loads(self.manifest_path.read_text())
 
     def complete(self) -> bool:

@@ -22,10 +22,11 @@ from typing import Callable, Deque, Iterable, List, Optional, Sequence
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.filter import LineFilter, Monochrome, NoColor
+from textual.geometry import Size
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
@@ -114,7 +115,8 @@ KEYS: List[Key] = [
 
 
 #: tab is Textual's focus key unless the binding has priority
-BINDINGS = [Binding(key, k.action, k.help, show=False, priority=key == "tab") for k in KEYS for key in k.keys.split(",")]
+BINDINGS: List[BindingType] = [Binding(key, k.action, k.help, show=False, priority=key == "tab")
+                               for k in KEYS for key in k.keys.split(",")]
 
 
 #: the command palette's key (Textual's binding), as the help and the key bar show it
@@ -148,7 +150,7 @@ class LiveFeed:
     """The hand-over point between the sampler thread and the app: a queue, drained by a timer."""
 
     def __init__(self) -> None:
-        self.q: queue.SimpleQueue = queue.SimpleQueue()
+        self.q: queue.SimpleQueue[List[Record]] = queue.SimpleQueue()
 
     def sink(self, records: List[Record]) -> None:
         self.q.put(list(records))
@@ -244,7 +246,7 @@ class TopApp(App):
         self.exports: List[str] = []
         self.marks: List[str] = []
         self.redraws = 0
-        self._laid_out = None
+        self._laid_out: Optional[Size] = None
         self._settle_until = 0.0
         self._findings_busy = False
         self._findings_cpu = 0.0  # the last run's CPU seconds (its thread's)

@@ -9,7 +9,7 @@ per pass over the screen (it walks every ancestor's styles), not once per line.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from rich.console import Console
 from rich.segment import Segment
@@ -35,7 +35,7 @@ class Lines(Widget):
         self._width = -1
         self._pass_style: Optional[Style] = None  # the widget's style during a pass (render_lines)
 
-    def set_lines(self, texts: List[Text]) -> None:
+    def set_lines(self, texts: Iterable[Text]) -> None:
         """Show ``texts``; repaint only the lines that changed, lay out again only if the count did."""
         texts = [inert(t) for t in texts]
         old, self.texts = self.texts, texts

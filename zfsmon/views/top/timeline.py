@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
 from zfsmon import names
-from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
+from zfsmon.model import Column, Entity, Event, EventKind, Kind, Record, Role, Sample, column_item
 from zfsmon.store import Recording, arrays
 
 #: buckets held at most (the panel is at most ~200 cells wide: enough to draw every cell from its own bucket)
@@ -149,7 +149,7 @@ class Timeline:
             elif not r.since_boot and self.wants(r.entity):
                 self.sample(r.ts, r.entity, r.metrics, r.interval)
 
-    def sample(self, ts: float, e: Entity, m: Dict[str, float], interval: Optional[float] = None) -> None:
+    def sample(self, ts: float, e: Entity, m: Mapping[str, float], interval: Optional[float] = None) -> None:
         """One reading of an entity the timeline :meth:`wants` (live and replay alike); ``interval``: the seconds
         a run summary covers, up to ``ts``."""
         run = run_part(e)
@@ -177,7 +177,7 @@ class Timeline:
         elif "read_ops" in m:
             self.add(ts, f"reads:{e.key}", m["read_ops"])
 
-    def sample_block(self, ts: Sequence[float], e: Entity, m: Dict[str, Sequence[float]],
+    def sample_block(self, ts: Sequence[float], e: Entity, m: Dict[str, Column],
                      intervals: Optional[Sequence[Optional[float]]] = None) -> None:
         """:meth:`sample` of an entity's consecutive readings given column-wise (a store block: ``m`` maps a
         metric to its column, ``intervals`` each reading's): the same parts, each bucket's sum and count from one
@@ -202,7 +202,7 @@ class Timeline:
                 self._add_runs(t, "l2_size", np.asarray(size, dtype=np.float64), ones)
             if "hits" in m and "misses" in m:
                 h, x = np.asarray(m["hits"], dtype=np.float64), np.asarray(m["misses"], dtype=np.float64)
-                prev, self._l2 = self._l2, (_item(m["hits"], -1), _item(m["misses"], -1))
+                prev, self._l2 = self._l2, (column_item(m["hits"], -1), column_item(m["misses"], -1))
                 ph = np.concatenate(([prev[0] if prev else np.nan], h[:-1]))
                 px = np.concatenate(([prev[1] if prev else np.nan], x[:-1]))
                 ok = (h >= ph) & (x >= px)  # a reset costs one interval; the first reading has nothing before it
@@ -337,11 +337,6 @@ def _integral(edges: np.ndarray, starts: np.ndarray, ends: np.ndarray, rates: Op
         pr = r[point][np.argsort(ends[point], kind="stable")]
         out = out + np.concatenate(([0.0], np.cumsum(pr)))[np.searchsorted(pts, edges, side="left")]
     return out
-
-
-def _item(col: Sequence[float], i: int) -> float:
-    """A column's value as a Python number (an array's is a numpy scalar)."""
-    return col[i] if isinstance(col, (list, tuple)) else col.item(i)
 
 
 def value(b: Dict[str, List[float]], name: str, every: float) -> Optional[float]:

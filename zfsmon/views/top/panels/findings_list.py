@@ -42,7 +42,7 @@ def findings(report, state: TopState, opts: ViewOptions, width: int, compact: bo
             parts.append(Text(text, no_wrap=True, overflow="ellipsis"))
         elif f.topic == "warmup_correlation":
             per = f.numbers.get("with") or {}
-            rs = sorted(((d["spearman"], w) for w, d in per.items() if isinstance(d, dict)  # type: ignore[union-attr]
+            rs = sorted(((d["spearman"], w) for w, d in per.items() if isinstance(d, dict)
                          and isinstance(d.get("spearman"), float)), key=lambda x: -abs(x[0]))
             parts.append(Text("warm-up: TPS~" + ", ".join(f"{DRIVER_WORDS.get(w, w)} {r:+.2f}" for r, w in rs),
                               no_wrap=True, overflow="ellipsis"))
