@@ -1,0 +1,125 @@
+"""The kstat families zfsmon reads, and where each lives on every platform: one table row per family.
+
+A row says which kstat it is, where Linux, FreeBSD, illumos and zfs-fuse
+publish it, the statistics that identify it, how its statistics map onto
+entities, and the releases that have it. Everything else is made from the
+row: the readers, collectors, doctor's line, the sniffer and the dump reader
+(:class:`zfsmon.sources.kstat_reader.KstatReader`), and the per-platform
+provenance of the metrics table (:meth:`KstatFamily.where`). Units and
+counter/gauge are the metrics table's rows (``zfsmon/metrics/<metrics>.py``),
+which this row names.
+
+The model is node_exporter's per-OS path map, made into data that drives the
+code. A family is read by presence, never by version: whatever statistics the
+kernel has are kept, and the metrics table says what it knows of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Tuple
+
+from zfsmon.defaults import FUSE_ARCSTATS_DIR
+from zfsmon.model import Kind
+
+LINUX, FREEBSD, ILLUMOS, FUSE = "linux", "freebsd", "illumos", "zfs-fuse"
+#: where zfs-fuse serves its kstats (one folder per kstat, one file per statistic), when it serves any
+FUSE_ROOT = FUSE_ARCSTATS_DIR.rsplit("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class Split:
+    """Statistics named ``prefix*`` go, without the prefix, to a second entity (``l2_*`` -> the ``l2arc``)."""
+
+    prefix: str
+    kind: Kind
+    name: str
+
+
+@dataclass(frozen=True)
+class KstatFamily:
+    """One named kstat (``zfs:0:NAME``, class ``misc``) on every platform that has it.
+
+    A location left None means the platform has no such kstat; ``absent`` may
+    say why (doctor prints it).
+    """
+
+    #: the kstat's name, also the source's name and its samples' ``source``
+    name: str
+    #: what doctor calls its statistics (``no ARC statistics``, ``no known ARC kstats on AIX``)
+    label: str
+    #: the metrics table family (``zfsmon/metrics/<metrics>.py``) holding its statistics' units and kinds
+    metrics: str
+    #: the entity its statistics land on
+    kind: Kind
+    entity: str
+    #: Linux SPL: ``/proc/spl/kstat/zfs/NAME``
+    linux: Optional[str] = None
+    #: FreeBSD: the sysctl tree ``kstat.zfs.misc.NAME``
+    freebsd: Optional[str] = None
+    #: illumos: ``module:instance:name`` for ``kstat -p``
+    illumos: Optional[str] = None
+    #: zfs-fuse: the folder of one file per statistic
+    fuse: Optional[str] = None
+    #: the releases that have it, per platform (documentation, and doctor's hint where it is missing)
+    releases: Mapping[str, str] = field(default_factory=dict)
+    #: a text is this kstat only if it has one of these statistics (its kernel names)
+    required: Tuple[str, ...] = ()
+    #: the statistic that says a dump is this kstat (default: each of ``required``)
+    marks: Tuple[str, ...] = ()
+    #: the statistic doctor asks FreeBSD's sysctl and illumos's kstat for
+    probe: str = ""
+    #: a string statistic that says a text is another kstat (-> what that is); such a text is refused
+    excludes: Mapping[str, str] = field(default_factory=dict)
+    #: a prefix the kernel puts on every statistic, dropped on the entity (``zil_commit_count`` -> ``commit_count``)
+    drop_prefix: str = ""
+    split: Optional[Split] = None
+    #: why a platform without the kstat has none (doctor's line there)
+    absent: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def sysctl_prefix(self) -> str:
+        """``kstat.zfs.misc.NAME.``: what FreeBSD's sysctl names of its statistics start with."""
+        return f"{self.freebsd}." if self.freebsd else ""
+
+    @property
+    def marks_or_required(self) -> Tuple[str, ...]:
+        return self.marks or self.required
+
+    def where(self, stat: str) -> Dict[str, str]:
+        """Where statistic ``stat`` (its kernel name) is read on each platform: the metrics table's ``sources``."""
+        out: Dict[str, str] = {}
+        if self.linux:
+            out[LINUX] = f"{self.linux} {stat}"
+        if self.illumos:
+            out[ILLUMOS] = f"kstat -p {self.illumos}:{stat}"
+        if self.freebsd:
+            out[FREEBSD] = f"sysctl {self.freebsd}.{stat}"
+        if self.fuse:
+            out[FUSE] = f"{self.fuse}/{stat}"
+        return out
+
+
+ARCSTATS = KstatFamily(
+    name="arcstats", label="ARC", metrics="arc", kind=Kind.ARC, entity="arc",
+    linux="/proc/spl/kstat/zfs/arcstats", freebsd="kstat.zfs.misc.arcstats", illumos="zfs:0:arcstats",
+    fuse=FUSE_ARCSTATS_DIR,
+    releases={LINUX: "ZoL 0.6+", FREEBSD: "9+", ILLUMOS: "all", FUSE: "0.7"},
+    # zfetchstats and vdev_cache_stats have hits/misses too; only arcstats has c and c_max
+    required=("c", "c_max"), marks=("c_max",), probe="hits",
+    split=Split("l2_", Kind.L2ARC, "l2arc"),
+)
+
+ZIL = KstatFamily(
+    name="zil", label="ZIL", metrics="zil", kind=Kind.ZIL, entity="zil",
+    linux="/proc/spl/kstat/zfs/zil", freebsd="kstat.zfs.misc.zil", illumos="zfs:0:zil",
+    releases={LINUX: "ZoL 0.7+ (13 statistics; 20 from 2.3)", FREEBSD: "OpenZFS 2.0+", ILLUMOS: "all"},
+    required=("zil_commit_count", "zil_itx_count"), probe="zil_commit_count",
+    # 2.2+ objset kstats have per-dataset zil_* counters too
+    excludes={"dataset_name": "a dataset's objset kstat"},
+    drop_prefix="zil_",
+    absent={FUSE: "zfs-fuse (pool v23) has no ZIL kstat; SLOG activity comes from the log vdev's zpool iostat row"},
+)
+
+#: every family of this table, by name
+KSTATS: Mapping[str, KstatFamily] = {f.name: f for f in (ARCSTATS, ZIL)}
