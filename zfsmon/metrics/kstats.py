@@ -121,5 +121,14 @@ ZIL = KstatFamily(
     absent={FUSE: "zfs-fuse (pool v23) has no ZIL kstat; SLOG activity comes from the log vdev's zpool iostat row"},
 )
 
+ZIO_STATS = KstatFamily(
+    name="zio_stats", label="zio", metrics="zio", kind=Kind.ZIO, entity="zio",
+    linux="/proc/spl/kstat/zfs/zio_stats", freebsd="kstat.zfs.misc.zio_stats",
+    releases={LINUX: "OpenZFS 2.3.1+", FREEBSD: "OpenZFS 2.3.1+"},
+    required=("total_allocations",), marks=("gang_writes",), probe="total_allocations",
+    absent={LINUX: "OpenZFS 2.3.1+ has it", ILLUMOS: "illumos ZFS has no zio_stats kstat (OpenZFS 2.3.1+ has it)",
+            FUSE: "zfs-fuse (pool v23) has no zio_stats kstat"},
+)
+
 #: every family of this table, by name
-KSTATS: Mapping[str, KstatFamily] = {f.name: f for f in (ARCSTATS, ZIL)}
+KSTATS: Mapping[str, KstatFamily] = {f.name: f for f in (ARCSTATS, ZIL, ZIO_STATS)}
