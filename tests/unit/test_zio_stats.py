@@ -67,7 +67,7 @@ def test_where_the_table_says_it_lives():
     assert metrics.lookup(Kind.ZIO, "gang_writes").sources == {
         "linux": "/proc/spl/kstat/zfs/zio_stats gang_writes", "freebsd": "sysctl kstat.zfs.misc.zio_stats.gang_writes"}
     assert {s.name for s in metrics.specs_for(Kind.ZIO)} == set(STATS)
-    assert ZIO_STATS.linux is not None
+    assert set(ZIO_STATS.places) == {"linux", "freebsd"}
     linux = reader.check_host(_host("Linux"))
     if not linux.ok:  # a host without OpenZFS 2.3.1+
         assert linux.detail == "no /proc/spl/kstat/zfs/zio_stats (OpenZFS 2.3.1+ has it)"

@@ -40,8 +40,8 @@ class Split:
 class KstatFamily:
     """One named kstat (``zfs:0:NAME``, class ``misc``) on every platform that has it.
 
-    A location left None means the platform has no such kstat; ``absent`` may
-    say why (doctor prints it).
+    A platform missing from ``places`` has no such kstat; ``absent`` may say
+    why (doctor prints it).
     """
 
     #: the kstat's name, also the source's name and its samples' ``source``
@@ -53,14 +53,10 @@ class KstatFamily:
     #: the entity its statistics land on
     kind: Kind
     entity: str
-    #: Linux SPL: ``/proc/spl/kstat/zfs/NAME``
-    linux: Optional[str] = None
-    #: FreeBSD: the sysctl tree ``kstat.zfs.misc.NAME``
-    freebsd: Optional[str] = None
-    #: illumos: ``module:instance:name`` for ``kstat -p``
-    illumos: Optional[str] = None
-    #: zfs-fuse: the folder of one file per statistic
-    fuse: Optional[str] = None
+    #: where it lives, per platform: Linux the ``/proc/spl/kstat/zfs/NAME`` file, FreeBSD the sysctl tree
+    #: ``kstat.zfs.misc.NAME``, illumos ``module:instance:name`` for ``kstat -p``, zfs-fuse the folder of one
+    #: file per statistic
+    places: Mapping[str, str]
     #: the releases that have it, per platform (documentation, and doctor's hint where it is missing)
     releases: Mapping[str, str] = field(default_factory=dict)
     #: a text is this kstat only if it has one of these statistics (its kernel names)
@@ -77,10 +73,14 @@ class KstatFamily:
     #: why a platform without the kstat has none (doctor's line there)
     absent: Mapping[str, str] = field(default_factory=dict)
 
+    def place(self, platform: str) -> str:
+        """Where it lives on ``platform`` (:data:`LINUX`, ...); empty when the platform has none."""
+        return self.places.get(platform, "")
+
     @property
     def sysctl_prefix(self) -> str:
         """``kstat.zfs.misc.NAME.``: what FreeBSD's sysctl names of its statistics start with."""
-        return f"{self.freebsd}." if self.freebsd else ""
+        return f"{self.place(FREEBSD)}." if FREEBSD in self.places else ""
 
     @property
     def marks_or_required(self) -> Tuple[str, ...]:
@@ -88,22 +88,19 @@ class KstatFamily:
 
     def where(self, stat: str) -> Dict[str, str]:
         """Where statistic ``stat`` (its kernel name) is read on each platform: the metrics table's ``sources``."""
-        out: Dict[str, str] = {}
-        if self.linux:
-            out[LINUX] = f"{self.linux} {stat}"
-        if self.illumos:
-            out[ILLUMOS] = f"kstat -p {self.illumos}:{stat}"
-        if self.freebsd:
-            out[FREEBSD] = f"sysctl {self.freebsd}.{stat}"
-        if self.fuse:
-            out[FUSE] = f"{self.fuse}/{stat}"
-        return out
+        return {plat: form.format(place=self.places[plat], stat=stat) for plat, form in _STAT_AT.items()
+                if plat in self.places}
+
+
+#: how a statistic is named where it lives, per platform (the metrics table's ``sources``, in this order)
+_STAT_AT = {LINUX: "{place} {stat}", ILLUMOS: "kstat -p {place}:{stat}", FREEBSD: "sysctl {place}.{stat}",
+            FUSE: "{place}/{stat}"}
 
 
 ARCSTATS = KstatFamily(
     name="arcstats", label="ARC", metrics="arc", kind=Kind.ARC, entity="arc",
-    linux="/proc/spl/kstat/zfs/arcstats", freebsd="kstat.zfs.misc.arcstats", illumos="zfs:0:arcstats",
-    fuse=FUSE_ARCSTATS_DIR,
+    places={LINUX: "/proc/spl/kstat/zfs/arcstats", FREEBSD: "kstat.zfs.misc.arcstats", ILLUMOS: "zfs:0:arcstats",
+            FUSE: FUSE_ARCSTATS_DIR},
     releases={LINUX: "ZoL 0.6+", FREEBSD: "9+", ILLUMOS: "all", FUSE: "0.7"},
     # zfetchstats and vdev_cache_stats have hits/misses too; only arcstats has c and c_max
     required=("c", "c_max"), marks=("c_max",), probe="hits",
@@ -112,7 +109,7 @@ ARCSTATS = KstatFamily(
 
 ZIL = KstatFamily(
     name="zil", label="ZIL", metrics="zil", kind=Kind.ZIL, entity="zil",
-    linux="/proc/spl/kstat/zfs/zil", freebsd="kstat.zfs.misc.zil", illumos="zfs:0:zil",
+    places={LINUX: "/proc/spl/kstat/zfs/zil", FREEBSD: "kstat.zfs.misc.zil", ILLUMOS: "zfs:0:zil"},
     releases={LINUX: "ZoL 0.7+ (13 statistics; 20 from 2.3)", FREEBSD: "OpenZFS 2.0+", ILLUMOS: "all"},
     required=("zil_commit_count", "zil_itx_count"), probe="zil_commit_count",
     # 2.2+ objset kstats have per-dataset zil_* counters too
@@ -123,7 +120,7 @@ ZIL = KstatFamily(
 
 ZIO_STATS = KstatFamily(
     name="zio_stats", label="zio", metrics="zio", kind=Kind.ZIO, entity="zio",
-    linux="/proc/spl/kstat/zfs/zio_stats", freebsd="kstat.zfs.misc.zio_stats",
+    places={LINUX: "/proc/spl/kstat/zfs/zio_stats", FREEBSD: "kstat.zfs.misc.zio_stats"},
     releases={LINUX: "OpenZFS 2.3.1+", FREEBSD: "OpenZFS 2.3.1+"},
     required=("total_allocations",), marks=("gang_writes",), probe="total_allocations",
     absent={LINUX: "OpenZFS 2.3.1+ has it", ILLUMOS: "illumos ZFS has no zio_stats kstat (OpenZFS 2.3.1+ has it)",

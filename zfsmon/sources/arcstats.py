@@ -18,7 +18,7 @@ from zfsmon.sources.spec import Source
 
 READER = KstatReader(ARCSTATS)
 ARC, L2ARC = READER.entity, READER.split_entity
-LINUX_PATH = ARCSTATS.linux
+LINUX_PATH = READER.linux
 
 parse_linux = READER.parse_linux
 parse_freebsd = READER.parse_freebsd

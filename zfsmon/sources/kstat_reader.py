@@ -18,7 +18,7 @@ import time
 from typing import ClassVar, Dict, List, Mapping, Optional, Sequence, Type
 
 from zfsmon.host import Check, Host, run_probe
-from zfsmon.metrics.kstats import FUSE, FUSE_ROOT, ILLUMOS, LINUX, KstatFamily
+from zfsmon.metrics.kstats import FREEBSD, FUSE, FUSE_ROOT, ILLUMOS, LINUX, KstatFamily
 from zfsmon.model import Entity, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
@@ -44,12 +44,14 @@ class KstatReader:
     def __init__(self, family: KstatFamily) -> None:
         self.family = family
         self.name = family.name
+        self.linux, self.freebsd = family.place(LINUX), family.place(FREEBSD)
+        self.illumos, self.fuse = family.place(ILLUMOS), family.place(FUSE)
         self.entity = Entity(family.kind, family.entity)
         split = family.split
         self.split_entity = Entity(split.kind, split.name) if split else None
-        module, _inst, kname = (family.illumos or "::").split(":")
+        module, _inst, kname = (self.illumos or "::").split(":")
         self._illumos_module, self._illumos_name = module, kname
-        self._illumos_line = re.compile(rf"^{re.escape(module)}:\d+:{re.escape(kname)}:\S+\t") if family.illumos \
+        self._illumos_line = re.compile(rf"^{re.escape(module)}:\d+:{re.escape(kname)}:\S+\t") if self.illumos \
             else None
         #: the collector class of the family's zfs-fuse folder (constructed with the folder and a clock)
         self.fuse_class: Type[StatDirCollector] = type(f"{family.label}StatDirCollector", (StatDirCollector,),
@@ -84,7 +86,7 @@ class KstatReader:
     def parse_linux(self, text: str, ts: float, source: Optional[str] = None, where: Optional[str] = None
                     ) -> List[Sample]:
         """``cat /proc/spl/kstat/zfs/NAME``."""
-        where = where or self.family.linux or self.name
+        where = where or self.linux or self.name
         return self.to_samples(kstat_text.parse_proc_table(text, where), ts, source or self.name, where)
 
     def parse_freebsd(self, text: str, ts: float, source: Optional[str] = None, where: str = "sysctl"
@@ -120,25 +122,25 @@ class KstatReader:
     def parse_stat_files(self, files: Mapping[str, str], ts: float, source: Optional[str] = None,
                          where: Optional[str] = None) -> List[Sample]:
         """zfs-fuse's one-file-per-statistic folder, already read into ``{name: content}``."""
-        where = where or self.family.fuse or self.name
+        where = where or self.fuse or self.name
         return self.to_samples(kstat_text.parse_stat_files(files, where), ts, source or self.name, where)
 
     # --- collectors -------------------------------------------------------------------------------------------
 
     def linux_collector(self, path: Optional[str] = None, clock: Clock = time.time) -> KstatFileCollector:
         """Reads ``/proc/spl/kstat/zfs/NAME`` each poll."""
-        return KstatFileCollector(self.name, path or self.family.linux or "",
+        return KstatFileCollector(self.name, path or self.linux,
                                   lambda t, ts, n, w: list(self.parse_linux(t, ts, n, w)), clock)
 
     def freebsd_collector(self, clock: Clock = time.time) -> CommandCollector:
         """Runs ``sysctl -q kstat.zfs.misc.NAME`` each poll."""
-        return CommandCollector(self.name, ["sysctl", "-q", self.family.freebsd or ""],
+        return CommandCollector(self.name, ["sysctl", "-q", self.freebsd],
                                 lambda t, ts, n, w: list(self.parse_freebsd(t, ts, n, w)), clock)
 
     def illumos_collector(self, interval: float = 1.0, clock: Clock = time.time) -> StreamCollector:
         """One persistent ``kstat -p zfs:0:NAME INTERVAL``; each printed block is one reading."""
         return kstat_text.kstat_p_collector(
-            self.name, self.family.illumos or "", interval,
+            self.name, self.illumos, interval,
             lambda blk, ts: list(self.illumos_block(blk, ts, self.name, "kstat -p")), clock)
 
     def fuse_collector(self, directory: Optional[str] = None, clock: Clock = time.time) -> StatDirCollector:
@@ -148,20 +150,19 @@ class KstatReader:
     def collector_for_host(self, interval: float = 1.0, fuse_dir: Optional[str] = None,
                            linux_path: Optional[str] = None, platform: Optional[str] = None) -> Optional[Collector]:
         """The collector this machine supports, or None when it has no such kstat we can read."""
-        fam = self.family
         plat = platform or sys.platform
         if plat.startswith("linux"):
-            linux = linux_path or fam.linux
+            linux = linux_path or self.linux
             if linux and os.path.exists(linux):
                 return self.linux_collector(linux)
-            fuse = fuse_dir or fam.fuse
-            if fam.fuse and fuse and os.path.isdir(fuse):
+            fuse = fuse_dir or self.fuse
+            if self.fuse and fuse and os.path.isdir(fuse):
                 return self.fuse_collector(fuse)
             return None
         if plat.startswith("freebsd"):
-            return self.freebsd_collector() if fam.freebsd else None
+            return self.freebsd_collector() if self.freebsd else None
         if plat.startswith("sunos"):
-            return self.illumos_collector(interval) if fam.illumos else None
+            return self.illumos_collector(interval) if self.illumos else None
         return None
 
     def make_collector(self, host: Host, interval: float, pools: Sequence[str]) -> Collector:
@@ -169,7 +170,7 @@ class KstatReader:
         found = self.collector_for_host(interval, platform=host.system.lower())
         if found is not None:
             return found
-        return self.fuse_collector() if self.family.fuse else self.linux_collector()
+        return self.fuse_collector() if self.fuse else self.linux_collector()
 
     # --- doctor's line ----------------------------------------------------------------------------------------
 
@@ -177,26 +178,26 @@ class KstatReader:
         """Doctor's line: where this host's kstat is, or why there is none."""
         fam, name = self.family, self.name
         if host.system == "Linux":
-            if fam.linux and os.path.exists(fam.linux):
-                return Check(name, True, fam.linux)
-            if fam.fuse and os.path.isdir(fam.fuse):
-                return Check(name, True, f"{fam.fuse}/ ({len(os.listdir(fam.fuse))} files, zfs-fuse)")
-            if not fam.fuse and FUSE in fam.absent and os.path.isdir(FUSE_ROOT):
+            if self.linux and os.path.exists(self.linux):
+                return Check(name, True, self.linux)
+            if self.fuse and os.path.isdir(self.fuse):
+                return Check(name, True, f"{self.fuse}/ ({len(os.listdir(self.fuse))} files, zfs-fuse)")
+            if not self.fuse and FUSE in fam.absent and os.path.isdir(FUSE_ROOT):
                 return Check(name, False, fam.absent[FUSE])
-            if fam.fuse and shutil.which("zfs-fuse"):
+            if self.fuse and shutil.which("zfs-fuse"):
                 return Check(name, False, FUSE_HINT)
-            if not fam.linux:
+            if not self.linux:
                 return Check(name, False, f"no {name} kstat on Linux")
-            return Check(name, False, f"no {fam.linux} ({fam.absent[LINUX]})" if LINUX in fam.absent
-                         else f"no {fam.linux}")
-        if host.system == "FreeBSD" and fam.freebsd:
+            return Check(name, False, f"no {self.linux} ({fam.absent[LINUX]})" if LINUX in fam.absent
+                         else f"no {self.linux}")
+        if host.system == "FreeBSD" and self.freebsd:
             cp = run_probe(["sysctl", "-n", f"{fam.sysctl_prefix}{fam.probe}"])
             ok = bool(cp and cp.returncode == 0)
-            return Check(name, ok, f"sysctl {fam.freebsd}" if ok else f"sysctl {fam.freebsd} missing")
-        if host.system == "SunOS" and fam.illumos:
-            cp = run_probe(["kstat", "-p", f"{fam.illumos}:{fam.probe}"])
+            return Check(name, ok, f"sysctl {self.freebsd}" if ok else f"sysctl {self.freebsd} missing")
+        if host.system == "SunOS" and self.illumos:
+            cp = run_probe(["kstat", "-p", f"{self.illumos}:{fam.probe}"])
             ok = bool(cp and cp.returncode == 0 and cp.stdout.strip())
-            return Check(name, ok, f"kstat -p {fam.illumos}" if ok else f"kstat {fam.illumos} not readable")
+            return Check(name, ok, f"kstat -p {self.illumos}" if ok else f"kstat {self.illumos} not readable")
         platform = {"SunOS": ILLUMOS}.get(host.system, host.system.lower())
         return Check(name, False, fam.absent.get(platform, f"no known {fam.label} kstats on {host.system}"))
 
@@ -207,7 +208,7 @@ class KstatReader:
         fam = self.family
         if any(kstat_text.looks_like_proc(text, s) for s in fam.excludes):
             return False
-        if fam.linux and any(kstat_text.looks_like_proc(text, s) for s in fam.marks_or_required):
+        if self.linux and any(kstat_text.looks_like_proc(text, s) for s in fam.marks_or_required):
             return True
         prefix = fam.sysctl_prefix
         return any((prefix and ln.startswith(prefix)) or (self._illumos_line and self._illumos_line.match(ln))
@@ -226,17 +227,16 @@ class KstatReader:
             for i, dump in enumerate(kstat_text.split_sysctl_dumps(text)):
                 out.extend(self.parse_freebsd(dump, i * (interval or 1.0), self.name, f"{source} (dump {i + 1})"))
             return out
-        if self.family.illumos:
+        if self.illumos:
             return list(self.parse_illumos(text, 0.0, self.name, source, interval or 1.0))
         raise ParseError(source, None, f"not a {self.name} kstat dump")
 
     def text_kind(self, name: str, what: str, log: str) -> TextKind:
         """The saved-text kind of the family's dumps (``zfsmon parse``/``import``): ``what`` they are, and the
         ``log`` file of the example loop."""
-        fam = self.family
-        where = [f"Linux {fam.linux}" if fam.linux else "", "FreeBSD sysctl" if fam.freebsd else "",
-                 "illumos kstat -p" if fam.illumos else ""]
-        example = f"while sleep 10; do cat {fam.linux}; done > {log}" if fam.linux else ""
+        where = [f"Linux {self.linux}" if self.linux else "", "FreeBSD sysctl" if self.freebsd else "",
+                 "illumos kstat -p" if self.illumos else ""]
+        example = f"while sleep 10; do cat {self.linux}; done > {log}" if self.linux else ""
         return TextKind(name, f"{what}: {', '.join(w for w in where if w)}", self.looks_like, self.parse_dumps,
                         example)
 
@@ -260,7 +260,7 @@ class StatDirCollector(Collector):
     def __init__(self, directory: Optional[str] = None, clock: Clock = time.time) -> None:
         super().__init__(clock)
         self.name = self.reader.name
-        self.directory = directory or self.reader.family.fuse or ""
+        self.directory = directory or self.reader.fuse
         self._dir = kstat_text.StatDir(self.directory)
         self._polls = 0
 

@@ -17,7 +17,7 @@ from zfsmon.sources.spec import Source
 
 READER = KstatReader(ZIL_KSTAT)
 ZIL = READER.entity
-LINUX_PATH = ZIL_KSTAT.linux
+LINUX_PATH = READER.linux
 
 parse_linux = READER.parse_linux
 parse_freebsd = READER.parse_freebsd
