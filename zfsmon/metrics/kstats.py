@@ -23,6 +23,8 @@ from zfsmon.defaults import FUSE_ARCSTATS_DIR
 from zfsmon.model import Kind
 
 LINUX, FREEBSD, ILLUMOS, FUSE = "linux", "freebsd", "illumos", "zfs-fuse"
+#: where Linux's SPL publishes the zfs module's kstats: global ones in it, each pool's in ``POOL/``
+LINUX_ROOT = "/proc/spl/kstat/zfs"
 #: where zfs-fuse serves its kstats (one folder per kstat, one file per statistic), when it serves any
 FUSE_ROOT = FUSE_ARCSTATS_DIR.rsplit("/", 1)[0]
 
@@ -99,7 +101,7 @@ _STAT_AT = {LINUX: "{place} {stat}", ILLUMOS: "kstat -p {place}:{stat}", FREEBSD
 
 ARCSTATS = KstatFamily(
     name="arcstats", label="ARC", metrics="arc", kind=Kind.ARC, entity="arc",
-    places={LINUX: "/proc/spl/kstat/zfs/arcstats", FREEBSD: "kstat.zfs.misc.arcstats", ILLUMOS: "zfs:0:arcstats",
+    places={LINUX: f"{LINUX_ROOT}/arcstats", FREEBSD: "kstat.zfs.misc.arcstats", ILLUMOS: "zfs:0:arcstats",
             FUSE: FUSE_ARCSTATS_DIR},
     releases={LINUX: "ZoL 0.6+", FREEBSD: "9+", ILLUMOS: "all", FUSE: "0.7"},
     # zfetchstats and vdev_cache_stats have hits/misses too; only arcstats has c and c_max
@@ -109,7 +111,7 @@ ARCSTATS = KstatFamily(
 
 ZIL = KstatFamily(
     name="zil", label="ZIL", metrics="zil", kind=Kind.ZIL, entity="zil",
-    places={LINUX: "/proc/spl/kstat/zfs/zil", FREEBSD: "kstat.zfs.misc.zil", ILLUMOS: "zfs:0:zil"},
+    places={LINUX: f"{LINUX_ROOT}/zil", FREEBSD: "kstat.zfs.misc.zil", ILLUMOS: "zfs:0:zil"},
     releases={LINUX: "ZoL 0.7+ (13 statistics; 20 from 2.3)", FREEBSD: "OpenZFS 2.0+", ILLUMOS: "all"},
     required=("zil_commit_count", "zil_itx_count"), probe="zil_commit_count",
     # 2.2+ objset kstats have per-dataset zil_* counters too
@@ -120,7 +122,7 @@ ZIL = KstatFamily(
 
 ZIO_STATS = KstatFamily(
     name="zio_stats", label="zio", metrics="zio", kind=Kind.ZIO, entity="zio",
-    places={LINUX: "/proc/spl/kstat/zfs/zio_stats", FREEBSD: "kstat.zfs.misc.zio_stats"},
+    places={LINUX: f"{LINUX_ROOT}/zio_stats", FREEBSD: "kstat.zfs.misc.zio_stats"},
     releases={LINUX: "OpenZFS 2.3.1+", FREEBSD: "OpenZFS 2.3.1+"},
     required=("total_allocations",), marks=("gang_writes",), probe="total_allocations",
     absent={LINUX: "OpenZFS 2.3.1+ has it", ILLUMOS: "illumos ZFS has no zio_stats kstat (OpenZFS 2.3.1+ has it)",

@@ -25,10 +25,9 @@ from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
 from zfsmon.sources.base import Clock, Collector
-from zfsmon.sources.pool_kstat import pool_of_file
+from zfsmon.sources.pool_kstat import ROOT, pool_dirs, pool_of_file, read_text
 from zfsmon.sources.spec import Source, TextKind
 
-ROOT = "/proc/spl/kstat/zfs"
 #: the ``source`` of the records
 RECORD_SOURCE = "objset"
 
@@ -88,11 +87,6 @@ def parse_pool_io(text: str, ts: float, pool: str, where: str = "io", source: st
 
 # --- collector --------------------------------------------------------------------------------------------------
 
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return fh.read()
-
-
 class ObjsetCollector(Collector):
     """Polls every pool directory under ``/proc/spl/kstat/zfs``: objset-* and io.
 
@@ -109,15 +103,11 @@ class ObjsetCollector(Collector):
         self.root = root
         self.pools = list(pools) if pools else None
 
-    def _pool_dirs(self) -> List[str]:
-        names = self.pools if self.pools is not None else sorted(os.listdir(self.root))
-        return [n for n in names if os.path.isdir(os.path.join(self.root, n))]
-
     def poll(self) -> List[Record]:
         ts = self.clock()
         out: List[Record] = []
         try:
-            pools = self._pool_dirs()
+            pools = pool_dirs(self.root, self.pools)
         except OSError as exc:
             return [self._error(f"{self.name}: cannot list {self.root}: {exc.strerror or exc}")]
         if self.pools is not None:
@@ -148,9 +138,9 @@ class ObjsetCollector(Collector):
 
     def _read_one(self, fname: str, path: str, pool: str, ts: float) -> Optional[Sample]:
         if _OBJSET_FILE.match(fname):
-            return parse_objset(_read(path), ts, path, self.name, pool)
+            return parse_objset(read_text(path), ts, path, self.name, pool)
         if fname == "io":
-            return parse_pool_io(_read(path), ts, pool, path, self.name)
+            return parse_pool_io(read_text(path), ts, pool, path, self.name)
         return None
 
 

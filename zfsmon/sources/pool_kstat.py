@@ -13,10 +13,11 @@ import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
+from zfsmon.metrics.kstats import LINUX_ROOT
 from zfsmon.model import ParseError, Record
 from zfsmon.sources.base import Clock, Collector
 
-ROOT = "/proc/spl/kstat/zfs"
+ROOT = LINUX_ROOT
 
 #: (text, ts, pool, path) -> records
 PoolParse = Callable[[str, float, str, str], List[Record]]
