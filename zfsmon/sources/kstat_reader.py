@@ -34,10 +34,6 @@ def _drop(name: str, prefix: str) -> str:
     return name[len(prefix):] if prefix and name.startswith(prefix) and len(name) > len(prefix) else name
 
 
-def _head(text: str, n: int = 6) -> List[str]:
-    return [ln for ln in text.splitlines()[:n] if ln.strip()]
-
-
 class KstatReader:
     """Everything zfsmon does with one kstat family, driven by its table row."""
 
@@ -212,12 +208,12 @@ class KstatReader:
             return True
         prefix = fam.sysctl_prefix
         return any((prefix and ln.startswith(prefix)) or (self._illumos_line and self._illumos_line.match(ln))
-                   for ln in _head(text))
+                   for ln in kstat_text.head(text))
 
     def parse_dumps(self, text: str, source: str, interval: Optional[float] = None) -> List[Record]:
         """One or more saved dumps. Linux dumps are timed by their kstat snaptime (seconds since boot, relative;
         :func:`zfsmon.sources.kstat_text.timed_proc_dumps`), the others by ``interval`` (1 s if not given)."""
-        head = _head(text)
+        head = kstat_text.head(text)
         if head and kstat_text.HEADER_RE.match(head[0]):
             return kstat_text.timed_proc_dumps(
                 text, source, interval, lambda dump, ts, where: list(self.parse_linux(dump, ts, self.name, where)))

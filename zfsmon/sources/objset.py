@@ -203,9 +203,9 @@ def parse_dumps(text: str, source: str, interval: Optional[float] = None) -> Lis
 
 def looks_like_io(text: str) -> bool:
     """A Linux per-pool ``io`` kstat dump (ZoL 0.6-0.8): a type-3 header and the io kstat's column line."""
-    head = [ln for ln in text.splitlines()[:6] if ln.strip()]
-    return (len(head) >= 2 and bool(kstat_text.HEADER_RE.match(head[0])) and head[0].split()[1] == "3"
-            and tuple(head[1].split()) == IO_COLUMNS)
+    first = kstat_text.head(text)
+    return (len(first) >= 2 and bool(kstat_text.HEADER_RE.match(first[0])) and first[0].split()[1] == "3"
+            and tuple(first[1].split()) == IO_COLUMNS)
 
 
 def parse_io_dumps(text: str, source: str, interval: Optional[float] = None) -> List[Record]:
