@@ -9,13 +9,13 @@ from zfsmon import metrics
 from zfsmon.host import Host
 from zfsmon.metrics.kstats import FREEBSD, FUSE, ILLUMOS, KSTATS, LINUX
 from zfsmon.model import Kind
-from zfsmon.sources import arcstats, detect, registry, zil, zio_stats
+from zfsmon.sources import arcstats, detect, registry, zil
 from zfsmon.sources.kstat_reader import KstatReader
 
-READERS = {"arcstats": arcstats.READER, "zil": zil.READER, "zio_stats": zio_stats.READER}
-#: one real Linux capture of each family (OpenZFS 2.3 guest) and the text kind that reads it
-CAPTURES = {"arcstats": ("arcstats.after", "arcstats"), "zil": ("zil.after", "zil-kstat"),
-            "zio_stats": ("kstat/zio_stats", "zio-kstat")}
+#: the rows a source reads, with its reader
+READERS = {"arcstats": arcstats.READER, "zil": zil.READER}
+#: one real Linux capture of each (OpenZFS 2.3 guest) and the text kind that reads it
+CAPTURES = {"arcstats": ("arcstats.after", "arcstats"), "zil": ("zil.after", "zil-kstat")}
 
 
 def _host(system: str) -> Host:
@@ -23,16 +23,18 @@ def _host(system: str) -> Host:
 
 
 def test_every_row_is_a_source_of_its_name_family_and_entity():
-    assert set(KSTATS) == set(READERS)
+    """zio_stats's row is read (tests/unit/test_zio_stats.py) but no source yet: its entity kind has no panel."""
     sources = {s.name: s for s in registry.SOURCES}
-    for name, fam in KSTATS.items():
+    assert set(KSTATS) - set(sources) == {"zio_stats"}
+    for name in READERS:
+        fam = KSTATS[name]
         src = sources[name]
         assert src.family == fam.metrics and fam.kind in src.feeds
         assert fam.metrics in metrics.FAMILIES
         assert READERS[name].family is fam
 
 
-@pytest.mark.parametrize("name", sorted(KSTATS))
+@pytest.mark.parametrize("name", sorted(READERS))
 def test_a_real_capture_is_read_by_its_row(name):
     """Detection, the Linux parser and the metrics table agree on each family's own capture."""
     fam, reader = KSTATS[name], READERS[name]
@@ -51,8 +53,8 @@ def test_a_real_capture_is_read_by_its_row(name):
 
 
 def test_each_platform_reader_exists_where_the_row_places_it():
-    for name, fam in KSTATS.items():
-        reader: KstatReader = READERS[name]
+    for fam in KSTATS.values():
+        reader = KstatReader(fam)
         bsd = reader.collector_for_host(platform="freebsd14")
         sun = reader.collector_for_host(interval=3, platform="sunos5")
         assert (bsd is not None) == (FREEBSD in fam.places)

@@ -17,9 +17,10 @@ kernel has are kept, and the metrics table says what it knows of them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from zfsmon.defaults import FUSE_ARCSTATS_DIR
+from zfsmon.metrics.spec import COUNTER, MetricSpec
 from zfsmon.model import Kind
 
 LINUX, FREEBSD, ILLUMOS, FUSE = "linux", "freebsd", "illumos", "zfs-fuse"
@@ -36,6 +37,16 @@ class Split:
     prefix: str
     kind: Kind
     name: str
+
+
+@dataclass(frozen=True)
+class Stat:
+    """One statistic a row declares: its kernel name, unit, ``counter`` or ``gauge``, and meaning."""
+
+    name: str
+    unit: str
+    kind: str
+    help: str
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,9 @@ class KstatFamily:
     #: ``kstat.zfs.misc.NAME``, illumos ``module:instance:name`` for ``kstat -p``, zfs-fuse the folder of one
     #: file per statistic
     places: Mapping[str, str]
+    #: its statistics, for a family whose metrics module is made from the row (:meth:`specs`); empty: all
+    #: statistics of the kstat are read, and the metrics module describes them row by row
+    stats: Tuple[Stat, ...] = ()
     #: the releases that have it, per platform (documentation, and doctor's hint where it is missing)
     releases: Mapping[str, str] = field(default_factory=dict)
     #: a text is this kstat only if it has one of these statistics (its kernel names)
@@ -93,6 +107,10 @@ class KstatFamily:
         return {plat: form.format(place=self.places[plat], stat=stat) for plat, form in _STAT_AT.items()
                 if plat in self.places}
 
+    def specs(self) -> List[MetricSpec]:
+        """The metrics table's rows of the declared :attr:`stats`, with where each is read."""
+        return [MetricSpec(st.name, st.unit, st.kind, st.help, (self.kind,), self.where(st.name)) for st in self.stats]
+
 
 #: how a statistic is named where it lives, per platform (the metrics table's ``sources``, in this order)
 _STAT_AT = {LINUX: "{place} {stat}", ILLUMOS: "kstat -p {place}:{stat}", FREEBSD: "sysctl {place}.{stat}",
@@ -123,6 +141,12 @@ ZIL = KstatFamily(
 ZIO_STATS = KstatFamily(
     name="zio_stats", label="zio", metrics="zio", kind=Kind.ZIO, entity="zio",
     places={LINUX: f"{LINUX_ROOT}/zio_stats", FREEBSD: "kstat.zfs.misc.zio_stats"},
+    stats=(Stat("total_allocations", "ops", COUNTER, "block allocations (data, metadata and ZIL blocks)"),
+           Stat("alloc_class_fallbacks", "ops", COUNTER, "allocations that fell back to another allocation class "
+                "(a full special, dedup or log class)"),
+           Stat("gang_writes", "ops", COUNTER, "allocations that found no contiguous space and wrote a gang block"),
+           Stat("gang_multilevel", "ops", COUNTER, "gang writes made for a gang child: gang blocks within gang "
+                "blocks")),
     releases={LINUX: "OpenZFS 2.3.1+", FREEBSD: "OpenZFS 2.3.1+"},
     required=("total_allocations",), marks=("gang_writes",), probe="total_allocations",
     absent={LINUX: "OpenZFS 2.3.1+ has it", ILLUMOS: "illumos ZFS has no zio_stats kstat (OpenZFS 2.3.1+ has it)",
