@@ -31,6 +31,7 @@ FUSE_HINT = "zfs-fuse kstats appear under /zfs-kstat only if it exists before th
 
 
 def _drop(name: str, prefix: str) -> str:
+    """``name`` without ``prefix`` (a name that is only the prefix, or lacks it, stays as it is)."""
     return name[len(prefix):] if prefix and name.startswith(prefix) and len(name) > len(prefix) else name
 
 
@@ -66,10 +67,11 @@ class KstatReader:
             raise ParseError(where or source, None, f"no {fam.label} statistics ({need})")
         main: Dict[str, float] = {}
         side: Dict[str, float] = {}
-        split = fam.split
+        split_prefix = fam.split.prefix if fam.split else ""
         for name, v in table.values.items():
-            if split is not None and name.startswith(split.prefix) and len(name) > len(split.prefix):
-                side[name[len(split.prefix):]] = v
+            short = _drop(name, split_prefix)
+            if short != name:
+                side[short] = v
             else:
                 main[_drop(name, fam.drop_prefix)] = v
         out = [Sample(ts, self.entity, main, source=source)]
