@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from typing import List, Mapping, Optional, Sequence
 
 from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
-from zfsmon.sources.base import Clock, Collector
-from zfsmon.sources.pool_kstat import ROOT, pool_dirs, pool_of_file, read_text
+from zfsmon.sources.base import Collector
+from zfsmon.sources.pool_kstat import ROOT, PoolDirCollector, pool_of_file, read_text
 from zfsmon.sources.spec import Source, TextKind
 
 #: the ``source`` of the records
@@ -87,7 +86,7 @@ def parse_pool_io(text: str, ts: float, pool: str, where: str = "io", source: st
 
 # --- collector --------------------------------------------------------------------------------------------------
 
-class ObjsetCollector(Collector):
+class ObjsetCollector(PoolDirCollector):
     """Polls every pool directory under ``/proc/spl/kstat/zfs``: objset-* and io.
 
     A file that vanishes between listing and reading (dataset unmounted, pool
@@ -96,24 +95,13 @@ class ObjsetCollector(Collector):
     """
 
     name = RECORD_SOURCE
-    reads_in_poll = True
-
-    def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
-        super().__init__(clock)
-        self.root = root
-        self.pools = list(pools) if pools else None
 
     def poll(self) -> List[Record]:
         ts = self.clock()
-        out: List[Record] = []
-        try:
-            pools = pool_dirs(self.root, self.pools)
-        except OSError as exc:
-            return [self._error(f"{self.name}: cannot list {self.root}: {exc.strerror or exc}")]
-        if self.pools is not None:
-            for gone in sorted(set(self.pools) - set(pools)):
-                out.append(self._error(f"{self.name}: pool {gone} has no kstats under {self.root}"))
-        errors = 0
+        pools, out = self._listed()
+        if pools is None:
+            return out
+        errors = 0  # a pool asked for that is not there is said, yet the others read well
         for pool in pools:
             d = os.path.join(self.root, pool)
             try:
