@@ -40,6 +40,7 @@ class Kind(str, Enum):
     ARC = "arc"
     L2ARC = "l2arc"
     ZIL = "zil"
+    ZIO = "zio"  # the zio pipeline's global counters (block allocations, gang writes)
     DATASET = "dataset"
     WORKLOAD = "workload"  # pgbench and PostgreSQL's own statistics
     TRACE = "trace"  # distributions measured by dtrace/bpftrace scripts

@@ -18,23 +18,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
+from zfsmon.metrics.kstats import ARCSTATS
 from zfsmon.metrics.spec import COUNTER, GAUGE, MetricSpec
 from zfsmon.model import Kind
 
 _ARC = (Kind.ARC,)
 _L2 = (Kind.L2ARC,)
-_LINUX = "/proc/spl/kstat/zfs/arcstats"
-_ILLUMOS = "kstat -p zfs:0:arcstats"
-_FREEBSD = "sysctl kstat.zfs.misc.arcstats"
-_FUSE = "/zfs-kstat/zfs/arcstats/"
 
 
 def _raw(name: str, unit: str, kind: str, help: str, kstat: str = "", l2: bool = False) -> MetricSpec:
     """A statistic read from arcstats. ``kstat`` is the kernel's name when it differs from ``name``."""
     k = kstat or name
-    return MetricSpec(name, unit, kind, help, _L2 if l2 else _ARC,
-                      {"linux": f"{_LINUX} {k}", "illumos": f"{_ILLUMOS}:{k}", "freebsd": f"{_FREEBSD}.{k}",
-                       "zfs-fuse": f"{_FUSE}{k}"})
+    return MetricSpec(name, unit, kind, help, _L2 if l2 else _ARC, ARCSTATS.where(k))
 
 
 def _l2(name: str, unit: str, kind: str, help: str) -> MetricSpec:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import List
 
+from zfsmon.metrics.kstats import ZIL as ZIL_KSTAT
 from zfsmon.metrics.spec import COUNTER, GAUGE, MetricSpec
 from zfsmon.model import Kind
 
@@ -20,9 +21,7 @@ _ZIL = (Kind.ZIL,)
 
 def _raw(name: str, unit: str, help: str) -> MetricSpec:
     k = f"zil_{name}"
-    return MetricSpec(name, unit, COUNTER, help, _ZIL,
-                      {"linux": f"/proc/spl/kstat/zfs/zil {k}", "illumos": f"kstat -p zfs:0:zil:{k}",
-                       "freebsd": f"sysctl kstat.zfs.misc.zil.{k}"})
+    return MetricSpec(name, unit, COUNTER, help, _ZIL, ZIL_KSTAT.where(k))
 
 
 def _derived(name: str, unit: str, help: str) -> MetricSpec:

@@ -185,10 +185,15 @@ HEADER_RE = re.compile(r"^\d+ \d+ 0x[0-9a-fA-F]+ \d+ \d+ \d+ \d+\s*$")
 BOOT_CLOCK = "boot_clock"
 
 
+def head(text: str, n: int = 6) -> List[str]:
+    """The non-blank lines among a text's first ``n``: what a sniffer looks at."""
+    return [ln for ln in text.splitlines()[:n] if ln.strip()]
+
+
 def looks_like_proc(text: str, stat: str) -> bool:
     """A Linux kstat dump (header line, ``name type data``) holding statistic ``stat``."""
-    head = [ln for ln in text.splitlines()[:6] if ln.strip()]
-    return (len(head) >= 2 and bool(HEADER_RE.match(head[0])) and head[1].split() == ["name", "type", "data"]
+    first = head(text)
+    return (len(first) >= 2 and bool(HEADER_RE.match(first[0])) and first[1].split() == ["name", "type", "data"]
             and bool(re.search(rf"^{re.escape(stat)}\s+\d+\s", text, re.M)))
 
 

@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from typing import List, Mapping, Optional, Sequence
 
 from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources import kstat_text
-from zfsmon.sources.base import Clock, Collector
-from zfsmon.sources.pool_kstat import pool_of_file
+from zfsmon.sources.base import Collector
+from zfsmon.sources.pool_kstat import ROOT, PoolDirCollector, pool_of_file, read_text
 from zfsmon.sources.spec import Source, TextKind
 
-ROOT = "/proc/spl/kstat/zfs"
 #: the ``source`` of the records
 RECORD_SOURCE = "objset"
 
@@ -88,12 +86,7 @@ def parse_pool_io(text: str, ts: float, pool: str, where: str = "io", source: st
 
 # --- collector --------------------------------------------------------------------------------------------------
 
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return fh.read()
-
-
-class ObjsetCollector(Collector):
+class ObjsetCollector(PoolDirCollector):
     """Polls every pool directory under ``/proc/spl/kstat/zfs``: objset-* and io.
 
     A file that vanishes between listing and reading (dataset unmounted, pool
@@ -102,28 +95,13 @@ class ObjsetCollector(Collector):
     """
 
     name = RECORD_SOURCE
-    reads_in_poll = True
-
-    def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
-        super().__init__(clock)
-        self.root = root
-        self.pools = list(pools) if pools else None
-
-    def _pool_dirs(self) -> List[str]:
-        names = self.pools if self.pools is not None else sorted(os.listdir(self.root))
-        return [n for n in names if os.path.isdir(os.path.join(self.root, n))]
 
     def poll(self) -> List[Record]:
         ts = self.clock()
-        out: List[Record] = []
-        try:
-            pools = self._pool_dirs()
-        except OSError as exc:
-            return [self._error(f"{self.name}: cannot list {self.root}: {exc.strerror or exc}")]
-        if self.pools is not None:
-            for gone in sorted(set(self.pools) - set(pools)):
-                out.append(self._error(f"{self.name}: pool {gone} has no kstats under {self.root}"))
-        errors = 0
+        pools, out = self._listed()
+        if pools is None:
+            return out
+        errors = 0  # a pool asked for that is not there is said, yet the others read well
         for pool in pools:
             d = os.path.join(self.root, pool)
             try:
@@ -148,9 +126,9 @@ class ObjsetCollector(Collector):
 
     def _read_one(self, fname: str, path: str, pool: str, ts: float) -> Optional[Sample]:
         if _OBJSET_FILE.match(fname):
-            return parse_objset(_read(path), ts, path, self.name, pool)
+            return parse_objset(read_text(path), ts, path, self.name, pool)
         if fname == "io":
-            return parse_pool_io(_read(path), ts, pool, path, self.name)
+            return parse_pool_io(read_text(path), ts, pool, path, self.name)
         return None
 
 
@@ -213,9 +191,9 @@ def parse_dumps(text: str, source: str, interval: Optional[float] = None) -> Lis
 
 def looks_like_io(text: str) -> bool:
     """A Linux per-pool ``io`` kstat dump (ZoL 0.6-0.8): a type-3 header and the io kstat's column line."""
-    head = [ln for ln in text.splitlines()[:6] if ln.strip()]
-    return (len(head) >= 2 and bool(kstat_text.HEADER_RE.match(head[0])) and head[0].split()[1] == "3"
-            and tuple(head[1].split()) == IO_COLUMNS)
+    first = kstat_text.head(text)
+    return (len(first) >= 2 and bool(kstat_text.HEADER_RE.match(first[0])) and first[0].split()[1] == "3"
+            and tuple(first[1].split()) == IO_COLUMNS)
 
 
 def parse_io_dumps(text: str, source: str, interval: Optional[float] = None) -> List[Record]:

@@ -13,10 +13,11 @@ import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
+from zfsmon.metrics.kstats import LINUX_ROOT
 from zfsmon.model import ParseError, Record
 from zfsmon.sources.base import Clock, Collector
 
-ROOT = "/proc/spl/kstat/zfs"
+ROOT = LINUX_ROOT
 
 #: (text, ts, pool, path) -> records
 PoolParse = Callable[[str, float, str, str], List[Record]]
@@ -72,32 +73,43 @@ def check_pool_file(name: str, fname: str, host: Host, root: str, found: str, mi
     return Check(name, False, f"no pool has {root}/POOL/{fname} ({missing})")
 
 
-class PoolKstatCollector(Collector):
-    """Reads ``ROOT/POOL/FNAME`` of every pool per poll and hands each text to ``parse``."""
+class PoolDirCollector(Collector):
+    """A collector of the pools' kstat directories under ``root`` (all of them, or the ``pools`` asked for)."""
 
     reads_in_poll = True
 
-    def __init__(self, name: str, fname: str, parse: PoolParse, root: str = ROOT,
-                 pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
+    def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
         super().__init__(clock)
-        self.name = name
-        self.fname = fname
         self.root = root
         self.pools = list(pools) if pools else None
+
+    def _listed(self) -> Tuple[Optional[List[str]], List[Record]]:
+        """The pools to read now, and an error event for each pool asked for that is not there; None (and the
+        error) when the root cannot be listed."""
+        try:
+            pools = pool_dirs(self.root, self.pools)
+        except OSError as exc:
+            return None, [self._error(f"{self.name}: cannot list {self.root}: {exc.strerror or exc}")]
+        gone = sorted(set(self.pools) - set(pools)) if self.pools is not None else []
+        return pools, [self._error(f"{self.name}: pool {p} has no kstats under {self.root}") for p in gone]
+
+
+class PoolKstatCollector(PoolDirCollector):
+    """Reads ``ROOT/POOL/FNAME`` of every pool per poll and hands each text to ``parse``."""
+
+    def __init__(self, name: str, fname: str, parse: PoolParse, root: str = ROOT,
+                 pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
+        super().__init__(root, pools, clock)
+        self.name = name
+        self.fname = fname
         self._parse = parse
 
     def poll(self) -> List[Record]:
         ts = self.clock()
-        out: List[Record] = []
-        try:
-            pools = pool_dirs(self.root, self.pools)
-        except OSError as exc:
-            return [self._error(f"{self.name}: cannot list {self.root}: {exc.strerror or exc}")]
-        errors = 0
-        if self.pools is not None:
-            for gone in sorted(set(self.pools) - set(pools)):
-                errors += 1
-                out.append(self._error(f"{self.name}: pool {gone} has no kstats under {self.root}"))
+        pools, out = self._listed()
+        if pools is None:
+            return out
+        errors = len(out)
         for pool in pools:
             path = os.path.join(self.root, pool, self.fname)
             try:
