@@ -28,7 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon import names
 from zfsmon.analysis import qdsweep, vdevperf
-from zfsmon.analysis.arc import derive_samples
+from zfsmon.analysis.derive import derive_samples
 from zfsmon.analysis.findings import (
     LATENCY,
     TPS,

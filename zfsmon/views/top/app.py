@@ -31,6 +31,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
 
 from zfsmon import gcpolicy, outfile
+from zfsmon.analysis.derive import Tick, joined
 from zfsmon.errors import UserError, printable
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.queues import drain
@@ -145,13 +146,14 @@ def palette_commands(mode: str, run: Callable[[str], object]) -> List[SystemComm
 
 
 class LiveFeed:
-    """The hand-over point between the sampler thread and the app: a queue, drained by a timer."""
+    """The hand-over point between the sampler thread and the app: a queue, drained by a timer. Each batch keeps
+    the derived values the sampler took (:class:`~zfsmon.analysis.derive.Tick`): the dashboard derives none."""
 
     def __init__(self) -> None:
         self.q: queue.SimpleQueue = queue.SimpleQueue()
 
     def sink(self, records: List[Record]) -> None:
-        self.q.put(list(records))
+        self.q.put(Tick(records, records.derived) if isinstance(records, Tick) else list(records))
 
     def drain_batches(self) -> List[List[Record]]:
         """The batches handed over since the last drain, each as the sampler gave it (one per tick)."""
@@ -393,7 +395,7 @@ class TopApp(App):
             self.redraw()
         if self.feed is not None:
             batches = self.feed.drain_batches()
-            recs = [r for b in batches for r in b]
+            recs = joined(batches)  # with the derived values the sampler took
             if self.paused:
                 self._hold(batches)
             elif recs:
@@ -606,7 +608,7 @@ class TopApp(App):
             return
         self.paused = not self.paused
         if not self.paused and self.held:
-            recs = [r for b in self.held for r in b]
+            recs = joined(self.held)
             self.held, self._held_records, self._held_dropped = deque(), 0, False
             self.state.feed(recs)
             self._feed_timeline(recs)
