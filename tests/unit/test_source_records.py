@@ -24,7 +24,7 @@ from zfsmon.commands import metrics as metrics_command
 from zfsmon.errors import UserError
 from zfsmon.host import Host
 from zfsmon.model import Event, Sample
-from zfsmon.sources import detect, registry
+from zfsmon.sources import detect, diskstats, registry
 from zfsmon.sources.base import Collector
 from zfsmon.sources.spec import Source, discover
 
@@ -349,25 +349,21 @@ def test_every_record_a_source_reads_from_a_capture_carries_its_records_name(fix
         sorted(read)
 
 
-def test_every_record_a_kstat_collector_emits_carries_its_records_name(fixtures, tmp_path):
-    """The live collectors of the kstat files (what `record` and `top` run on Linux), reading real captures: their
-    samples' and events' ``source`` is their record's name, as the collector's own ``name`` is."""
-    from zfsmon.sources import arcstats, diskstats, zil
-
-    arc_file = fixtures / "arcstats" / "linux-openzfs-2.3__proc_spl_kstat_zfs_arcstats.txt"
-    zil_file = fixtures / "kstat_misc" / "linux-openzfs-2.3__proc_spl_kstat_zfs_zil.txt"
-    disks = tmp_path / "diskstats"
-    disks.write_text("   8       0 sda 100 0 800 10 50 0 400 5 0 15 15 0 0 0 0 0 0\n")
-    made = [(arcstats.SOURCE, arcstats.LinuxArcstatsCollector(str(arc_file), clock=lambda: 1.0)),
-            (zil.SOURCE, zil.LinuxZilCollector(str(zil_file), clock=lambda: 1.0)),
-            (diskstats.SOURCE, diskstats.DiskstatsCollector(path=str(disks), clock=lambda: 1.0)),
-            (arcstats.SOURCE, arcstats.LinuxArcstatsCollector(str(tmp_path / "gone"), clock=lambda: 1.0))]
+def test_every_collector_is_named_and_names_its_records_by_its_record(tmp_path):
+    """Each record's own collector (as `record` and `top` make it) is called by the record's name and names its
+    error events so; the block-device collector, reading a /proc/diskstats line, names its samples so too."""
+    linux = Host("Linux", "6.1", "lab", "openzfs-kmod", "2.2.2", zfs_userland="zfs-2.2.2-1")
+    made = [(rec, rec.collector(linux, 1.0, ("tank",))) for rec in registry.SOURCES if rec.collector is not None]
+    assert {rec.name for rec, _ in made} >= {"zpool", "latency", "status", "arcstats", "zil", "diskstats"}
     for rec, col in made:
         assert col.name == rec.name
-        col.start()
-        try:
-            records = col.poll()
-        finally:
-            col.stop()
-        assert records, rec.name
-        assert {r.source for r in records} == {rec.name}, (rec.name, records[:3])
+        assert col._error(f"{col.name}: cannot read: Permission denied").source == rec.name
+    disks = tmp_path / "diskstats"
+    disks.write_text("   8       0 sda 100 0 800 10 50 0 400 5 0 15 15 0 0 0 0 0 0\n")
+    col = diskstats.DiskstatsCollector(path=str(disks), clock=lambda: 1.0)
+    col.start()
+    try:
+        records = col.poll()
+    finally:
+        col.stop()
+    assert records and {r.source for r in records} == {diskstats.SOURCE.name}, records
