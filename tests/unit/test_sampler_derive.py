@@ -8,9 +8,9 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from zfsmon.analysis.derive import Derived, Deriver, Tick, derive_samples, joined
+from zfsmon.analysis.rates import Deriver, derive_samples
 from zfsmon.engine.sampler import Sampler
-from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample
+from zfsmon.model import Derived, Entity, Event, EventKind, Kind, Record, Sample, Tick, joined
 from zfsmon.sources.base import Collector
 from zfsmon.store import Recorder, Recording
 from zfsmon.views.top.app import LiveFeed

@@ -8,8 +8,7 @@ from typing import ClassVar, List, Tuple
 
 import pytest
 
-from zfsmon.analysis.derive import Derived
-from zfsmon.model import Kind, Sample
+from zfsmon.model import Derived, Kind, Sample
 from zfsmon.store import Recording
 from zfsmon.views.top import panels
 from zfsmon.views.top import state as state_mod

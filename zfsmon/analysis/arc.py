@@ -4,7 +4,7 @@ The one place ARC/L2ARC hit ratios are computed: ``zfsmon analyze`` (findings),
 ``zfsmon report``, the dashboard and ``zfsmon arcstat`` all take them from here,
 so the same window gives the same numbers whichever view asks.
 
-Pure functions over counter deltas (which :class:`zfsmon.analysis.derive.Deriver`
+Pure functions over counter deltas (which :class:`zfsmon.analysis.rates.Deriver`
 takes once per sample through :class:`zfsmon.analysis.rates.RateDeriver`, so a
 counter reset yields a reset event and no numbers, never a negative rate). A reset of any counter of the entity starts a new baseline for all of
 them (a restarted kernel module resets everything; a ratio taken across the

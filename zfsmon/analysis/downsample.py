@@ -24,7 +24,7 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence
 import numpy as np
 
 from zfsmon import metrics
-from zfsmon.analysis.derive import Deriver
+from zfsmon.analysis.rates import Deriver
 from zfsmon.model import Entity, Sample, SampleBlock
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import arc, cacheadvice, derive, goose, goose_window, qdsweep, readpath, vdevperf
+from zfsmon.analysis import arc, cacheadvice, goose, goose_window, qdsweep, readpath, vdevperf
 from zfsmon.analysis.correlate import (
     Cells,
     Correlation,
@@ -28,6 +28,7 @@ from zfsmon.analysis.correlate import (
     smooth,
 )
 from zfsmon.analysis.limits import MAX_CELLS
+from zfsmon.analysis.rates import Deriver, derive_samples
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 
 # canonical series names ------------------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ def _pg_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
                  and "blks_hit" in s.metrics and "blks_read" in s.metrics), key=lambda s: s.ts)
     if not pg:
         return
-    deriver = derive.Deriver()
+    deriver = Deriver()
     hit_pct: List[Point] = []
     hits: List[Point] = []
     reads: List[Point] = []
@@ -98,7 +99,7 @@ def _pg_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
 def _arc_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
     """ARC/L2ARC hit % and the read path's rates, from :mod:`zfsmon.analysis.arc` (one implementation for every
     view): counters where the window has them, else the percentages a tool (arcstat) recorded."""
-    derived = derive.derive_samples(samples)
+    derived = derive_samples(samples)
     for kind, hit_name, rates in ((Kind.ARC, ARC_HIT, (("hits_per_s", "arc_hits"), ("misses_per_s", "arc_misses"))),
                                   (Kind.L2ARC, L2_HIT, (("hits_per_s", "l2_hits"),))):
         mine = [s for s in samples if s.entity.kind == kind]

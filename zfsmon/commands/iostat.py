@@ -9,7 +9,7 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.analysis import goose
-from zfsmon.analysis.derive import Deriver
+from zfsmon.analysis.rates import Deriver
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError, printable
 from zfsmon.host import identify

@@ -1,9 +1,9 @@
 """The sampler: polls every collector once per interval and hands the records to sinks.
 
 Sources -> (this) -> sinks (the recorder, a live view's buffer, the exporter).
-Each sample is derived here, once (:class:`~zfsmon.analysis.derive.Deriver`: its
+Each sample is derived here, once (:class:`~zfsmon.analysis.rates.Deriver`: its
 counters' rates, its kind's ratios, a reset event when a counter went back),
-and each tick is handed to the sinks as a :class:`~zfsmon.analysis.derive.Tick`:
+and each tick is handed to the sinks as a :class:`~zfsmon.model.Tick`:
 the raw records (what the recorder writes, as read) with those derived values.
 One slow or hung source shows up as stale data, never as a frozen loop:
 persistent children do their waiting in their own threads, and a collector
@@ -23,9 +23,9 @@ import threading
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from zfsmon.analysis.derive import Derived, Deriver, Tick
+from zfsmon.analysis.rates import Deriver
 from zfsmon.engine.reads import ReadWorker, guarded_poll
-from zfsmon.model import Event, EventKind, Record, Sample
+from zfsmon.model import Derived, Event, EventKind, Record, Sample, Tick
 from zfsmon.sources.base import Collector
 
 Sink = Callable[[List[Record]], None]

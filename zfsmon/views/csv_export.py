@@ -25,8 +25,8 @@ from typing import IO, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Opti
 
 from zfsmon import metrics
 from zfsmon.analysis import qdsweep, vdevperf
-from zfsmon.analysis.derive import Deriver
 from zfsmon.analysis.downsample import Bucket, downsample
+from zfsmon.analysis.rates import Deriver
 from zfsmon.errors import neutralise
 from zfsmon.model import Entity, Event, Kind, Sample
 from zfsmon.names import fio_job_direction

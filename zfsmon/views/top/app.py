@@ -31,9 +31,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
 
 from zfsmon import gcpolicy, outfile
-from zfsmon.analysis.derive import Tick, joined
 from zfsmon.errors import UserError, printable
-from zfsmon.model import Event, EventKind, Record
+from zfsmon.model import Event, EventKind, Record, Tick, joined
 from zfsmon.queues import drain
 from zfsmon.views import csv_export as export
 from zfsmon.views import thresholds
@@ -147,7 +146,7 @@ def palette_commands(mode: str, run: Callable[[str], object]) -> List[SystemComm
 
 class LiveFeed:
     """The hand-over point between the sampler thread and the app: a queue, drained by a timer. Each batch keeps
-    the derived values the sampler took (:class:`~zfsmon.analysis.derive.Tick`): the dashboard derives none."""
+    the derived values the sampler took (:class:`~zfsmon.model.Tick`): the dashboard derives none."""
 
     def __init__(self) -> None:
         self.q: queue.SimpleQueue = queue.SimpleQueue()

@@ -7,10 +7,10 @@ same model serves live mode (records arrive from the sampler) and replay (the
 window around the time cursor is read from a recording and fed in).
 
 Pure: records in, values out; no I/O, no clocks (the caller says what "now" is).
-Rates and ratios are each sample's :class:`~zfsmon.analysis.derive.Derived` values:
+Rates and ratios are each sample's :class:`~zfsmon.model.Derived` values:
 live, the ones the engine's sampler took and handed over with the records (a
-:class:`~zfsmon.analysis.derive.Tick`); for records read from a recording
-(replay), the same :class:`~zfsmon.analysis.derive.Deriver` run over them here.
+:class:`~zfsmon.model.Tick`); for records read from a recording
+(replay), the same :class:`~zfsmon.analysis.rates.Deriver` run over them here.
 Goose eggs come from :mod:`zfsmon.analysis.goose`, read shares from
 :mod:`zfsmon.analysis.readpath`, findings from :mod:`zfsmon.analysis.findings`:
 the same code ``zfsmon analyze`` and ``zfsmon report`` use, so a window shows
@@ -27,9 +27,9 @@ from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tu
 
 from zfsmon import names
 from zfsmon.analysis import findings, goose, readpath
-from zfsmon.analysis.derive import Derived, Deriver, derived_of
+from zfsmon.analysis.rates import Deriver
 from zfsmon.metrics.health import HEALTHY_STATES, STATE_NAMES
-from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
+from zfsmon.model import Derived, Entity, Event, EventKind, Kind, Record, Role, Sample, derived_of
 from zfsmon.sources import registry
 from zfsmon.views import thresholds
 from zfsmon.views.top.folds import (
@@ -177,8 +177,8 @@ class TopState:
 
     # ----------------------------------------------------------------------------------------------- feeding
     def feed(self, records: Iterable[Record]) -> None:
-        """Fold a batch in: the sampler's (a :class:`~zfsmon.analysis.derive.Tick`, its samples' derived values
-        with it) or a recording's (derived here, by the same :class:`~zfsmon.analysis.derive.Deriver`)."""
+        """Fold a batch in: the sampler's (a :class:`~zfsmon.model.Tick`, its samples' derived values
+        with it) or a recording's (derived here, by the same :class:`~zfsmon.analysis.rates.Deriver`)."""
         given = derived_of(records)
         batch = sorted(records, key=lambda r: r.ts)
         if not batch:

@@ -13,12 +13,11 @@ import copy
 from collections import deque
 from typing import ClassVar, Deque, Dict, List, Optional, Protocol, Sequence, Tuple, TypeVar
 
-from zfsmon.analysis.derive import Derived
-from zfsmon.model import Entity, Event, EventKind, Kind, Sample
+from zfsmon.model import Derived, Entity, Event, EventKind, Kind, Sample
 
 Point = Tuple[float, float]
 #: a sample's derived values as its folds see them (the sampler's, or for a recording's records the state's
-#: :class:`~zfsmon.analysis.derive.Deriver`'s): None for no derivation, a first reading or one after a reset
+#: :class:`~zfsmon.analysis.rates.Deriver`'s): None for no derivation, a first reading or one after a reset
 Derivation = Optional[Derived]
 F = TypeVar("F", bound="Fold")
 
