@@ -209,6 +209,52 @@ class Event:
 Record = Union[Sample, Event]
 
 
+@dataclass(frozen=True)
+class Derived:
+    """What one reading adds to the previous one of its entity and source.
+
+    Made by :class:`zfsmon.analysis.rates.Deriver`, once per sample (live: in the engine's sampler). ``metrics``:
+    the figures its kind is read by (ARC/L2ARC/ZIL: :mod:`zfsmon.analysis.arc`'s; a block device:
+    :func:`zfsmon.analysis.rates.device_rates`; others: none)."""
+
+    sample: Sample
+    elapsed: float
+    deltas: Dict[str, float]
+    rates: Dict[str, float]
+    metrics: Dict[str, float] = field(default_factory=dict)
+
+    def interval_sample(self) -> Sample:
+        """The derived figures as an interval sample of the reading's entity and source (gauges only)."""
+        s = self.sample
+        return Sample(s.ts, s.entity, self.metrics, interval=self.elapsed, source=s.source)
+
+
+class Tick(List[Record]):
+    """One tick's records as the sampler hands them to its sinks, with each sample's :class:`Derived` values.
+
+    A list of the raw records (what a sink that records or serves them takes, unchanged), plus ``derived``."""
+
+    def __init__(self, records: Iterable[Record] = (), derived: Sequence[Derived] = ()) -> None:
+        super().__init__(records)
+        self.derived: List[Derived] = list(derived)
+
+
+def derived_of(records: Iterable[Record]) -> Optional[List[Derived]]:
+    """The derived values a batch of records came with (a :class:`Tick`'s), or None for plain records (a
+    recording's, a test's): those are derived by whoever reads them, with a
+    :class:`zfsmon.analysis.rates.Deriver`."""
+    return records.derived if isinstance(records, Tick) else None
+
+
+def joined(batches: Iterable[Sequence[Record]]) -> List[Record]:
+    """Several batches as one: a :class:`Tick` with all their derived values when any came from the sampler
+    (the others then hold events only: a recording's failure, a mark), else a plain list."""
+    batches = list(batches)
+    records = [r for b in batches for r in b]
+    ticks = [b for b in batches if isinstance(b, Tick)]
+    return Tick(records, [d for t in ticks for d in t.derived]) if ticks else records
+
+
 def typical_gap(times: Iterable[float]) -> Optional[float]:
     """The median gap between consecutive distinct times, or None when there are fewer than two.
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import wait_until
 from tests.lab.helpers import drop_host_caches, random_reads, write_file
-from zfsmon.analysis.arc import ArcAnalyzer
+from zfsmon.analysis.rates import ArcAnalyzer
 from zfsmon.model import Kind, Sample
 from zfsmon.sources.arcstats import FuseArcstatsCollector
 

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import fixture_files
 from zfsmon import metrics
-from zfsmon.analysis.arc import ArcAnalyzer, derive_arc, derive_l2arc
+from zfsmon.analysis.arc import derive_arc, derive_l2arc
+from zfsmon.analysis.rates import ArcAnalyzer
 from zfsmon.metrics.arc import ARCSTAT_COLUMNS, DEFAULT_COLUMNS, L2_COLUMNS, ZIL_COLUMNS, Column
 from zfsmon.model import EventKind, Kind, Sample
 from zfsmon.sources import arcstats

@@ -23,7 +23,8 @@ from zfsmon.commands import doctor
 from zfsmon.commands import metrics as metrics_command
 from zfsmon.errors import UserError
 from zfsmon.host import Host
-from zfsmon.sources import detect, registry
+from zfsmon.model import Event, Sample
+from zfsmon.sources import detect, diskstats, registry
 from zfsmon.sources.base import Collector
 from zfsmon.sources.spec import Source, discover
 
@@ -312,3 +313,57 @@ def test_unknown_source_name_lists_the_known_ones():
         registry.build_collectors(_host(), 1.0, names=["nope"])
     with pytest.raises(UserError, match="unknown source fio .known: zpool, latency, status, arcstats"):
         registry.build_collectors(_host(), 1.0, names=["diskstats", "fio"])  # a source, but parse-only
+
+
+# --- one name per source: what a source's readers emit carries its record's name -------------------------------
+
+#: a record whose samples carry another name by design: the stock tracing tools' output is named after each tool
+#: (``trace:zfsdist``), as zfsmon's own tracing scripts' samples are
+NAMED_PER_TOOL = {"trace-tools"}
+
+
+def test_every_record_a_source_reads_from_a_capture_carries_its_records_name(fixtures):
+    """Each shared capture, read by the source whose text kind it is: every sample's and event's ``source`` is that
+    record's name, the one the dashboard's error areas, doctor and the exporter's labels route by."""
+    owner = {k.name: s for s in registry.SOURCES for k in s.kinds}
+    read: Dict[str, int] = {}
+    for path in sorted(p for p in fixtures.rglob("*") if p.is_file() and p.suffix != ".md"):
+        text = path.read_text(errors="replace")
+        kind = detect.detect(text)
+        if kind is None or owner[kind.name].name in NAMED_PER_TOOL:
+            continue
+        rec = owner[kind.name]
+        try:
+            records = kind.read(text, path.name, None)
+        except Exception:  # a capture its kind refuses (truncated on purpose): another test's business
+            continue
+        names = {r.source for r in records if isinstance(r, Sample)}
+        assert names <= {rec.name}, f"{path.name} ({kind.name}): samples of {names - {rec.name}}, record {rec.name}"
+        # the reader's notes about the text itself (its clock, a guessed tree) are named after the text, as
+        # `zfsmon parse`'s own are; every other event is the source's
+        told = {r.source for r in records if isinstance(r, Event) and r.source}
+        assert told <= {rec.name, path.name}, f"{path.name} ({kind.name}): events of {told}, record {rec.name}"
+        read[rec.name] = read.get(rec.name, 0) + sum(1 for r in records if isinstance(r, Sample))
+    # the kstat, zpool, block-device and workload families are all among the captures
+    assert {"arcstats", "zil", "zpool", "status", "objset", "txgs", "iostat", "pgbench"} <= {n for n, c in read.items() if c}, \
+        sorted(read)
+
+
+def test_every_collector_is_named_and_names_its_records_by_its_record(tmp_path):
+    """Each record's own collector (as `record` and `top` make it) is called by the record's name and names its
+    error events so; the block-device collector, reading a /proc/diskstats line, names its samples so too."""
+    linux = Host("Linux", "6.1", "lab", "openzfs-kmod", "2.2.2", zfs_userland="zfs-2.2.2-1")
+    made = [(rec, rec.collector(linux, 1.0, ("tank",))) for rec in registry.SOURCES if rec.collector is not None]
+    assert {rec.name for rec, _ in made} >= {"zpool", "latency", "status", "arcstats", "zil", "diskstats"}
+    for rec, col in made:
+        assert col.name == rec.name
+        assert col._error(f"{col.name}: cannot read: Permission denied").source == rec.name
+    disks = tmp_path / "diskstats"
+    disks.write_text("   8       0 sda 100 0 800 10 50 0 400 5 0 15 15 0 0 0 0 0 0\n")
+    col = diskstats.DiskstatsCollector(path=str(disks), clock=lambda: 1.0)
+    col.start()
+    try:
+        records = col.poll()
+    finally:
+        col.stop()
+    assert records and {r.source for r in records} == {diskstats.SOURCE.name}, records

@@ -8,7 +8,7 @@ from typing import ClassVar, List, Tuple
 
 import pytest
 
-from zfsmon.model import Kind, Sample
+from zfsmon.model import Derived, Kind, Sample
 from zfsmon.store import Recording
 from zfsmon.views.top import panels
 from zfsmon.views.top import state as state_mod
@@ -63,7 +63,7 @@ def test_a_fold_is_fed_each_interval_sample_of_its_kinds_once(real_recordings, m
     # the state derived each before its folds saw it: the interval's rates, from the second reading of each on
     rated = [(s, d) for s, d in fed if d is not None]
     assert len(rated) >= len(fed) - 2  # the first reading of the ARC and of the L2ARC has no interval
-    assert all(isinstance(d, Sample) and d.entity == s.entity and d.ts == s.ts and (d.interval or 0) > 0
+    assert all(isinstance(d, Derived) and d.sample is s and d.elapsed > 0 and "reads_per_s" in d.metrics
                for s, d in rated)
 
 

@@ -131,7 +131,7 @@ def test_one_name_per_source_in_its_records(tmp_path):
     """zpool iostat's and its -w histograms' samples carry their record's name, as their collectors' errors do."""
     from zfsmon.sources import zpool_iostat, zpool_latency
 
-    for rec_name, mod_source in (("zpool", zpool_iostat.RECORD_SOURCE), ("latency", zpool_latency.RECORD_SOURCE)):
+    for rec_name, mod_source in (("zpool", zpool_iostat.RECORD_SOURCE), ("latency", zpool_latency.NAME)):
         assert mod_source == rec_name
         assert _collector_error(rec_name).source == rec_name
 

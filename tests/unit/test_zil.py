@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import fixture_files, fixture_ids
 from zfsmon import metrics
-from zfsmon.analysis.arc import ArcAnalyzer
+from zfsmon.analysis.rates import ArcAnalyzer
 from zfsmon.model import EventKind, Kind, ParseError, Sample
 from zfsmon.sources import zil
 

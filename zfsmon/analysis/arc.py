@@ -4,9 +4,9 @@ The one place ARC/L2ARC hit ratios are computed: ``zfsmon analyze`` (findings),
 ``zfsmon report``, the dashboard and ``zfsmon arcstat`` all take them from here,
 so the same window gives the same numbers whichever view asks.
 
-Pure functions over counter deltas (from :class:`zfsmon.analysis.rates.RateDeriver`,
-so a counter reset yields a reset event and no numbers, never a negative
-rate). A reset of any counter of the entity starts a new baseline for all of
+Pure functions over counter deltas (which :class:`zfsmon.analysis.rates.Deriver`
+takes once per sample through :class:`zfsmon.analysis.rates.RateDeriver`, so a
+counter reset yields a reset event and no numbers, never a negative rate). A reset of any counter of the entity starts a new baseline for all of
 them (a restarted kernel module resets everything; a ratio taken across the
 restart from counters that happen to have grown past their old values would be
 made up). A ratio whose denominator is zero in the interval (no ARC accesses)
@@ -22,11 +22,10 @@ sum is just hits + misses.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
-from zfsmon.analysis.rates import RateDeriver
 from zfsmon.metrics import counter_names
-from zfsmon.model import Event, Kind, Sample
+from zfsmon.model import Kind, Sample
 
 #: derived metric prefix -> the arcstats classes summed into it
 ACCESS_GROUPS: Dict[str, Tuple[str, ...]] = {
@@ -147,55 +146,10 @@ def derive_zil(deltas: Mapping[str, float], elapsed: float, levels: Mapping[str,
 DERIVERS = {Kind.ARC: derive_arc, Kind.L2ARC: derive_l2arc, Kind.ZIL: derive_zil}
 
 
-class ArcAnalyzer:
-    """Feed ``arc``/``l2arc``/``zil`` samples in time order; get one derived sample per interval.
-
-    The derived sample has the same entity, ``interval`` = the real elapsed
-    seconds between the two readings, and only GAUGE metrics (rates, %).
-    The first reading of an entity, and the reading after a reset, give none.
-    Readings without counters (a tool's percentages) and since-import
-    averages are not counter readings: they give none and are not a baseline.
-    """
-
-    def __init__(self) -> None:
-        self._rates = RateDeriver()
-
-    def copy(self) -> ArcAnalyzer:
-        new = ArcAnalyzer()
-        new._rates = self._rates.copy()
-        return new
-
-    def update(self, sample: Sample) -> Tuple[Optional[Sample], List[Event]]:
-        derive = DERIVERS.get(sample.entity.kind)
-        if derive is None or not has_counters(sample):
-            return None, []
-        d, events = self._rates.update(sample)
-        if d is None:
-            return None, events
-        metrics = derive(d.deltas, d.elapsed, sample.metrics)
-        return Sample(sample.ts, sample.entity, metrics, interval=d.elapsed, source=sample.source), events
-
-
 def has_counters(sample: Sample) -> bool:
     """Whether a reading holds cumulative counters (kstats), not only levels or a tool's percentages."""
     kind = sample.entity.kind
     return not sample.since_boot and bool(counter_names(kind, tuple(sample.metrics)))
-
-
-def derive_samples(samples: Iterable[Sample]) -> Dict[Kind, List[Sample]]:
-    """Every ARC/L2ARC/ZIL interval of ``samples``, derived in time order: kind -> derived samples.
-
-    What a window's hit ratios and rates are, for every view that summarises a
-    window (findings, the report); the dashboard feeds the same
-    :class:`ArcAnalyzer` one reading at a time.
-    """
-    an = ArcAnalyzer()
-    out: Dict[Kind, List[Sample]] = {kind: [] for kind in DERIVERS}
-    for s in sorted((s for s in samples if s.entity.kind in DERIVERS), key=lambda s: s.ts):
-        d, _events = an.update(s)
-        if d is not None:
-            out[s.entity.kind].append(d)
-    return out
 
 
 def since_boot(kind: Kind, counters: Mapping[str, float]) -> Dict[str, float]:

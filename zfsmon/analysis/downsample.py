@@ -24,7 +24,7 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence
 import numpy as np
 
 from zfsmon import metrics
-from zfsmon.analysis.rates import RateDeriver
+from zfsmon.analysis.rates import Deriver
 from zfsmon.model import Column, Entity, Sample, SampleBlock
 
 
@@ -119,7 +119,7 @@ def downsample_blocks(blocks: Iterable[Sequence[SampleBlock]], every: float) -> 
     """
     if every <= 0:
         raise ValueError("every must be positive")
-    rates = RateDeriver()
+    rates = Deriver()  # the sampler's derivation, run over the recorded readings
     open_: Dict[Tuple[str, str], Bucket] = {}
     plans: Dict[tuple, Tuple[bool, ...]] = {}  # the counters among a kind's metric names, looked up once
     ready: List[tuple] = []  # a heap of finished buckets: (order, sequence, bucket)
@@ -185,7 +185,7 @@ def _bucket(key: Tuple[str, str], b0: float, every: float, sb: SampleBlock, open
 
 def _add_readings(sbs: Sequence[SampleBlock], flags: Sequence[Tuple[bool, ...]], every: float,
                   key: Tuple[str, str], open_: Dict[Tuple[str, str], Bucket], finished: List[Bucket],
-                  rates: RateDeriver) -> None:
+                  rates: Deriver) -> None:
     """One reading at a time, in time order (stable: the block's stream order breaks ties)."""
     order = sorted(((t, j, i) for j, sb in enumerate(sbs) for i, t in enumerate(sb.ts)), key=lambda x: (x[0], x[1]))
     named = [frozenset(n for n, c in zip(sb.names, f) if c) for sb, f in zip(sbs, flags)]
@@ -238,7 +238,7 @@ def _reduced_gauges(names: Sequence[str], cols: Sequence[Column], flags: Tuple[b
 
 
 def _add_columns(sb: SampleBlock, flags: Tuple[bool, ...], every: float, key: Tuple[str, str],
-                 open_: Dict[Tuple[str, str], Bucket], finished: List[Bucket], rates: RateDeriver) -> None:
+                 open_: Dict[Tuple[str, str], Bucket], finished: List[Bucket], rates: Deriver) -> None:
     """A steady run (:func:`_steady`): its buckets found once, then a column at a time over them. A counter takes
     its value at each bucket's edge; a gauge's sum, minimum and maximum per bucket come from its slices, or, for
     the array columns of :mod:`zfsmon.store.arrays`, from ``numpy.*.reduceat`` over all of them at once (integers

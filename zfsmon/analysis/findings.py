@@ -28,7 +28,7 @@ from zfsmon.analysis.correlate import (
     smooth,
 )
 from zfsmon.analysis.limits import MAX_CELLS
-from zfsmon.analysis.rates import RateDeriver
+from zfsmon.analysis.rates import Deriver, derive_samples
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 
 # canonical series names ------------------------------------------------------------------------------------------
@@ -80,12 +80,12 @@ def _pg_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
                  and "blks_hit" in s.metrics and "blks_read" in s.metrics), key=lambda s: s.ts)
     if not pg:
         return
-    rates = RateDeriver()
+    deriver = Deriver()
     hit_pct: List[Point] = []
     hits: List[Point] = []
     reads: List[Point] = []
     for s in pg:
-        d, _events = rates.update(s)
+        d, _events = deriver.update(s)
         figs = readpath.pg_buffers(d.deltas, d.elapsed) if d is not None else None
         if d is None or figs is None:
             continue
@@ -99,7 +99,7 @@ def _pg_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
 def _arc_series(samples: Sequence[Sample], out: Dict[str, List[Point]]) -> None:
     """ARC/L2ARC hit % and the read path's rates, from :mod:`zfsmon.analysis.arc` (one implementation for every
     view): counters where the window has them, else the percentages a tool (arcstat) recorded."""
-    derived = arc.derive_samples(samples)
+    derived = derive_samples(samples)
     for kind, hit_name, rates in ((Kind.ARC, ARC_HIT, (("hits_per_s", "arc_hits"), ("misses_per_s", "arc_misses"))),
                                   (Kind.L2ARC, L2_HIT, (("hits_per_s", "l2_hits"),))):
         mine = [s for s in samples if s.entity.kind == kind]

@@ -21,7 +21,7 @@ import numpy as np
 
 from zfsmon import metrics
 from zfsmon.analysis import goose
-from zfsmon.analysis.rates import RateDeriver
+from zfsmon.analysis.rates import Deriver
 from zfsmon.model import Kind, Sample
 
 #: a device's readings must cover at least this share of a leaf's interval to be compared with it
@@ -49,7 +49,7 @@ def device_spans(samples: Iterable[Sample]) -> Dict[str, List[Span]]:
     Interval rows (``read_ops``/``write_ops``: illumos ``iostat``) describe the
     ``interval`` before their time (or the gap since the previous row); counters
     (``reads``/``writes``: ``/proc/diskstats``) give a rate between two readings,
-    through :class:`~zfsmon.analysis.rates.RateDeriver` (a reset starts anew).
+    through :class:`~zfsmon.analysis.rates.Deriver` (a reset starts anew).
     A device with interval rows is read from those.
 
     A device whose readings are all counters of one stream and layout (the live diskstats collector's) is taken
@@ -99,7 +99,7 @@ def _spans_by_reading(mine: Sequence[Sample]) -> Tuple[Tuple[int, List[Span]], T
     rows: List[Span] = []
     counted: List[Span] = []
     first = [-1, -1]
-    rates = RateDeriver()
+    rates = Deriver()
     prev: Optional[float] = None
     for k, s in enumerate(mine):
         before, prev = prev, s.ts

@@ -6,7 +6,7 @@ is the mean of its per-interval values in each window:
 * per device of a role (leaves and single-disk vdevs, as :mod:`zfsmon.analysis.vdevperf` counts them):
   reads/s, writes/s, read and write bandwidth, the average waits of ``zpool iostat -l`` and a trace
   script's p99 latencies;
-* ARC and L2ARC hit % (from the counters, :func:`zfsmon.analysis.arc.derive_samples`);
+* ARC and L2ARC hit % (from the counters, :func:`zfsmon.analysis.rates.derive_samples`);
 * the workload: fio's IOPS and p99 per job and direction, pgbench's TPS and latency.
 
 Rates and latencies are ranked by how far they moved, ``|ln((after + e) / (before + e))|`` with a small
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import arc
+from zfsmon.analysis.rates import derive_samples
 from zfsmon.analysis.vdevperf import device_samples
 from zfsmon.model import Kind, Sample
 
@@ -114,7 +114,7 @@ def _means(samples: Sequence[Sample]) -> Dict[Tuple[str, str, str], float]:
         for metric, words, unit, k in _DEVICE:
             if metric in s.metrics and (s.entity.kind != Kind.TRACE or metric.endswith("_ns")):
                 add(("vdev", f"{who} {words}", unit), s.metrics[metric] * k)
-    derived = arc.derive_samples(samples)
+    derived = derive_samples(samples)
     for kind, words in ((Kind.ARC, "ARC hit"), (Kind.L2ARC, "L2ARC hit")):
         for d in derived.get(kind, []):
             add(("arc", words, "%"), d.metrics.get("hit_pct"))

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Dict, List, Mapping, Optional
 
-from zfsmon.analysis.arc import ArcAnalyzer
+from zfsmon.analysis.rates import ArcAnalyzer
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Kind, Sample
 from zfsmon.sources import arcstats, zil

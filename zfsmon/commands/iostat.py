@@ -9,7 +9,7 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.analysis import goose
-from zfsmon.analysis.rates import RateDeriver
+from zfsmon.analysis.rates import Deriver
 from zfsmon.commands._timearg import seconds
 from zfsmon.errors import UserError, printable
 from zfsmon.host import identify
@@ -56,7 +56,7 @@ class DeviceView:
 
     def __init__(self, collector: Collector) -> None:
         self.collector = collector
-        self.rates = RateDeriver()
+        self.deriver = Deriver()
         self.ops: Dict[str, float] = {}
         self.leaf: Dict[str, str] = {}  # device -> the zpool leaf it says it is ("" when it does not)
 
@@ -78,8 +78,8 @@ class DeviceView:
             if r.interval is not None:  # an interval row (illumos iostat): already per second
                 ops = goose.device_ops_per_s(r.metrics)
             else:
-                d, _ = self.rates.update(r)
-                ops = goose.device_ops_per_s(d.rates) if d is not None else None
+                d, _ = self.deriver.update(r)
+                ops = d.metrics.get("ops_per_s") if d is not None else None
             if ops is not None:
                 self.ops[r.entity.name] = ops
                 self.leaf[r.entity.name] = r.entity.parent

@@ -14,14 +14,15 @@ from typing import List, Optional, Sequence, Tuple
 from zfsmon.errors import UserError
 from zfsmon.host import Host, probe
 from zfsmon.names import PGBENCH
+from zfsmon.sources import arcstats, zpool_iostat_collector
 from zfsmon.sources.base import Collector
 from zfsmon.sources.pgstat import PgStatCollector
 from zfsmon.sources.registry import build_collectors
 from zfsmon.trace import trace_collectors
 from zfsmon.trace.bcc_collector import BccCollector
 
-#: sources a soak's findings depend on: say so when one of them cannot run
-KEY_SOURCES = ("zpool", "arcstats")
+#: sources a soak's findings depend on (their records' names): say so when one of them cannot run
+KEY_SOURCES = (zpool_iostat_collector.SOURCE.name, arcstats.SOURCE.name)
 
 
 def pick_collectors(host: Host, interval: float, pools: Optional[Sequence[str]] = None,

@@ -1,6 +1,10 @@
 """The sampler: polls every collector once per interval and hands the records to sinks.
 
 Sources -> (this) -> sinks (the recorder, a live view's buffer, the exporter).
+Each sample is derived here, once (:class:`~zfsmon.analysis.rates.Deriver`: its
+counters' rates, its kind's ratios, a reset event when a counter went back),
+and each tick is handed to the sinks as a :class:`~zfsmon.model.Tick`:
+the raw records (what the recorder writes, as read) with those derived values.
 One slow or hung source shows up as stale data, never as a frozen loop:
 persistent children do their waiting in their own threads, and a collector
 that reads in its poll (a kstat file, a short command) is polled on its own
@@ -19,9 +23,9 @@ import threading
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from zfsmon.analysis.rates import RateDeriver
+from zfsmon.analysis.rates import Deriver
 from zfsmon.engine.reads import ReadWorker, guarded_poll
-from zfsmon.model import Event, EventKind, Record, Sample
+from zfsmon.model import Derived, Event, EventKind, Record, Sample, Tick
 from zfsmon.sources.base import Collector
 
 Sink = Callable[[List[Record]], None]
@@ -45,7 +49,8 @@ class Sampler:
                                                                                            self.interval)
         self.sinks: List[Sink] = list(sinks)
         self.clock = clock
-        self.rates = RateDeriver()
+        #: each sample's derived values, taken once here for every sink (restarted when the clock steps)
+        self.deriver = Deriver()
         self.ticks = 0
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -96,8 +101,10 @@ class Sampler:
         return self._stop.is_set()
 
     # one round ------------------------------------------------------------------------------------------------
-    def tick(self) -> List[Record]:
-        out: List[Record] = self._clock_step()
+    def tick(self) -> Tick:
+        """Poll every collector once; deliver (and return) the records with their samples' derived values."""
+        out = Tick(self._clock_step())
+        derived: List[Derived] = out.derived
         due = time.monotonic() + self.read_deadline
         for w in self._workers.values():  # every read at once: they wait for the same deadline
             w.ask()
@@ -107,7 +114,10 @@ class Sampler:
             for r in recs:
                 out.append(r)
                 if isinstance(r, Sample) and not r.since_boot:
-                    out.extend(self.rates.resets(r))
+                    d, resets = self.deriver.update(r)
+                    out.extend(resets)
+                    if d is not None:
+                        derived.append(d)
         self.ticks += 1
         if out:
             self._deliver(out)
@@ -148,7 +158,7 @@ class Sampler:
         step = (wall - last[0]) - (mono - last[1])
         if abs(step) <= max(2.0, self.interval):
             return []
-        self.rates = RateDeriver()
+        self.deriver = Deriver()
         return [Event(wall, EventKind.INFO, f"the clock stepped {'back' if step < 0 else 'forward'} by {abs(step):.0f} s"
                       "; times across this point are not comparable, rates start afresh", source="clock",
                       data={"step_s": round(step, 3)})]

@@ -296,7 +296,7 @@ def parse_log(text: str, source: str, interval: Optional[float] = None) -> List[
     return out
 
 
-SOURCE = Source(name="diskstats", help="block-device view (/proc/diskstats), for goose eggs", order=60,
+SOURCE = Source(name=RECORD_SOURCE, help="block-device view (/proc/diskstats), for goose eggs", order=60,
                 kinds=(TextKind("diskstats", "/proc/diskstats dumps, one or a loop (with `date +%s` lines: timed)",
                                 looks_like, parse_log,
                                 "while sleep 10; do date +%s; cat /proc/diskstats; done > diskstats.log"),),

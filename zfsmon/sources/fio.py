@@ -8,11 +8,12 @@ by a host collector.
 from __future__ import annotations
 
 from zfsmon.model import Kind
+from zfsmon.names import FIO
 from zfsmon.sources.fio_json import looks_like, parse_json
 from zfsmon.sources.spec import Source, TextKind
 
 SOURCE = Source(
-    name="fio", help="fio's JSON output (json or json+; --status-interval streams)", order=91,
+    name=FIO, help="fio's JSON output (json or json+; --status-interval streams)", order=91,
     kinds=(TextKind("fio", "fio --output-format=json/json+ output, one run or a --status-interval stream",
                     looks_like, parse_json,
                     "fio JOBFILE --output-format=json+ --status-interval=5 --output=fio.json"),),

@@ -198,7 +198,7 @@ def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Re
     return parse_fsstat(text, 0.0, interval, where=source)
 
 
-SOURCE = Source(name="fsstat", help="per-filesystem-type operations (illumos fsstat zfs)", order=80,
+SOURCE = Source(name=RECORD_SOURCE, help="per-filesystem-type operations (illumos fsstat zfs)", order=80,
                 check=check_host, collector=_collector, family="dataset",
                 kinds=(TextKind("fsstat", "illumos/Solaris `fsstat [-a|-n] {fstype|path}... [INTERVAL]` output",
                                 looks_like, _parse_capture, "fsstat zfs 5 | tee fsstat.log", interval_rows=True),),

@@ -196,7 +196,7 @@ def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Re
     return list(parse_iostat(text, 0.0, interval, where=source))
 
 
-SOURCE = Source(name="iostat", help="block-device view (illumos iostat -xn), for goose eggs", order=70,
+SOURCE = Source(name=RECORD_SOURCE, help="block-device view (illumos iostat -xn), for goose eggs", order=70,
                 kinds=(TextKind("iostat-xn", "illumos/Solaris `iostat -xn` (-z, -e, -p, -c, -T u|d) output", looks_like,
                                 _parse_capture, "iostat -xn 5 | tee iostat.log", interval_rows=True),),
                 check=check_host, collector=_collector, family="device", feeds=(Kind.DEVICE,))

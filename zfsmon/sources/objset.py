@@ -206,7 +206,7 @@ def parse_io_dumps(text: str, source: str, interval: Optional[float] = None) -> 
 
 
 SOURCE = Source(
-    name="objset", help="per-dataset activity (Linux objset kstats; the 0.6-0.8 per-pool io kstat)", order=50,
+    name=RECORD_SOURCE, help="per-dataset activity (Linux objset kstats; the 0.6-0.8 per-pool io kstat)", order=50,
     check=check_host, collector=_collector, family="dataset",
     kinds=(TextKind("objset-kstat", "per-dataset objset-0xID kstat dumps (Linux, OpenZFS 0.8+; one or many)",
                     looks_like, parse_dumps, "for f in /proc/spl/kstat/zfs/*/objset-*; do cat $f; done > objset.log"),

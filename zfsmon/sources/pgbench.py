@@ -31,7 +31,7 @@ def parse_capture(text: str, source: str, interval: Optional[float] = None) -> L
 
 
 SOURCE = Source(
-    name="pgbench", help="pgbench's printed progress and run summaries, or its log files", order=90,
+    name=RECORD_SOURCE, help="pgbench's printed progress and run summaries, or its log files", order=90,
     kinds=(TextKind("pgbench", "pgbench progress/summary text or its -l / --aggregate-interval logs", looks_like,
                     parse_capture, "pgbench -P 5 -T 600 bench | tee pgbench.log"),),
     family="workload",

@@ -150,5 +150,5 @@ def _one_line(exc: BaseException) -> str:
 # --- the source ------------------------------------------------------------------------------------------------
 
 # Not a host collector: `soak`, `top --soak` and `attach` start it with their PostgreSQL connection.
-SOURCE = Source(name="pgstat", help="PostgreSQL's own cache and activity (pg_stat_database), beside a pgbench workload",
+SOURCE = Source(name=RECORD_SOURCE, help="PostgreSQL's own cache and activity (pg_stat_database), beside a pgbench workload",
                 order=100, family="workload", feeds=(Kind.WORKLOAD,))

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.errors import UserError
 from zfsmon.host import Check, Host
+from zfsmon.model import Kind
 from zfsmon.sources.base import Collector
 from zfsmon.sources.spec import Source, discover
 
@@ -98,6 +99,20 @@ def named(source: str) -> Optional[Source]:
     """The source record a sample's or event's ``source`` names; None for what no source module declares (the
     recorder, the clock, a tracing script, the user's marks)."""
     return _by_name().get(source)
+
+
+def one_name(source: str) -> str:
+    """The one name of the source a record's ``source`` names: its record's name (a recording from another zfsmon
+    version may carry another of its names), else the name as it is (the recorder, the clock, a tracing script):
+    what everything that counts or routes by source keys on."""
+    rec = named(source)
+    return rec.name if rec is not None else source
+
+
+def feeding(kinds: Sequence[Kind]) -> Tuple[str, ...]:
+    """The names of the sources whose record feeds one of ``kinds``, in the records' order: what routes a source's
+    errors to the dashboard's panels, and a sample that names no source to the sources of its kind."""
+    return tuple(s.name for s in _discovered() if set(s.feeds) & set(kinds))
 
 
 def source_checks(host: Host, sources: Optional[Sequence[Source]] = None) -> List[Check]:

@@ -159,7 +159,7 @@ def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Re
 
 
 SOURCE = Source(
-    name="iostat-x", help="saved Linux `iostat -x` (sysstat) output: the block-device view", order=75,
+    name=RECORD_SOURCE, help="saved Linux `iostat -x` (sysstat) output: the block-device view", order=75,
     kinds=(TextKind("iostat-x", "Linux sysstat `iostat -x` [-d] [-t] output (sysstat 12 columns)", looks_like,
                     _parse_capture, "iostat -x -t 5 | tee iostat-x.log"),),
     family="device",

@@ -99,8 +99,11 @@ class ZpoolIostatParser(StreamParser):
     def __init__(self, source: str = RECORD_SOURCE, interval: Optional[float] = None, *, first_since_boot: bool = True,
                  flags: str = "", pools: Sequence[str] = (), topology: Optional[Topology] = None,
                  topology_provider: Optional[TopologyProvider] = None,
-                 report_clock: Optional[ClockForReport] = None, detect_skipped_first: bool = False) -> None:
+                 report_clock: Optional[ClockForReport] = None, detect_skipped_first: bool = False,
+                 where: Optional[str] = None) -> None:
         self.source = source
+        #: what its errors name the text by (a captured file's name); ``source`` when not given
+        self.where = where if where is not None else source
         self.interval = interval
         self.first_since_boot = first_since_boot
         self.flags = flags
@@ -147,7 +150,7 @@ class ZpoolIostatParser(StreamParser):
             raise
         except (ValueError, OverflowError, IndexError) as exc:  # a number we cannot read, a cut-off row
             self._held = None
-            raise ParseError(self.source, self._line_no, str(exc), line) from None
+            raise ParseError(self.where, self._line_no, str(exc), line) from None
 
     def flush(self, ts: float) -> List[Record]:
         out: List[Record] = []
@@ -157,7 +160,7 @@ class ZpoolIostatParser(StreamParser):
         if self._rows_in_report:
             out.extend(self._end_report(ts))
         if held is not None:
-            raise ParseError(self.source, held[0], "unexpected text (not a header, row or timestamp)", held[1])
+            raise ParseError(self.where, held[0], "unexpected text (not a header, row or timestamp)", held[1])
         return out
 
     # line dispatch ---------------------------------------------------------------------------------------
@@ -188,12 +191,12 @@ class ZpoolIostatParser(StreamParser):
         if _SEPARATOR_RE.match(s):
             return self._separator()
         if tokens[0] in ("pool", *HISTOGRAM_KINDS):
-            raise ParseError(self.source, self._line_no, "header line without the column groups above it", s)
+            raise ParseError(self.where, self._line_no, "header line without the column groups above it", s)
         self._held = (self._line_no, s, ts)
         return []
 
     def _header_lines(self, first: str, second: str, ts: float) -> List[Record]:
-        header = parse_header(first, second, self.source, self._line_no)
+        header = parse_header(first, second, self.where, self._line_no)
         out = self._close_group()
         out.extend(self._close_histo())
         if header.histogram:
@@ -264,7 +267,7 @@ class ZpoolIostatParser(StreamParser):
         scripted = self._header is None
         header = self._header
         if header is None:
-            header = self._scripted.get(len(values)) or scripted_header(len(values), self.flags, self.source,
+            header = self._scripted.get(len(values)) or scripted_header(len(values), self.flags, self.where,
                                                                         self._line_no, s, values)
             self._scripted[len(values)] = header
         depth = 0 if scripted else indent_depth(s.expandtabs(8))
@@ -276,7 +279,7 @@ class ZpoolIostatParser(StreamParser):
         if depth == 0 and scripted and g is not None and not self._is_pool_name(name):
             depth = self._scripted_depth(g.pool, name)
         if not header.core <= len(values) <= len(header.columns):
-            raise ParseError(self.source, self._line_no,
+            raise ParseError(self.where, self._line_no,
                              f"{len(values)} values, the header has {header.core} columns", s)
         if depth == 0:
             if name in self._report_pools:
@@ -295,7 +298,7 @@ class ZpoolIostatParser(StreamParser):
                 out.extend(self._close_group())
             return out
         if g is None:
-            raise ParseError(self.source, self._line_no, "vdev row before any pool row", s)
+            raise ParseError(self.where, self._line_no, "vdev row before any pool row", s)
         if scripted and self.topology is not None:
             known = self.topology.lookup(g.pool, name)
             entity = (Entity(known.kind, name, g.pool, known.role, known.parent) if known
@@ -327,7 +330,7 @@ class ZpoolIostatParser(StreamParser):
             try:
                 metrics[col.metric] = col.parse(raw)
             except (ValueError, OverflowError):
-                raise ParseError(self.source, self._line_no, f"bad value {raw!r} for {col.metric}", line) from None
+                raise ParseError(self.where, self._line_no, f"bad value {raw!r} for {col.metric}", line) from None
         return metrics
 
     def _close_group(self) -> List[Record]:
@@ -386,7 +389,7 @@ class ZpoolIostatParser(StreamParser):
     # histograms ------------------------------------------------------------------------------------------
     def _histo_row(self, tokens: List[str], s: str) -> List[Record]:
         assert self._histo is not None
-        self._histo.add_row(tokens, s, self.source, self._line_no)
+        self._histo.add_row(tokens, s, self.where, self._line_no)
         self._rows_in_report += 1
         return []
 
@@ -437,9 +440,10 @@ def parse_text(text: str, source: str = RECORD_SOURCE, interval: Optional[float]
 def _parse(text: str, source: str, interval: Optional[float], start_ts: float, first_since_boot: bool, flags: str,
            pools: Sequence[str], topology: Optional[Topology], detect_skipped_first: bool = False
            ) -> Tuple[List[Record], ZpoolIostatParser]:
-    parser = ZpoolIostatParser(source, interval, first_since_boot=first_since_boot, flags=flags, pools=pools,
+    # the records carry the source's one name; ``source`` (the text's name) is what errors point at
+    parser = ZpoolIostatParser(RECORD_SOURCE, interval, first_since_boot=first_since_boot, flags=flags, pools=pools,
                                topology=topology, report_clock=lambda n: start_ts + n * (interval or 0.0),
-                               detect_skipped_first=detect_skipped_first)
+                               detect_skipped_first=detect_skipped_first, where=source)
     out: List[Record] = []
     for line in text.splitlines():
         out.extend(parser.feed(line, start_ts))

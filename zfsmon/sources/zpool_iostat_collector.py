@@ -110,12 +110,12 @@ class ZpoolIostatCollector(StreamCollector):
 def check_host(host: Host) -> Check:
     """Doctor's line: which ``zpool iostat`` flags the local zpool accepts, asked of zpool itself."""
     if shutil.which("zpool") is None:
-        return Check("zpool iostat", False, "no zpool command")
+        return Check(RECORD_SOURCE, False, "no zpool command")
     flags = probe_flags()
     if flags.problem:
-        return Check("zpool iostat", False, f"zpool does not answer ({flags.problem}); is the ZFS daemon/module up?")
+        return Check(RECORD_SOURCE, False, f"zpool does not answer ({flags.problem}); is the ZFS daemon/module up?")
     shown = " ".join(f"-{k}" for k in CANDIDATES if len(k) == 1 and flags.has(k))
-    return Check("zpool iostat", True, "accepts -v" + (f" {shown}" if shown else ""))
+    return Check(RECORD_SOURCE, True, "accepts -v" + (f" {shown}" if shown else ""))
 
 
 def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:

@@ -43,7 +43,6 @@ from zfsmon.sources.zpool_iostat_collector import iostat_argv
 from zfsmon.sources.zpool_status import read_topology
 
 NAME = "latency"
-RECORD_SOURCE = NAME
 FLAGS = ("-T", "u", "-w", "-p", "-y")
 #: seconds between two reads of ``zpool status`` for the vdevs' roles
 TOPOLOGY_EVERY_S = 60.0
@@ -67,7 +66,7 @@ class LatencyCollector(StreamCollector):
         super().__init__(iostat_argv(self.pools, self.interval, self.flags, zpool), parser, NAME, clock=clock)
 
     def _parser(self) -> ZpoolIostatParser:
-        return ZpoolIostatParser(RECORD_SOURCE, self.interval, first_since_boot="-y" not in self.flags,
+        return ZpoolIostatParser(NAME, self.interval, first_since_boot="-y" not in self.flags,
                                  flags="wp", pools=self.pools)
 
     def _spawn(self) -> None:
@@ -120,7 +119,7 @@ def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
 def histogram_records(text: str, pools: Sequence[str] = (), topology=None, interval: Optional[float] = None,
                       since_boot_first: bool = True) -> List[Record]:
     """A saved ``zpool iostat -w`` text read as this source stores it (for tests and ``zfsmon parse``)."""
-    parser = ZpoolIostatParser(RECORD_SOURCE, interval, first_since_boot=since_boot_first, pools=pools,
+    parser = ZpoolIostatParser(NAME, interval, first_since_boot=since_boot_first, pools=pools,
                                topology=topology)
     out: List[Record] = []
     for line in text.splitlines():

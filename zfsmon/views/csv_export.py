@@ -26,7 +26,7 @@ from typing import IO, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Opti
 from zfsmon import metrics
 from zfsmon.analysis import qdsweep, vdevperf
 from zfsmon.analysis.downsample import Bucket, downsample
-from zfsmon.analysis.rates import RateDeriver
+from zfsmon.analysis.rates import Deriver
 from zfsmon.errors import neutralise
 from zfsmon.model import Entity, Event, Kind, Sample
 from zfsmon.names import fio_job_direction
@@ -91,7 +91,7 @@ def rows(samples: Iterable[Sample], every: Optional[float] = None) -> Iterator[R
     if every:
         yield from bucket_rows(downsample(samples, every))
         return
-    deriver = RateDeriver()
+    deriver = Deriver()  # the sampler's derivation, run over the recorded readings
     # which metrics are counters, per (kind, metric names): looked up once, not per value
     plans: Dict[tuple, Tuple[List[Tuple[str, bool]], bool]] = {}
     for s in samples:

@@ -41,6 +41,7 @@ from zfsmon import __version__, metrics
 from zfsmon.errors import printable
 from zfsmon.metrics import latency
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample
+from zfsmon.sources.registry import one_name
 from zfsmon.store import Recording
 from zfsmon.trace.histogram import bucket_upper
 
@@ -218,7 +219,7 @@ class LatestValues:
         if last is not None and now - last > 1.0:  # a new update, not another sample of the same tick
             self._gaps[s.entity.key] = min(MAX_GAP_S, max(self._gaps.get(s.entity.key, 0.0), now - last))
         self._last_seen[s.entity.key] = cur.seen = now
-        src = s.source or "unknown"
+        src = one_name(s.source) if s.source else "unknown"  # a recording's older name for it: its record's
         self._source_ts[src] = max(self._source_ts.get(src, 0.0), s.ts)
 
     def _add_histograms(self, s: Sample, now: float) -> None:
@@ -241,11 +242,10 @@ class LatestValues:
         self._hist_seen[owner.key] = now
 
     def _add_event(self, e: Event) -> None:
+        src = one_name(e.source) if e.source else "unknown"
         if e.kind == EventKind.ERROR:
-            src = e.source or "unknown"
             self._errors[src] = self._errors.get(src, 0) + 1
         elif e.kind == EventKind.RESET:
-            src = e.source or "unknown"
             self._resets[src] = self._resets.get(src, 0) + 1
 
     def version(self) -> int:

@@ -28,7 +28,6 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon import names
 from zfsmon.analysis import qdsweep, vdevperf
-from zfsmon.analysis.arc import derive_samples
 from zfsmon.analysis.findings import (
     LATENCY,
     TPS,
@@ -38,6 +37,7 @@ from zfsmon.analysis.findings import (
     reads_metric,
     series_from_samples,
 )
+from zfsmon.analysis.rates import derive_samples
 from zfsmon.errors import plot_text
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 from zfsmon.outfile import atomic

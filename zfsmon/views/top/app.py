@@ -33,7 +33,7 @@ from textual.widgets import Input, Static
 
 from zfsmon import gcpolicy, outfile
 from zfsmon.errors import UserError, printable
-from zfsmon.model import Event, EventKind, Record
+from zfsmon.model import Event, EventKind, Record, Tick, joined
 from zfsmon.queues import drain
 from zfsmon.views import csv_export as export
 from zfsmon.views import thresholds
@@ -147,13 +147,14 @@ def palette_commands(mode: str, run: Callable[[str], object]) -> List[SystemComm
 
 
 class LiveFeed:
-    """The hand-over point between the sampler thread and the app: a queue, drained by a timer."""
+    """The hand-over point between the sampler thread and the app: a queue, drained by a timer. Each batch keeps
+    the derived values the sampler took (:class:`~zfsmon.model.Tick`): the dashboard derives none."""
 
     def __init__(self) -> None:
         self.q: queue.SimpleQueue[List[Record]] = queue.SimpleQueue()
 
     def sink(self, records: List[Record]) -> None:
-        self.q.put(list(records))
+        self.q.put(Tick(records, records.derived) if isinstance(records, Tick) else list(records))
 
     def drain_batches(self) -> List[List[Record]]:
         """The batches handed over since the last drain, each as the sampler gave it (one per tick)."""
@@ -396,7 +397,7 @@ class TopApp(App):
             self.redraw()
         if self.feed is not None:
             batches = self.feed.drain_batches()
-            recs = [r for b in batches for r in b]
+            recs = joined(batches)  # with the derived values the sampler took
             if self.paused:
                 self._hold(batches)
             elif recs:
@@ -609,7 +610,7 @@ class TopApp(App):
             return
         self.paused = not self.paused
         if not self.paused and self.held:
-            recs = [r for b in self.held for r in b]
+            recs = joined(self.held)
             self.held, self._held_records, self._held_dropped = deque(), 0, False
             self.state.feed(recs)
             self._feed_timeline(recs)

@@ -7,8 +7,11 @@ same model serves live mode (records arrive from the sampler) and replay (the
 window around the time cursor is read from a recording and fed in).
 
 Pure: records in, values out; no I/O, no clocks (the caller says what "now" is).
-Rates come from :mod:`zfsmon.analysis.rates` / :mod:`zfsmon.analysis.arc`,
-goose eggs from :mod:`zfsmon.analysis.goose`, read shares from
+Rates and ratios are each sample's :class:`~zfsmon.model.Derived` values:
+live, the ones the engine's sampler took and handed over with the records (a
+:class:`~zfsmon.model.Tick`); for records read from a recording
+(replay), the same :class:`~zfsmon.analysis.rates.Deriver` run over them here.
+Goose eggs come from :mod:`zfsmon.analysis.goose`, read shares from
 :mod:`zfsmon.analysis.readpath`, findings from :mod:`zfsmon.analysis.findings`:
 the same code ``zfsmon analyze`` and ``zfsmon report`` use, so a window shows
 the same numbers here as there.
@@ -23,16 +26,15 @@ from dataclasses import dataclass, field
 from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar, cast
 
 from zfsmon import names
-from zfsmon.analysis import arc, findings, goose, readpath
-from zfsmon.analysis.rates import RateDeriver
+from zfsmon.analysis import findings, goose, readpath
+from zfsmon.analysis.rates import Deriver
 from zfsmon.metrics.health import HEALTHY_STATES, STATE_NAMES
-from zfsmon.model import Entity, Event, EventKind, Kind, Record, Role, Sample
+from zfsmon.model import Derived, Entity, Event, EventKind, Kind, Record, Role, Sample, derived_of
 from zfsmon.sources import registry
 from zfsmon.views import thresholds
 from zfsmon.views.top.folds import (
     FOLDS,
     ArcFold,
-    Derivation,
     FioRow,
     Fold,
     Point,
@@ -57,17 +59,16 @@ TREE_KINDS: Tuple[Kind, ...] = (Kind.POOL, Kind.VDEV, Kind.LEAF)
 #: whole samples held at most (64 leaves at 1 Hz for an hour is ~300k: bounded memory beats a longer window)
 MAX_SAMPLES = 200_000
 F = TypeVar("F", bound=Fold)
+#: the kinds whose derived figures the panels read by entity (:attr:`TopState.derived`)
+SHOWN_DERIVED: Tuple[Kind, ...] = (Kind.ARC, Kind.L2ARC, Kind.ZIL, Kind.DEVICE)
 
 
-def source_name(source: str) -> str:
-    """The one name of the source a record's ``source`` names: its record's name (a recording from another
-    zfsmon version may carry another of its names), else the name as it is (the recorder, a tracing script)."""
-    rec = registry.named(source)
-    return rec.name if rec is not None else source
+#: the one name of the source a record's ``source`` names (:func:`zfsmon.sources.registry.one_name`)
+source_name = registry.one_name
 
 
 #: entity kind -> the sources that feed it (a sample that names no source stands for each of them)
-_FEEDING: Dict[Kind, Tuple[str, ...]] = {k: tuple(s.name for s in registry.SOURCES if k in s.feeds) for k in Kind}
+_FEEDING: Dict[Kind, Tuple[str, ...]] = {k: registry.feeding((k,)) for k in Kind}
 
 
 @dataclass
@@ -148,8 +149,9 @@ class TopState:
         self.verdicts: Dict[Tuple[str, str], goose.Verdict] = {}  # (pool, leaf) -> latest verdict
         self.now: Optional[float] = None
         self.first: Optional[float] = None
-        self._arc = arc.ArcAnalyzer()
-        self._rates = RateDeriver()
+        #: derives the samples of a recording's records (replay, tests); live records come derived (a Tick)
+        self._deriver = Deriver()
+        self._given: Optional[Dict[int, Derived]] = None
         #: each panel's fold (:mod:`zfsmon.views.top.folds`) by panel id: what a panel keeps beyond the above
         self.folds: Dict[str, Fold] = {f.id: f() for f in FOLDS}
         self._fed_by: Dict[Kind, Tuple[Fold, ...]] = self._routes()
@@ -167,7 +169,7 @@ class TopState:
         for name, v in vars(self).items():
             if isinstance(v, (deque, dict, list)):
                 setattr(new, name, copied(v))
-            elif isinstance(v, (RateDeriver, arc.ArcAnalyzer, WindowTotals)):
+            elif isinstance(v, (Deriver, WindowTotals)):
                 setattr(new, name, v.copy())
         new.folds = {k: f.copy() for k, f in self.folds.items()}
         new._fed_by = new._routes()
@@ -175,9 +177,14 @@ class TopState:
 
     # ----------------------------------------------------------------------------------------------- feeding
     def feed(self, records: Iterable[Record]) -> None:
+        """Fold a batch in: the sampler's (a :class:`~zfsmon.model.Tick`, its samples' derived values
+        with it) or a recording's (derived here, by the same :class:`~zfsmon.analysis.rates.Deriver`)."""
+        given = derived_of(records)
         batch = sorted(records, key=lambda r: r.ts)
         if not batch:
             return
+        #: the sampler's derived values by the sample they are of (the very record handed over)
+        self._given = {id(d.sample): d for d in given} if given is not None else None
         touched_leaves = False
         for r in batch:
             self.fed += 1
@@ -237,20 +244,21 @@ class TopState:
             self.latest[key] = {s.source: s}
         else:
             newest[s.source] = s
-        d: Derivation = None
-        if e.kind in (Kind.ARC, Kind.L2ARC, Kind.ZIL):
-            d, _ = self._arc.update(s)
-            if d is not None:
-                self.derived[key] = dict(d.metrics)
-        elif e.kind == Kind.DEVICE:
-            d, _ = self._rates.update(s)
-            if d is not None:
-                self.derived[key] = _device_rates(d.rates, d.deltas)
-        elif e.kind == Kind.WORKLOAD and e.name.startswith(names.PGSTAT_PREFIX):
-            d, _ = self._rates.update(s)  # PostgreSQL's counters: the workload's hit rate, the read path's counts
+        d = self._derived(s)
+        if d is not None and e.kind in SHOWN_DERIVED:
+            self.derived[key] = dict(d.metrics)
         for f in self._fed_by[e.kind]:
             f.feed(s, d)
         return e.kind in (Kind.LEAF, Kind.DEVICE)
+
+    def _derived(self, s: Sample) -> Optional[Derived]:
+        """An interval sample's derived values: the sampler's, or (a recording's records) this state's deriver's."""
+        if self._given is not None:
+            return self._given.get(id(s))
+        e = s.entity
+        if e.kind in SHOWN_DERIVED or (e.kind == Kind.WORKLOAD and e.name.startswith(names.PGSTAT_PREFIX)):
+            return self._deriver.update(s)[0]  # PostgreSQL's counters: the workload's hit rate, the read path's
+        return None
 
     def _trim(self) -> None:
         if self.now is None:
@@ -493,19 +501,6 @@ def _sort_key(sort: str):
             return -max(m.get("total_wait_read", 0.0), m.get("total_wait_write", 0.0))
         return r.name
     return key
-
-
-def _device_rates(rates: Dict[str, float], deltas: Dict[str, float]) -> Dict[str, float]:
-    """Ops/s, bytes/s and average latency of a block device from its counter rates."""
-    out = {k: v for k, v in rates.items() if k in ("reads", "writes", "read_bytes", "write_bytes")}
-    ops = goose.device_ops_per_s(rates)
-    if ops is not None:
-        out["ops_per_s"] = ops
-    n = deltas.get("reads", 0.0) + deltas.get("writes", 0.0)
-    t = deltas.get("read_time_ns", 0.0) + deltas.get("write_time_ns", 0.0)
-    if n > 0 and t > 0:
-        out["lat_ns"] = t / n
-    return out
 
 
 def _is_health(s: Sample) -> bool:

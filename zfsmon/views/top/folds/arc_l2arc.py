@@ -28,9 +28,9 @@ class ArcFold(Fold):
         self.elapsed: Dict[str, float] = {}
 
     def feed(self, s: Sample, derived: Derivation) -> None:
-        m = derived.metrics if isinstance(derived, Sample) else None
-        if isinstance(derived, Sample):
-            self.elapsed[s.entity.key] = derived.interval or 0.0
+        m = derived.metrics if derived is not None else None
+        if derived is not None:
+            self.elapsed[s.entity.key] = derived.elapsed
         if s.entity.kind == Kind.ARC:
             for name in ARC_SERIES:
                 if m is not None and name in m:

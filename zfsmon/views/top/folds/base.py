@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from typing import ClassVar, Deque, Dict, List, Optional, Protocol, Sequence, Tuple, TypeVar, Union
+from typing import ClassVar, Deque, Dict, List, Optional, Protocol, Sequence, Tuple, TypeVar
 
-from zfsmon.analysis.rates import Deltas
-from zfsmon.model import Entity, Event, EventKind, Kind, Sample
+from zfsmon.model import Derived, Entity, Event, EventKind, Kind, Sample
 
 Point = Tuple[float, float]
-#: what the state derived from a sample before its folds see it: the ARC analyzer's interval sample (ARC, L2ARC,
-#: ZIL), the rate deriver's deltas (PostgreSQL's counters), or None (no derivation, or the first reading)
-Derivation = Optional[Union[Sample, Deltas]]
+#: a sample's derived values as its folds see them (the sampler's, or for a recording's records the state's
+#: :class:`~zfsmon.analysis.rates.Deriver`'s): None for no derivation, a first reading or one after a reset
+Derivation = Optional[Derived]
 F = TypeVar("F", bound="Fold")
 
 
@@ -53,7 +52,7 @@ class Fold:
         self.series: Dict[Tuple[str, str], Deque[Point]] = {}
 
     def feed(self, s: Sample, derived: Derivation) -> None:
-        """Fold one sample in (``derived``: what the state derived from it)."""
+        """Fold one sample in (``derived``: its derived values)."""
         raise NotImplementedError
 
     def push(self, key: str, metric: str, ts: float, value: float) -> None:

@@ -7,7 +7,6 @@ from typing import ClassVar, Deque, Dict, Optional, Tuple
 
 from zfsmon import names
 from zfsmon.analysis import readpath
-from zfsmon.analysis.rates import Deltas
 from zfsmon.model import Kind, Sample
 from zfsmon.views.top.folds.base import Derivation, Fold
 
@@ -25,13 +24,15 @@ class ReadFold(Fold):
 
     def feed(self, s: Sample, derived: Derivation) -> None:
         kind = s.entity.kind
-        if isinstance(derived, Sample) and kind in (Kind.ARC, Kind.L2ARC):
-            m, elapsed = derived.metrics, derived.interval or 0.0
+        if derived is None:
+            return
+        if kind in (Kind.ARC, Kind.L2ARC):
+            m, elapsed = derived.metrics, derived.elapsed
             if kind == Kind.ARC and "hits_per_s" in m and "misses_per_s" in m and elapsed > 0:
                 self._count(s.ts, {"arc_hits": m["hits_per_s"] * elapsed, "arc_misses": m["misses_per_s"] * elapsed})
             elif kind == Kind.L2ARC and "hits_per_s" in m and elapsed > 0:
                 self._count(s.ts, {"l2_hits": m["hits_per_s"] * elapsed})
-        elif isinstance(derived, Deltas) and s.entity.name.startswith(names.PGSTAT_PREFIX):
+        elif kind == Kind.WORKLOAD and s.entity.name.startswith(names.PGSTAT_PREFIX):
             pg = readpath.pg_buffers(derived.deltas, derived.elapsed)
             if pg is not None:
                 self._count(s.ts, {"pg_blks_hit": pg["blks_hit"], "pg_blks_read": pg["blks_read"]})

@@ -9,7 +9,6 @@ from typing import ClassVar, Deque, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon import names
 from zfsmon.analysis import readpath
-from zfsmon.analysis.rates import Deltas
 from zfsmon.model import EventKind, Kind, Sample
 from zfsmon.views.top.folds.base import Derivation, Fold, StateView
 
@@ -64,7 +63,7 @@ class WorkloadFold(Fold):
             pcts = {p: s.metrics[f"clat_{p}_ms"] for p in FIO_PCTS if f"clat_{p}_ms" in s.metrics}
             if ios > 0 and pcts:
                 self.fio.setdefault(key, deque()).append((s.ts, ios, pcts))
-        elif isinstance(derived, Deltas) and name.startswith(names.PGSTAT_PREFIX):
+        elif derived is not None and name.startswith(names.PGSTAT_PREFIX):
             pg = readpath.pg_buffers(derived.deltas, derived.elapsed)
             if pg is not None and "hit_pct" in pg:
                 self.push("workload", "pg_hit_pct", s.ts, pg["hit_pct"])

@@ -13,7 +13,7 @@ class ZilFold(Fold):
     kinds: ClassVar[Tuple[Kind, ...]] = (Kind.ZIL,)
 
     def feed(self, s: Sample, derived: Derivation) -> None:
-        if isinstance(derived, Sample):
+        if derived is not None:
             for name in ("commits_per_s", "itx_per_s"):
                 if name in derived.metrics:
                     self.push("zil", name, s.ts, derived.metrics[name])

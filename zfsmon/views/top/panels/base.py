@@ -11,7 +11,7 @@ failing) still says what it is and why.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 from rich.text import Span, Text
 
@@ -83,9 +83,8 @@ class Panel:
         return sources_of(self.kinds)
 
 
-def sources_of(kinds: Sequence[Kind]) -> Tuple[str, ...]:
-    """The names of the sources whose ``SOURCE`` record feeds one of ``kinds``, in the records' order."""
-    return tuple(s.name for s in registry.SOURCES if set(s.feeds) & set(kinds))
+#: the names of the sources whose ``SOURCE`` record feeds one of some kinds (:func:`zfsmon.sources.registry.feeding`)
+sources_of = registry.feeding
 
 
 #: every panel declared, by id (each module's ``PANEL``; the package lists them in screen order)
