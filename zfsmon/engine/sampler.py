@@ -109,8 +109,8 @@ class Sampler:
         for w in self._workers.values():  # every read at once: they wait for the same deadline
             w.ask()
         for i, c in enumerate(self.collectors):
-            w = self._workers.get(i)
-            recs = guarded_poll(c, self.clock) if w is None else self._read(w, due)
+            worker = self._workers.get(i)
+            recs = guarded_poll(c, self.clock) if worker is None else self._read(worker, due)
             for r in recs:
                 out.append(r)
                 if isinstance(r, Sample) and not r.since_boot:
@@ -139,7 +139,7 @@ class Sampler:
         recs, took = got
         if w.overdue:
             w.overdue = False
-            kept = [r for r in recs if isinstance(r, Event)]
+            kept: List[Record] = [r for r in recs if isinstance(r, Event)]
             return [Event(self.clock(), EventKind.INFO, f"{name}: the read returned after {took:.0f} s; its "
                           "figures are left out (when they were taken is not known), sampling resumes",
                           source=name)] + kept
@@ -171,7 +171,7 @@ class Sampler:
                 key = id(sink)
                 if key not in self._failed_sinks:
                     self._failed_sinks.add(key)
-                    err = [Event(self.clock(), EventKind.ERROR, f"sink {getattr(sink, '__name__', sink)!s}: {exc}")]
+                    err: List[Record] = [Event(self.clock(), EventKind.ERROR, f"sink {getattr(sink, '__name__', sink)!s}: {exc}")]
                     for other in self.sinks:
                         if other is not sink:
                             try:

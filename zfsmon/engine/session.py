@@ -269,7 +269,7 @@ class Session:
         self.failure = failure
         if not self._background:
             self._stop.set()
-        err = [Event(time.time(), EventKind.ERROR, f"recording stopped: {failure}", source="record")]
+        err: List[Record] = [Event(time.time(), EventKind.ERROR, f"recording stopped: {failure}", source="record")]
         for sink in self.sinks:
             try:
                 sink(err)

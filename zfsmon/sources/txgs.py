@@ -88,8 +88,8 @@ def parse_txgs(text: str, where: str = "txgs", known: Optional[Dict[str, TxgRow]
         nums = parts[:_STATE] + parts[_STATE + 1:]
         state = parts[_STATE]
         if plain_ints(nums) and len(state) == 1 and state.isalpha():  # a well-formed row, checked in a few C calls
-            vals = dict(zip(_NUMERIC, map(int, nums)))
-            rows.append(TxgRow(vals["txg"], vals["birth"], state, vals))
+            fast = dict(zip(_NUMERIC, map(int, nums)))
+            rows.append(TxgRow(fast["txg"], fast["birth"], state, fast))
             seen[line] = rows[-1]
             continue
         vals: Dict[str, int] = {}
