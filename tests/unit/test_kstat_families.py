@@ -9,13 +9,14 @@ from zfsmon import metrics
 from zfsmon.host import Host
 from zfsmon.metrics.kstats import FREEBSD, FUSE, ILLUMOS, KSTATS, LINUX
 from zfsmon.model import Kind
-from zfsmon.sources import arcstats, detect, registry, zil
+from zfsmon.sources import arcstats, detect, registry, zil, zio_stats
 from zfsmon.sources.kstat_reader import KstatReader
 
 #: the rows a source reads, with its reader
-READERS = {"arcstats": arcstats.READER, "zil": zil.READER}
+READERS = {"arcstats": arcstats.READER, "zil": zil.READER, "zio_stats": zio_stats.READER}
 #: one real Linux capture of each (OpenZFS 2.3 guest) and the text kind that reads it
-CAPTURES = {"arcstats": ("arcstats.after", "arcstats"), "zil": ("zil.after", "zil-kstat")}
+CAPTURES = {"arcstats": ("arcstats.after", "arcstats"), "zil": ("zil.after", "zil-kstat"),
+            "zio_stats": ("kstat/zio_stats", "zio-kstat")}
 
 
 def _host(system: str) -> Host:
@@ -23,9 +24,8 @@ def _host(system: str) -> Host:
 
 
 def test_every_row_is_a_source_of_its_name_family_and_entity():
-    """zio_stats's row is read (tests/unit/test_zio_stats.py) but no source yet: its entity kind has no panel."""
     sources = {s.name: s for s in registry.SOURCES}
-    assert set(KSTATS) - set(sources) == {"zio_stats"}
+    assert set(KSTATS) == set(READERS) and set(KSTATS) <= set(sources)
     for name in READERS:
         fam = KSTATS[name]
         src = sources[name]

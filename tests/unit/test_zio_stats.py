@@ -1,4 +1,4 @@
-"""The zio_stats kstat (OpenZFS 2.3.1+): block allocations and gang writes, read from its kstat table row alone.
+"""The zio_stats kstat (OpenZFS 2.3.1+): block allocations and gang writes, a source made from its kstat table row.
 
 Real captures: the OpenZFS 2.3 guest's (tests/data/openzfs-2.3) and the OpenZFS 2.4.4 guest's under an 8k random
 fio load (tests/data/openzfs-2.4, PROVENANCE.md there).
@@ -6,19 +6,31 @@ fio load (tests/data/openzfs-2.4, PROVENANCE.md there).
 
 from __future__ import annotations
 
+import argparse
+import csv
+import os
+from typing import List
+
 import pytest
 
 from tests.conftest import TEST_DATA
+from zfsmon import host as hostmod
+from zfsmon import metrics
+from zfsmon.cli import main
+from zfsmon.commands import doctor
 from zfsmon.host import Host
 from zfsmon.metrics import COUNTER
 from zfsmon.metrics.kstats import ZIO_STATS
 from zfsmon.model import Event, EventKind, Kind, ParseError, Sample
-from zfsmon.sources.kstat_reader import KstatReader
+from zfsmon.sources import detect, kstat_reader, registry, zio_stats
 from zfsmon.sources.kstat_text import BOOT_CLOCK
+from zfsmon.store import Recorder
+from zfsmon.views.csv_export import KIND_FILE
 
 CAPTURE_23 = TEST_DATA / "openzfs-2.3" / "kstat" / "zio_stats"
 CAPTURE_24 = TEST_DATA / "openzfs-2.4" / "kstat" / "zio_stats"
-READER = KstatReader(ZIO_STATS)
+READER = zio_stats.READER
+T0 = 1_795_000_000.0
 
 
 def _host(system: str) -> Host:
@@ -31,6 +43,7 @@ def test_the_2_3_capture_is_one_zio_sample_of_four_counters():
     assert s.metrics == {"total_allocations": 35793, "alloc_class_fallbacks": 0, "gang_writes": 0,
                          "gang_multilevel": 0}
     specs = {m.name: m for m in ZIO_STATS.specs()}
+    assert {m.name: m for m in metrics.specs_for(Kind.ZIO)} == specs  # the metrics table's zio rows are the row's
     assert set(specs) == set(s.metrics) and all(m.kind == COUNTER and m.kinds == (Kind.ZIO,) for m in specs.values())
     assert specs["gang_writes"].sources == {"linux": "/proc/spl/kstat/zfs/zio_stats gang_writes",
                                             "freebsd": "sysctl kstat.zfs.misc.zio_stats.gang_writes"}
@@ -55,10 +68,19 @@ def test_a_zio_stats_dump_is_recognised_and_other_kstats_are_not_it():
         READER.parse_linux((TEST_DATA / "openzfs-2.3" / "zil.after").read_text(), 0.0)
 
 
+def test_it_is_a_source_of_its_own_kind_and_text_kind():
+    """``zfsmon record zio_stats`` names it, ``zfsmon parse`` reads its dumps, and it feeds the zio entity."""
+    rec = registry.record("zio_stats")
+    assert rec is zio_stats.SOURCE and rec.name == ZIO_STATS.name and rec.feeds == (Kind.ZIO,) and rec.family == "zio"
+    assert "zio_stats" in registry.NAMES
+    assert [k.name for k in rec.kinds] == ["zio-kstat"]
+    assert detect.detect(CAPTURE_24.read_text()).name == "zio-kstat"
+
+
 def test_saved_dumps_are_timed_by_the_kstat_snaptime():
     text = CAPTURE_23.read_text()
     snaptime_s = int(text.split()[6]) / 1e9
-    info, *samples = READER.parse_dumps(text + text, "zio.log")
+    info, *samples = detect.get("zio-kstat").parse(text + text, "zio.log", None)
     assert isinstance(info, Event) and info.kind == EventKind.INFO and BOOT_CLOCK in info.data
     assert [s.ts for s in samples] == [snaptime_s, snaptime_s]
     assert all(isinstance(s, Sample) and s.metrics["total_allocations"] == 35793 for s in samples)
@@ -79,6 +101,47 @@ def test_where_the_row_says_it_lives():
     assert READER.freebsd_collector().argv == ["sysctl", "-q", "kstat.zfs.misc.zio_stats"]
     assert READER.check_host(_host("SunOS")).detail == "illumos ZFS has no zio_stats kstat (OpenZFS 2.3.1+ has it)"
     assert set(ZIO_STATS.places) == {"linux", "freebsd"}
-    linux = READER.check_host(_host("Linux"))
-    if not linux.ok:  # a host without OpenZFS 2.3.1+
-        assert linux.detail == "no /proc/spl/kstat/zfs/zio_stats (OpenZFS 2.3.1+ has it)"
+
+
+def test_doctors_line_on_linux_says_where_it_is_or_why_not(tmp_path, monkeypatch, capsys):
+    """Present: its path; absent: the release that has it, or on a zfs-fuse host that zfs-fuse has none."""
+    kstat = tmp_path / "zio_stats"
+    monkeypatch.setattr(READER, "linux", str(kstat))
+    monkeypatch.setattr(kstat_reader, "FUSE_ROOT", str(tmp_path / "zfs-kstat"))
+    monkeypatch.setattr(hostmod, "probe", lambda: _host("Linux"))
+    assert (READER.check_host(_host("Linux")).ok, READER.check_host(_host("Linux")).detail) == (
+        False, f"no {kstat} (OpenZFS 2.3.1+ has it)")
+    (tmp_path / "zfs-kstat").mkdir()
+    assert READER.check_host(_host("Linux")).detail == "zfs-fuse (pool v23) has no zio_stats kstat"
+    kstat.write_text(CAPTURE_24.read_text())
+    doctor.run(argparse.Namespace(json=False))
+    [line] = [ln for ln in capsys.readouterr().out.splitlines() if " zio_stats " in ln]
+    assert line.split() == ["ok", "source", "zio_stats", str(kstat)]
+
+
+def _two_readings() -> List[Sample]:
+    """The 2.4.4 guest's reading, then the 2.3 guest's (923 more allocations) as the next one, 10 s later."""
+    first = READER.parse_linux(CAPTURE_24.read_text(), T0)
+    second = READER.parse_linux(CAPTURE_23.read_text(), T0 + 10.0)
+    return [*first, *second]
+
+
+def test_export_csv_of_a_recording_with_zio_samples_writes_zio_csv(tmp_path):
+    """Every entity kind has its CSV file; zio.csv holds each reading with its counters' deltas and rates."""
+    assert set(KIND_FILE) == set(Kind)
+    path = str(tmp_path / "r.zfsmon")
+    with Recorder(path, {"host": "guest", "interval": 10}) as rec:
+        for s in _two_readings():
+            rec.write([s])
+    out = tmp_path / "out"
+    assert main(["export", path, "--csv", str(out)]) == 0
+    assert "zio.csv" in os.listdir(out)
+    with open(out / "zio.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["kind"], r["name"], r["source"], r["total_allocations"]) for r in rows] == [
+        ("zio", "zio", "zio_stats", "34870"), ("zio", "zio", "zio_stats", "35793")]
+    assert rows[0]["total_allocations_delta"] == "" and rows[1]["total_allocations_delta"] == "923"
+    assert float(rows[1]["total_allocations_per_s"]) == pytest.approx(92.3)
+    assert rows[1]["gang_writes"] == rows[1]["gang_writes_delta"] == rows[1]["gang_writes_per_s"] == "0"
+    assert {c for c in rows[0] if c.startswith("alloc_class")} == {
+        "alloc_class_fallbacks", "alloc_class_fallbacks_delta", "alloc_class_fallbacks_per_s"}

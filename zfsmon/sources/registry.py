@@ -24,7 +24,7 @@ from zfsmon.sources.base import Collector
 from zfsmon.sources.spec import Source, discover
 
 #: each source's name -> the module that declares its record, in the records' order: where a source lives, so
-#: that naming one does not import all seventeen (the records stay the one definition of each source, and a name
+#: that naming one does not import them all (the records stay the one definition of each source, and a name
 #: missing here is still found, by discovering them all; tests/unit/test_source_records.py holds this table
 #: equal to what :func:`~zfsmon.sources.spec.discover` finds)
 MODULES: Dict[str, str] = {
@@ -34,6 +34,7 @@ MODULES: Dict[str, str] = {
     "arcstats": "zfsmon.sources.arcstats",
     "arcstat": "zfsmon.sources.arcstat_tool",
     "zil": "zfsmon.sources.zil",
+    "zio_stats": "zfsmon.sources.zio_stats",
     "objset": "zfsmon.sources.objset",
     "iostats": "zfsmon.sources.pool_iostats",
     "txgs": "zfsmon.sources.txgs",

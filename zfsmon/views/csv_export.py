@@ -36,7 +36,7 @@ from zfsmon.units import FLOAT_EXACT
 #: which CSV file each entity kind goes to (vdevs and their leaves share one, with a kind column)
 KIND_FILE: Dict[Kind, str] = {
     Kind.POOL: "pool", Kind.VDEV: "vdev", Kind.LEAF: "vdev", Kind.ARC: "arc", Kind.L2ARC: "l2arc",
-    Kind.ZIL: "zil", Kind.DATASET: "dataset", Kind.DEVICE: "device", Kind.WORKLOAD: "workload",
+    Kind.ZIL: "zil", Kind.ZIO: "zio", Kind.DATASET: "dataset", Kind.DEVICE: "device", Kind.WORKLOAD: "workload",
     Kind.TRACE: "trace",
 }
 ID_COLUMNS = ["time", "epoch", "kind", "pool", "name", "role", "parent", "source", "interval", "since_boot"]
