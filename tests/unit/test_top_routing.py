@@ -26,7 +26,7 @@ HOST = Host("Linux", "6.1", "lab", "openzfs-kmod", "2.2.2", zfs_userland="zfs-2.
 #: the panels each source's errors belong on (by the kinds its record feeds)
 HOME = {"zpool": ("vdevs",), "latency": ("vdevs",), "status": ("vdevs",), "iostats": ("vdevs",),
         "txgs": ("vdevs",), "objset": ("vdevs", "findings"), "diskstats": ("vdevs",), "iostat": ("vdevs",),
-        "arcstats": ("arc",), "zil": ("zil",), "fsstat": ("findings",)}
+        "arcstats": ("arc",), "zil": ("zil",), "zio_stats": ("zil",), "fsstat": ("findings",)}
 #: the panels that show errors
 ERROR_PANELS = ("vdevs", "arc", "zil", "workload", "findings")
 

@@ -1,8 +1,9 @@
-"""ZIL and SLOG: commits and sync writes from the ZIL kstat, what the log vdevs did."""
+"""ZIL and SLOG: commits and sync writes from the ZIL kstat, what the log vdevs did, and the block allocations,
+allocation-class fallbacks and gang writes of every pool (the zio_stats kstat, OpenZFS 2.3.1+)."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import Dict, List, Optional
 
 from rich.text import Text
 
@@ -37,12 +38,34 @@ def zil(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
         parts.append(lat)
     else:
         parts.append(Text("no SLOG (log vdev)", style="dim"))
+    if "zio_total_allocations" in z:
+        parts.extend(_allocations(z, raw, compact))
     return _lines(parts, width)
+
+
+#: the zio_stats rows: label, counter (its rate is ``_per_s`` after it)
+ALLOC_ROWS = (("allocs", "zio_total_allocations"), ("class fb", "zio_alloc_class_fallbacks"),
+              ("gang wr", "zio_gang_writes"))
+
+
+def _allocations(z: Dict[str, Optional[float]], raw: bool, compact: bool) -> List[Text]:
+    """Allocations, class fallbacks and gang writes per second, each with its count since the module loaded; on
+    the narrow grid's one line left, allocations and gang writes per second."""
+    def rate(key: str) -> str:
+        return f"{fmt.num(z.get(f'{key}_per_s'), 'ops', raw)}/s"
+
+    if compact:
+        return [Text(f"alloc {rate('zio_total_allocations')} gang {rate('zio_gang_writes')}", no_wrap=True,
+                     overflow="ellipsis")]
+    return [Text(f"{label:<8} {rate(key):>8} ({fmt.num(z.get(key), 'ops', raw)})", no_wrap=True,
+                 overflow="ellipsis", style="" if z.get(key) or label == "allocs" else "dim")
+            for label, key in ALLOC_ROWS]
 
 
 def _render(f: Frame) -> Text:
     return zil(f.state, f.opts, f.width, f.compact)
 
 
-#: the ZIL kstat's entity; the SLOG's figures are the log vdevs' (the tree's)
-PANEL = register(Panel("zil", "ZIL / SLOG", (Kind.ZIL,), _render, fold=ZilFold))
+#: the ZIL kstat's entity and the zio_stats kstat's (where every pool's writes are allocated); the SLOG's figures
+#: are the log vdevs' (the tree's)
+PANEL = register(Panel("zil", "ZIL / SLOG", (Kind.ZIL, Kind.ZIO), _render, fold=ZilFold))
