@@ -30,7 +30,7 @@ from zfsmon.commands import exporter as cmd
 from zfsmon.engine import Sampler
 from zfsmon.errors import UserError
 from zfsmon.model import Entity, Kind, Record, Role, Sample
-from zfsmon.sources import arcstats, diskstats, fio_json, objset, zpool_health, zpool_iostat
+from zfsmon.sources import arcstats, diskstats, fio_json, objset, zio_stats, zpool_health, zpool_iostat
 from zfsmon.sources.base import PolledCollector
 from zfsmon.sources.zpool_status import parse_status
 from zfsmon.store import Recorder, Recording
@@ -120,6 +120,7 @@ def test_every_table_row_gets_a_valid_unique_prometheus_name():
     (Kind.ARC, "hit_pct", "zfsmon_arc_hit_ratio", 0.01),
     (Kind.L2ARC, "read_bytes", "zfsmon_l2arc_read_bytes_total", 1.0),
     (Kind.ZIL, "commit_count", "zfsmon_zil_commit_total", 1.0),
+    (Kind.ZIO, "gang_writes", "zfsmon_zio_gang_writes_total", 1.0),
     (Kind.DEVICE, "read_time_ns", "zfsmon_device_read_time_seconds_total", 1e-9),
     (Kind.POOL, "total_wait_read", "zfsmon_pool_total_wait_read_seconds", 1e-9),
     (Kind.WORKLOAD, "tps", "zfsmon_workload_transactions_per_second", 1.0),
@@ -225,6 +226,25 @@ def test_scrape_of_a_recordings_last_values(recording, served):
     # as live sources are
     assert value(fams, "zfsmon_source_errors", source="zpool") == 1
     assert fams["zfsmon_build_info"][2][0][2] == 1
+
+
+def test_a_recording_of_zio_stats_serves_its_four_counters(served, tmp_path):
+    """The OpenZFS 2.3 guest's zio_stats reading: host-wide counters, no labels, the metrics table's help."""
+    path = str(tmp_path / "zio.zfsmon")
+    [reading] = zio_stats.READER.parse_linux((TEST_DATA / "openzfs-2.3" / "kstat" / "zio_stats").read_text(),
+                                             1_800_000_000.0)
+    with Recorder(path, {"host": "guest", "interval": "10"}) as rec:
+        rec.write([reading])
+    with Recording.open(path) as rec:
+        fams = scrape(served(latest_from_recording(rec)))
+    zio = {f: v for f, v in fams.items() if f.startswith("zfsmon_zio_")}
+    assert {f: (typ, samples) for f, (typ, _help, samples) in zio.items()} == {
+        "zfsmon_zio_total_allocations": ("counter", [("zfsmon_zio_total_allocations_total", {}, 35793.0)]),
+        "zfsmon_zio_alloc_class_fallbacks": ("counter", [("zfsmon_zio_alloc_class_fallbacks_total", {}, 0.0)]),
+        "zfsmon_zio_gang_writes": ("counter", [("zfsmon_zio_gang_writes_total", {}, 0.0)]),
+        "zfsmon_zio_gang_multilevel": ("counter", [("zfsmon_zio_gang_multilevel_total", {}, 0.0)])}
+    assert zio["zfsmon_zio_gang_writes"][1] == prom_name(Kind.ZIO, "gang_writes").help
+    assert prom_name(Kind.ZIO, "gang_writes").help.startswith("allocations that found no contiguous space")
 
 
 def test_live_scrape_through_the_engine(served, fixtures):
