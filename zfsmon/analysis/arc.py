@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Dict, Mapping, Optional, Tuple
 
-from zfsmon.metrics import counter_names
+from zfsmon.metrics import COUNTERS, NO_COUNTERS
 from zfsmon.model import Kind, Sample
 
 #: derived metric prefix -> the arcstats classes summed into it
@@ -148,8 +148,7 @@ DERIVERS = {Kind.ARC: derive_arc, Kind.L2ARC: derive_l2arc, Kind.ZIL: derive_zil
 
 def has_counters(sample: Sample) -> bool:
     """Whether a reading holds cumulative counters (kstats), not only levels or a tool's percentages."""
-    kind = sample.entity.kind
-    return not sample.since_boot and bool(counter_names(kind, tuple(sample.metrics)))
+    return not sample.since_boot and not COUNTERS.get(sample.entity.kind, NO_COUNTERS).isdisjoint(sample.metrics)
 
 
 def since_boot(kind: Kind, counters: Mapping[str, float]) -> Dict[str, float]:

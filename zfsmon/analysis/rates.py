@@ -50,8 +50,8 @@ class RateDeriver:
         """Take ``sample``'s counters as its entity and source's latest reading: (the reading before, if any;
         the counters)."""
         key = (sample.entity.key, sample.source)
-        m = sample.metrics
-        counters = {k: m[k] for k in metrics.counter_names(sample.entity.kind, tuple(m))}
+        kind_counters = metrics.COUNTERS.get(sample.entity.kind, metrics.NO_COUNTERS)
+        counters = {k: v for k, v in sample.metrics.items() if k in kind_counters}
         prev = self._prev.get(key)
         self._prev[key] = (sample.ts, counters)
         return prev, counters

@@ -9,17 +9,16 @@ from the table (``zfsmon metrics --markdown``); a test keeps the two equal.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import pkgutil
 from types import ModuleType
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon.metrics.spec import COUNTER, GAUGE, MetricSpec
 from zfsmon.model import Kind
 
-__all__ = ["COUNTER", "GAUGE", "MetricSpec", "TABLE", "FAMILIES", "family_modules", "lookup", "is_counter",
-           "counter_names", "specs_for", "render_markdown"]
+__all__ = ["COUNTER", "GAUGE", "MetricSpec", "TABLE", "FAMILIES", "COUNTERS", "NO_COUNTERS", "family_modules",
+           "lookup", "is_counter", "counter_names", "specs_for", "render_markdown"]
 
 
 def family_modules(package: str = __name__) -> Dict[str, ModuleType]:
@@ -51,6 +50,12 @@ _FAMILY_MODULES = family_modules()
 #: the family names (``zfsmon/metrics/<family>.py``), which sources name in their records
 FAMILIES: Tuple[str, ...] = tuple(_FAMILY_MODULES)
 TABLE: Dict[Tuple[Kind, str], MetricSpec] = _load(_FAMILY_MODULES.values())
+#: the counters of a kind the table has no counter rows for
+NO_COUNTERS: FrozenSet[str] = frozenset()
+#: each entity kind's counters, the metrics a derivation differences: the table's counter rows, gathered once so
+#: that deriving a reading tests its names against a set and calls nothing of this module
+COUNTERS: Mapping[Kind, FrozenSet[str]] = {
+    kind: frozenset(name for (k, name), spec in TABLE.items() if k == kind and spec.kind == COUNTER) for kind in Kind}
 
 
 def lookup(kind: Kind, name: str) -> Optional[MetricSpec]:
@@ -59,16 +64,13 @@ def lookup(kind: Kind, name: str) -> Optional[MetricSpec]:
 
 def is_counter(kind: Kind, name: str) -> bool:
     """Unknown metrics (a kstat field we have no row for) count as gauges: never differentiated."""
-    spec = TABLE.get((kind, name))
-    return spec is not None and spec.kind == COUNTER
+    return name in COUNTERS.get(kind, NO_COUNTERS)
 
 
-@functools.lru_cache(maxsize=4096)
-def counter_names(kind: Kind, names: Tuple[str, ...]) -> Tuple[str, ...]:
-    """The counters among a reading's metric ``names``, in order. Cached: a source's readings share a handful
-    of layouts, and asking :func:`is_counter` per metric per reading was most of a rate's cost (replay rebuilds
-    a window's ARC rates on every step back)."""
-    return tuple(n for n in names if is_counter(kind, n))
+def counter_names(kind: Kind, names: Iterable[str]) -> Tuple[str, ...]:
+    """The counters among a reading's metric ``names``, in order (:data:`COUNTERS`)."""
+    counters = COUNTERS.get(kind, NO_COUNTERS)
+    return tuple(n for n in names if n in counters)
 
 
 def specs_for(kind: Kind) -> List[MetricSpec]:
