@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 from typing import List, Sequence
 
-import pytest
-
 from tests.conftest import TEST_DATA, wait_until_async
 from zfsmon.analysis.rates import Deriver
 from zfsmon.model import Record, Sample, Tick
@@ -59,8 +57,6 @@ def test_allocations_class_fallbacks_and_gang_writes_per_second_with_their_count
     assert _lines(st)[:3] == [" ZIL / SLOG ", "commits 387/s", "sync wr 1835/s"]  # the ZIL's rows as they were
 
 
-@pytest.mark.xfail(strict=True, reason="the state derives a recording's samples only for SHOWN_DERIVED's kinds "
-                   "(zfsmon/views/top/state.py): Kind.ZIO is to join them there")
 def test_replay_of_a_recording_shows_the_same_rates():
     """A recording's records come without derived values; the state derives them with the sampler's Deriver."""
     st = TopState(300)

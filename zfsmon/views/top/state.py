@@ -60,7 +60,7 @@ TREE_KINDS: Tuple[Kind, ...] = (Kind.POOL, Kind.VDEV, Kind.LEAF)
 MAX_SAMPLES = 200_000
 F = TypeVar("F", bound=Fold)
 #: the kinds whose derived figures the panels read by entity (:attr:`TopState.derived`)
-SHOWN_DERIVED: Tuple[Kind, ...] = (Kind.ARC, Kind.L2ARC, Kind.ZIL, Kind.DEVICE)
+SHOWN_DERIVED: Tuple[Kind, ...] = (Kind.ARC, Kind.L2ARC, Kind.ZIL, Kind.ZIO, Kind.DEVICE)
 
 
 #: the one name of the source a record's ``source`` names (:func:`zfsmon.sources.registry.one_name`)
