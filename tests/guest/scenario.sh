@@ -295,9 +295,12 @@ capture zpool-status-j.json zpool status -j "$POOL"
 capture zpool-status-j-flat-int.json zpool status -j --json-flat-vdevs --json-int "$POOL"
 capture zpool-list-v.txt zpool list -v "$POOL"
 capture zfs-list.txt zfs list -r "$POOL"
-capture arcstat.txt arcstat 1 3
-capture arcstat-a.txt arcstat -a 1 2
-capture arc_summary.txt arc_summary
+# OpenZFS 2.4 renamed arcstat and arc_summary to zarcstat and zarcsummary (the old names are gone): the one there is
+ARCSTAT=arcstat; command -v zarcstat > /dev/null && ARCSTAT=zarcstat
+ARCSUMMARY=arc_summary; command -v zarcsummary > /dev/null && ARCSUMMARY=zarcsummary
+capture arcstat.txt "$ARCSTAT" 1 3
+capture arcstat-a.txt "$ARCSTAT" -a 1 2
+capture arc_summary.txt "$ARCSUMMARY"
 capture zilstat.txt timeout -s TERM 5 zilstat -i 1
 # requested by the lead for the status/latency sources and the -y/-T parsers (issues 11, 12): live -w deltas,
 # -y with a time stamp, zpool status -p -s text, and status (-j and text) during a scrub and with a leaf offline
