@@ -15,6 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../guest/captures.sh"
 capture kstat/zio_stats-idle cat /proc/spl/kstat/zfs/zio_stats
 capture zfs-version.txt zfs version
 capture uname-r.txt uname -r
+uname -a > "$OUT/uname.txt"
 FIO=(fio --name=zfsmon --filename="$MNT/fio.dat" --size=96M --ioengine=psync --bs=8k --group_reporting)
 "${FIO[@]}" --rw=write --bs=128k --end_fsync=1 --output="$OUT/fio-layout.txt"
 "${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --time_based --runtime=1200 --output-format=json \
