@@ -19,7 +19,7 @@ uname -a > "$OUT/uname.txt"
 FIO=(fio --name=zfsmon --filename="$MNT/fio.dat" --size=96M --ioengine=psync --bs=8k --group_reporting)
 "${FIO[@]}" --rw=write --bs=128k --end_fsync=1 --output="$OUT/fio-layout.txt"
 "${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --time_based --runtime=1200 --output-format=json \
-    --output="$OUT/fio.json" &
+    --output="$OUT/fio-load.json" &
 FIOPID=$!
 sleep 10
 capture_kstats
