@@ -44,7 +44,7 @@ capture_tools() {
     capture arcstat.txt "$ARCSTAT" 1 3
     capture arcstat-a.txt "$ARCSTAT" -a 1 2
     capture arc_summary.txt "$ARCSUMMARY"
-    capture zilstat.txt timeout -s TERM 5 zilstat -i 1
+    capture zilstat.txt timeout -s TERM 20 zilstat -i 1
 }
 
 # capture_status_changes: more iostat/status variants, then status through a scrub, an offline leaf, a resilver
