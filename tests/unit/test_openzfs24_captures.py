@@ -245,3 +245,13 @@ def test_zarcsummary_whole_report():
     assert (len(arc.metrics), len(l2.metrics), len(zil.metrics)) == (75, 21, 7)
     assert arc.metrics["c_max"] == 256 * M and arc.metrics["size"] == 105381888
     assert zil.metrics["commit_count"] == 4300 and l2.metrics["free_on_write"] == 43
+
+
+def test_zilstat_rows():
+    records, kind = _parse("zilstat.txt")
+    rows = _samples(records)
+    assert kind == "zilstat" and len(rows) == 13 and {s.entity.kind for s in rows} == {Kind.ZIL}
+    assert [s.ts for s in rows[:3]] == [68644, 68646, 68647]
+    assert rows[0].metrics["commits_per_s"] == 67 and rows[0].metrics["itx_per_s"] == 1100
+    assert rows[0].metrics["slog_write_bytes_per_s"] == 9 * M and rows[0].metrics["normal_itx_per_s"] == 0
+    assert rows[1].interval == 2 and rows[1].metrics["itx_direct_bytes_per_s"] == 2 * M
