@@ -51,9 +51,10 @@ LAB_POOL = "zlab"
 #: the QEMU guest (zfsmon.lab.guest): its cached images and its runs' output directories
 GUEST_CACHE_ROOT = Path(os.environ.get("ZFSMON_GUEST_CACHE", "/var/cache/zfsmon/guest"))
 GUEST_RUN_ROOT = Path(os.environ.get("ZFSMON_GUEST_RUNS", "/var/tmp/zfsmon-guest"))
-#: the guest's Debian release, and the OpenZFS versions it offers: version -> suite
+#: the OpenZFS versions the guest offers: version -> the Debian suite of its packages. The guest's root file
+#: system is that suite's release (``trixie-backports`` -> trixie); GUEST_SUITE is the release of 2.1 and 2.3.
 GUEST_SUITE = "bookworm"
-GUEST_ZFS_SUITES: Dict[str, str] = {"2.1": GUEST_SUITE, "2.3": f"{GUEST_SUITE}-backports"}
+GUEST_ZFS_SUITES: Dict[str, str] = {"2.1": GUEST_SUITE, "2.3": f"{GUEST_SUITE}-backports", "2.4": "trixie-backports"}
 GUEST_DEFAULT_ZFS = "2.3"
 #: the source tree this zfsmon runs from (shared read-only into the guest)
 SOURCE_TREE = Path(__file__).resolve().parent.parent

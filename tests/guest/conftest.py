@@ -7,7 +7,7 @@ The live tests run after every other test of the session: scripts/run-tests.sh b
 background meanwhile, and the fixture waits for that build's lock and then finds the image cached. The
 guest runs tests/guest/scenario.sh; the tests assert on what it left in the output directory.
 
-Environment: ``ZFSMON_GUEST_ZFS`` (2.3, or 2.1), ``ZFSMON_GUEST_OUT`` (keep the results there, e.g. for
+Environment: ``ZFSMON_GUEST_ZFS`` (2.3, 2.1 or 2.4), ``ZFSMON_GUEST_OUT`` (keep the results there, e.g. for
 tests/guest/save_captures.py), ``ZFSMON_GUEST_RESULTS`` (assert on an earlier run's output directory
 without booting), ``ZFSMON_GUEST_SRC`` (the tree shared into the guest; default this checkout).
 """

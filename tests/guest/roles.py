@@ -21,9 +21,9 @@ EXPECTED = {**{f"virtio-data{i}": ("data", f"mirror-{i // 2}") for i in range(4)
 
 
 def iostat_capture_names() -> List[str]:
-    """The `zpool iostat` captures scenario.sh takes, by file name."""
-    text = Path(__file__).with_name("scenario.sh").read_text()
-    return re.findall(r"^capture (zpool-iostat-\S+\.txt) ", text, re.M)
+    """The `zpool iostat` captures scenario.sh takes (its captures.sh functions), by file name."""
+    text = Path(__file__).with_name("captures.sh").read_text()
+    return re.findall(r"^\s*capture (zpool-iostat-\S+\.txt) ", text, re.M)
 
 
 def check_roles(directory: Path, name: str) -> None:

@@ -2,8 +2,10 @@
 
     sudo ZFSMON_GUEST=1 ZFSMON_GUEST_OUT=/var/tmp/zfsmon-guest/tier python3 -m pytest -m guest tests/guest
     python3 tests/guest/save_captures.py /var/tmp/zfsmon-guest/tier
+    python3 tests/guest/save_captures.py DIR --script tests/data/openzfs-2.4/capture.sh --image KEY
 
-The files are the project's own outputs (the guest ran tests/guest/scenario.sh): each one's exact
+The files are the project's own outputs (the guest ran tests/guest/scenario.sh, or the script named by
+--script, with --image naming the image when the run has no timings.json): each one's exact
 command comes from the run's captures/COMMANDS.tsv, the versions from the guest and its image manifest.
 Only small text files are kept (the data directory is committed).
 """
@@ -23,8 +25,9 @@ from zfsmon.lab.guest.spec import CACHE_ROOT
 REPO = Path(__file__).resolve().parents[2]
 MAX_BYTES = 256 * 1024
 #: subdirectories of a version's data written by other scripts or runs, each with its own PROVENANCE.md (the bcc
-#: backend's capture, the pgbench capture, a second run's captures): kept as they are
-KEEP = ("bcc", "pgbench", "run2")
+#: backend's capture, the pgbench capture, a second run's captures), and a version's own capture script: kept as
+#: they are
+KEEP = ("bcc", "pgbench", "run2", "capture.sh")
 #: raw reads the scenario takes outside captures/, also worth keeping (command, what)
 EXTRA = {
     "arcstats.before": ("cat /proc/spl/kstat/zfs/arcstats", "before the recorded fio workload"),
@@ -55,9 +58,9 @@ def _commands(out: Path) -> List[Tuple[str, str, str]]:
     return rows
 
 
-def _manifest(out: Path) -> Optional[Dict[str, object]]:
+def _manifest(out: Path, image: Optional[str] = None) -> Optional[Dict[str, object]]:
     try:
-        key = json.loads((out / "timings.json").read_text())["image"]
+        key = image or json.loads((out / "timings.json").read_text())["image"]
     except (OSError, ValueError, KeyError):
         return None
     path = CACHE_ROOT / key / "manifest.json"
@@ -69,7 +72,7 @@ def _is_text(path: Path) -> bool:
     return b"\0" not in data and len(data) <= MAX_BYTES
 
 
-def save(out: Path, dest_root: Path) -> Path:
+def save(out: Path, dest_root: Path, script: str = "tests/guest/scenario.sh", image: Optional[str] = None) -> Path:
     version_text = (out / "captures" / "zfs-version.txt").read_text()
     m = re.search(r"zfs-kmod-(\d+\.\d+)\.(\S+)", version_text)
     if not m:
@@ -100,13 +103,13 @@ def save(out: Path, dest_root: Path) -> Path:
             shutil.copyfile(out / name, dest / name)
             kept.append((name, cmd, "0"))
             notes[name] = note
-    man = _manifest(out)
+    man = _manifest(out, image)
     uname = (out / "uname.txt").read_text().strip() if (out / "uname.txt").exists() else "?"
     lines = [
         f"# OpenZFS {m.group(1)} captures (live, from the project's QEMU guest)",
         "",
         "Produced by zfsmon itself: `zfsmon guest` booted a Debian guest with the kernel OpenZFS module, and",
-        "`tests/guest/scenario.sh` ran the commands below in it (then `tests/guest/save_captures.py` copied them",
+        f"`{script}` ran the commands below in it (then `tests/guest/save_captures.py` copied them",
         "here). Pool `zguest`: two 2-way mirrors (`virtio-data0..3`, 1 GiB sparse virtio disks), SLOG",
         "`virtio-log0` (512 MiB), L2ARC `virtio-cache0` (1 GiB); dataset `zguest/db` recordsize 8k;",
         "zfs_arc_max 256 MiB; a small fio load (8k random read/write, fsync every 16 writes) ran during the",
@@ -137,8 +140,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path, help="a guest run's output directory (ZFSMON_GUEST_OUT)")
     ap.add_argument("--dest", type=Path, default=REPO / "tests" / "data", help="default tests/data")
+    ap.add_argument("--script", default="tests/guest/scenario.sh", help="the script the guest ran")
+    ap.add_argument("--image", help="the image's key, when the run has no timings.json")
     args = ap.parse_args(argv)
-    dest = save(args.out, args.dest)
+    dest = save(args.out, args.dest, args.script, args.image)
     print(f"saved {sum(1 for p in dest.rglob('*') if p.is_file())} files in {dest}")
     return 0
 

@@ -65,6 +65,8 @@ def test_guest_scripts_are_valid_bash(tmp_path: Path) -> None:
         assert cp.returncode == 0, (name, cp.stderr)
     scenario = Path(__file__).with_name("scenario.sh")
     assert subprocess.run(["bash", "-n", str(scenario)]).returncode == 0
+    captures_24 = Path(__file__).resolve().parents[1] / "data" / "openzfs-2.4" / "capture.sh"
+    assert subprocess.run(["bash", "-n", str(captures_24)]).returncode == 0
 
 
 def test_cache_key_follows_the_inputs(monkeypatch) -> None:
@@ -82,8 +84,21 @@ def test_cache_key_follows_the_inputs(monkeypatch) -> None:
 def test_versions_and_suites() -> None:
     assert GuestSpec("2.1").suites == ("bookworm",)
     assert GuestSpec("2.3").suites == ("bookworm", "bookworm-backports")
+    assert GuestSpec("2.4").suites == ("trixie", "trixie-backports")
+    assert (GuestSpec("2.3").python, GuestSpec("2.4").python) == ("3.11", "3.13")
     with pytest.raises(ValueError):
         GuestSpec("2.2")
+
+
+def test_2_4_image_is_trixie_with_its_own_key() -> None:
+    """2.4 comes from trixie-backports: a trixie root file system, its Python's wheels, and a key of its own."""
+    s = GuestSpec("2.4")
+    m = "http://mirror.invalid/debian"
+    assert build.sources_list(s, m).splitlines() == [
+        f"deb {m} trixie main contrib", f"deb {m} trixie-updates main contrib", f"deb {m} trixie-backports main contrib"]
+    assert "bookworm" not in build.sources_list(s, m)
+    assert s.inputs()["suite"] == "trixie" and s.inputs()["python"] == "3.13"
+    assert s.key().startswith("openzfs-2.4-") and s.key() != GuestSpec("2.3").key()
 
 
 def test_sources_list_has_contrib_and_backports_only_for_2_3() -> None:

@@ -1,8 +1,9 @@
 """Build and boot a Debian guest with a real OpenZFS kernel module (QEMU, no KVM needed), run commands in it.
 
 `build` makes the guest image from Debian packages only: debootstrap minbase, the Debian kernel with its
-headers, OpenZFS by DKMS (2.1 from bookworm contrib, 2.3 from bookworm-backports), python3, fio,
-PostgreSQL, bpftrace, bcc, and zfsmon's Python dependencies as pinned wheels installed without an index.
+headers, OpenZFS by DKMS (2.1 from bookworm contrib, 2.3 from bookworm-backports, 2.4 from
+trixie-backports on a trixie root file system), python3, fio, PostgreSQL, bpftrace, bcc, and zfsmon's
+Python dependencies as pinned wheels installed without an index.
 It takes about 20 minutes (the DKMS build of the module is most of it) and is cached under
 /var/cache/zfsmon/guest/KEY, the key a hash of every input, so a second build is instant.
 
@@ -22,11 +23,12 @@ from zfsmon.commands._timearg import positive_int, seconds
 from zfsmon.defaults import GUEST_DEFAULT_ZFS, GUEST_RUN_ROOT, GUEST_ZFS_SUITES, SOURCE_TREE
 
 NAME = "guest"
-HELP = "build or boot a QEMU guest with kernel OpenZFS (2.1, 2.3) and run a command in it (needs root)"
+HELP = "build or boot a QEMU guest with kernel OpenZFS (2.1, 2.3, 2.4) and run a command in it (needs root)"
 EPILOG = """\
 examples:
   zfsmon guest build                                  OpenZFS 2.3 image (about 20 min the first time)
   zfsmon guest build --zfs 2.1
+  zfsmon guest run --zfs 2.4 -- zfs version
   zfsmon guest run -- zpool status                    boot, create the pool, run, power off
   zfsmon guest run --out res -- 'zfsmon doctor --json > doctor.json'
   zfsmon guest shell                                  log in and look around (poweroff to leave)

@@ -25,7 +25,6 @@ from zfsmon.lab.guest import inguest
 from zfsmon.lab.guest.spec import (
     BASE_PACKAGES,
     CACHE_ROOT,
-    GUEST_PYTHON,
     KERNEL_PACKAGES,
     ROOT_LABEL,
     SUITE,
@@ -64,7 +63,10 @@ def check_can_build() -> None:
 
 
 def debian_mirror() -> str:
-    """The Debian archive the host's apt uses (or ZFSMON_DEBIAN_MIRROR): the guest takes its packages from it."""
+    """The Debian archive the host's apt uses (or ZFSMON_DEBIAN_MIRROR): the guest takes its packages from it.
+
+    It is found by a line of the host's ``SUITE`` (bookworm); the same archive serves every guest release.
+    """
     env = os.environ.get("ZFSMON_DEBIAN_MIRROR")
     if env:
         return env.rstrip("/")
@@ -93,8 +95,8 @@ def debian_mirror() -> str:
 
 
 def sources_list(spec: GuestSpec, mirror: str) -> str:
-    lines = [f"deb {mirror} {SUITE} main contrib", f"deb {mirror} {SUITE}-updates main contrib"]
-    if spec.zfs_suite != SUITE:
+    lines = [f"deb {mirror} {spec.release} main contrib", f"deb {mirror} {spec.release}-updates main contrib"]
+    if spec.zfs_suite != spec.release:
         lines.append(f"deb {mirror} {spec.zfs_suite} main contrib")
     return "\n".join(lines) + "\n"
 
@@ -162,11 +164,11 @@ def _build(spec: GuestSpec, mirror: str, progress: Progress) -> Image:
         wheels = work / "wheels"
         run_step(progress, "download wheels for the guest's Python", [
             sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
-            "--only-binary=:all:", "--python-version", GUEST_PYTHON, "--implementation", "cp",
+            "--only-binary=:all:", "--python-version", spec.python, "--implementation", "cp",
             "--platform", "manylinux2014_x86_64", "--platform", "any", "-d", str(wheels), *WHEELS], logfile, 600)
-        run_step(progress, f"debootstrap {SUITE} minbase", [
+        run_step(progress, f"debootstrap {spec.release} minbase", [
             "debootstrap", "--variant=minbase", "--components=main,contrib", f"--include={','.join(BASE_PACKAGES)}",
-            SUITE, str(rootfs), mirror], logfile, 1800)
+            spec.release, str(rootfs), mirror], logfile, 1800)
         _write(rootfs, "/etc/apt/sources.list", sources_list(spec, mirror))
         _write(rootfs, "/usr/sbin/policy-rc.d", inguest.POLICY_RC, 0o755)
         for path, text in inguest.files(spec.arc_max_mib).items():
@@ -178,7 +180,7 @@ def _build(spec: GuestSpec, mirror: str, progress: Progress) -> Image:
             run_step(progress, "install kernel, headers and tools", [
                 *chroot, *APT, "install", *KERNEL_PACKAGES, *TOOL_PACKAGES], logfile, 3600, env=CHROOT_ENV)
             kver = _kernel_release(rootfs)
-            target = [] if spec.zfs_suite == SUITE else ["-t", spec.zfs_suite]
+            target = [] if spec.zfs_suite == spec.release else ["-t", spec.zfs_suite]
             run_step(progress, f"install OpenZFS {spec.zfs} (zfs-dkms compiles the module for {kver}: the long pole)",
                      [*chroot, *APT, *target, "install", *ZFS_PACKAGES], logfile, 5400, env=CHROOT_ENV)
             run_step(progress, f"dkms autoinstall for {kver} (a no-op when the package did it)",

@@ -24,7 +24,7 @@ LOCK_DIR = Path(os.environ.get("ZFSMON_RUN_DIR", "/run/zfsmon"))
 ROOT_LABEL = "zfsmon-root"
 SUITE = GUEST_SUITE
 
-#: packages of the guest's root file system, from ``SUITE`` (main + contrib)
+#: packages of the guest's root file system, from its release (``GuestSpec.release``: main + contrib)
 BASE_PACKAGES: Tuple[str, ...] = (
     "systemd", "systemd-sysv", "udev", "kmod", "procps", "util-linux", "e2fsprogs", "less",
 )
@@ -44,7 +44,8 @@ WHEELS: Tuple[str, ...] = (
     "platformdirs==4.14.7", "pygments==2.21.0", "typing_extensions==4.16.0", "linkify-it-py==2.2.0",
     "uc-micro-py==2.0.0", "shtab==1.13.0",
 )
-GUEST_PYTHON = "3.11"  # bookworm's; the wheels are chosen for it
+#: each guest release's Python: the wheels are downloaded for it
+GUEST_PYTHONS: Dict[str, str] = {"bookworm": "3.11", "trixie": "3.13"}
 
 #: OpenZFS version -> the suite its packages come from
 ZFS_SUITES = GUEST_ZFS_SUITES
@@ -67,17 +68,26 @@ class GuestSpec:
         return ZFS_SUITES[self.zfs]
 
     @property
+    def release(self) -> str:
+        """The Debian release of the root file system: the OpenZFS suite's (``bookworm-backports`` -> bookworm)."""
+        return self.zfs_suite.split("-", 1)[0]
+
+    @property
+    def python(self) -> str:
+        return GUEST_PYTHONS[self.release]
+
+    @property
     def suites(self) -> Tuple[str, ...]:
-        return (SUITE,) if self.zfs_suite == SUITE else (SUITE, self.zfs_suite)
+        return (self.release,) if self.zfs_suite == self.release else (self.release, self.zfs_suite)
 
     def inputs(self) -> Dict[str, object]:
         """Everything the image depends on, as data (the key hashes it; the manifest keeps it)."""
         here = Path(__file__).resolve().parent
         sources = {name: hashlib.sha256((here / name).read_bytes()).hexdigest()
                    for name in ("spec.py", "build.py", "inguest.py")}
-        return {"spec": asdict(self), "suite": SUITE, "suites": list(self.suites), "base": list(BASE_PACKAGES),
+        return {"spec": asdict(self), "suite": self.release, "suites": list(self.suites), "base": list(BASE_PACKAGES),
                 "kernel": list(KERNEL_PACKAGES), "tools": list(TOOL_PACKAGES), "zfs_packages": list(ZFS_PACKAGES),
-                "wheels": list(WHEELS), "python": GUEST_PYTHON, "root_label": ROOT_LABEL, "sources": sources}
+                "wheels": list(WHEELS), "python": self.python, "root_label": ROOT_LABEL, "sources": sources}
 
     def key(self) -> str:
         blob = json.dumps(self.inputs(), sort_keys=True).encode()
