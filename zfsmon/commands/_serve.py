@@ -32,7 +32,7 @@ INSTALL_HINT = "the exporter needs prometheus_client (pip install 'zfsmon[export
 def parse_listen(text: str) -> Tuple[str, int]:
     """``127.0.0.1:9134``, ``[::1]:9134``, ``:9134`` (loopback), ``localhost:0``."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
+    if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise UserError(f"--listen {text!r}: expected ADDRESS:PORT (like 127.0.0.1:9134)")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
