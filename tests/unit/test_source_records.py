@@ -39,22 +39,35 @@ def _host(system: str = "Linux") -> Host:
 
 # --- the records of this tree ---------------------------------------------------------------------------------
 
+def _module_name(path: Path) -> str:
+    """zfsmon/sources/zpool/status.py -> zfsmon.sources.zpool.status; a package's __init__.py -> the package."""
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(dotted: str) -> bool:
+    where = REPO.joinpath(*dotted.split("."))
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
 def _modules() -> Dict[str, ast.Module]:
-    return {f"zfsmon.sources.{p.stem}": ast.parse(p.read_text()) for p in sorted(SOURCES_DIR.glob("*.py"))
-            if p.stem != "__init__"}
+    """Every module of zfsmon.sources and its subpackages (a subpackage's __init__ too, but not the top one)."""
+    return {_module_name(p): ast.parse(p.read_text()) for p in sorted(SOURCES_DIR.rglob("*.py"))
+            if p != SOURCES_DIR / "__init__.py"}
 
 
 def _imports(tree: ast.Module) -> Set[str]:
-    """The zfsmon.sources modules a module imports, wherever in it (function-local imports count too)."""
+    """The zfsmon.sources modules a module imports, wherever in it (function-local imports count too):
+    ``from zfsmon.sources.zpool import status`` is the module zfsmon.sources.zpool.status."""
     out: Set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("zfsmon.sources."))
         elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "zfsmon.sources":
-                out.update(f"zfsmon.sources.{a.name}" for a in node.names)
-            elif node.module.startswith("zfsmon.sources."):
-                out.add(node.module)
+            if node.module == "zfsmon.sources" or node.module.startswith("zfsmon.sources."):
+                for a in node.names:
+                    sub = f"{node.module}.{a.name}"
+                    out.add(sub if _is_module(sub) else node.module)
     return out
 
 
@@ -288,6 +301,22 @@ def test_the_contributing_example_is_a_working_source(fake_package, tmp_path, fi
     text = (fixtures / "kstat_misc" / "linux-zol-0.6.4__proc_spl_kstat_zfs_zfetchstats.txt").read_text()
     (sample,) = mod.parse_zfetch(text, 1.0)
     assert sample.metrics["hits"] == 7812959060 and sample.entity.name == "zfetch"
+
+
+def test_a_source_in_a_family_subpackage_is_discovered_in_order(fake_package, tmp_path):
+    """A family's modules live in a subpackage (zfsmon.sources.zpool, .kstat, ...): discovery walks into it, a
+    record there sorts by (order, name) with the others, and a subpackage module that fails to import is an error."""
+    family = tmp_path / fake_package / "family"
+    family.mkdir()
+    (family / "__init__.py").write_text('"""A family of fake sources."""\n')
+    (family / "early.py").write_text(
+        "import dataclasses\nfrom fakesources.fake import SOURCE as _S\n"
+        "SOURCE = dataclasses.replace(_S, name='early', order=5, kinds=())\n")
+    found = discover(fake_package)
+    assert [(s.name, s.order) for s in found] == [("early", 5), ("fake", 65)]
+    (family / "broken.py").write_text("import zfsmon.no_such_module\n")
+    with pytest.raises(ModuleNotFoundError, match="zfsmon.no_such_module"):
+        discover(fake_package)
 
 
 def test_a_broken_source_module_is_an_error_not_a_missing_source(fake_package, tmp_path):

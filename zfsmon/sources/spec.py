@@ -17,7 +17,7 @@ sources table of docs/metrics.md. Adding a source is adding a module
 
 The derived modules call :func:`discover` (the registry when its whole list is
 first asked for, detect when it is imported), and it imports every module of
-the package, them included. That is safe because a derived module holds no
+the package and its subpackages, them included. That is safe because a derived module holds no
 ``SOURCE`` and no source module imports a derived one
 (tests/unit/test_source_records.py checks it). A command that names its
 sources imports only their modules (:data:`zfsmon.sources.registry.MODULES`).
@@ -143,25 +143,38 @@ class Source:
 
 
 def discover(package: str = "zfsmon.sources") -> Tuple[Source, ...]:
-    """Every ``SOURCE`` record of the modules in ``package``, by (order, name).
+    """Every ``SOURCE`` record of the modules in ``package`` and its subpackages (a family's modules, e.g.
+    ``zfsmon.sources.zpool``), by (order, name).
 
     Imports each module; an import error is the caller's (a broken source
-    must not quietly vanish from every list). Two records with one name, or
-    two kinds with one name, are an error.
+    must not quietly vanish from every list, which is why this does not use
+    :func:`pkgutil.walk_packages`: it passes over a subpackage that fails to
+    import). Two records with one name, or two kinds with one name, are an
+    error.
     """
-    pkg = importlib.import_module(package)
     found: List[Source] = []
-    for info in pkgutil.iter_modules(pkg.__path__, f"{package}."):
-        record = getattr(importlib.import_module(info.name), "SOURCE", None)
+    for name in _modules_under(package):
+        record = getattr(importlib.import_module(name), "SOURCE", None)
         if record is None:
             continue
         if not isinstance(record, Source):
-            raise TypeError(f"{info.name}.SOURCE is a {type(record).__name__}, not a Source record")
+            raise TypeError(f"{name}.SOURCE is a {type(record).__name__}, not a Source record")
         found.append(record)
     found.sort(key=lambda s: (s.order, s.name))
     _unique("source", [s.name for s in found])
     _unique("text kind", [k.name for s in found for k in s.kinds])
     return tuple(found)
+
+
+def _modules_under(package: str) -> List[str]:
+    """The dotted names of the modules and subpackages below ``package``, depth first, each imported (a
+    subpackage's own path is only known once it is)."""
+    names: List[str] = []
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__, f"{package}."):
+        names.append(info.name)
+        if info.ispkg:
+            names.extend(_modules_under(info.name))
+    return names
 
 
 def _unique(what: str, names: List[str]) -> None:
