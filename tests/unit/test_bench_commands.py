@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 #: a quoted command: the script, then its words up to the end of the command (a quote, a pipe, a comment, ...)
-_COMMAND = re.compile(r"bench/([a-z_]+)\.py((?:[ \t]+[^\s`'|;#&]+)*)")
+#: (a path inside another folder that ends in "bench", zfsmon/sources/pgbench/log.py, is not one)
+_COMMAND = re.compile(r"(?<!\w)bench/([a-z_]+)\.py((?:[ \t]+[^\s`'|;#&]+)*)")
 #: a long option's name, in a doc's command and in a script's --help alike
 _OPTION = re.compile(r"--[a-z][a-z0-9-]*")
 
@@ -38,12 +39,14 @@ def test_doc_commands_are_read_with_their_continued_lines():
     text = ("run `python3 bench/bench_top.py --refresh-only --refreshes 120` then\n"
             "    python3 bench/bench_overhead.py --arm record --switch 3 \\\n"
             "        --select-only --pool zsw35 --port 5585\n"
-            "(bench/bench_top.py, the refresh) and 'cd x && bench/bench_collect.py --seconds 9' | tee\n")
+            "(bench/bench_top.py, the refresh) and 'cd x && bench/bench_collect.py --seconds 9' | tee\n"
+            "the parser (`zfsmon/sources/pgbench/log.py`), ./bench/bench_store.py\n")
     assert doc_commands(text) == [
         ("bench_top", ["--refresh-only", "--refreshes"]),
         ("bench_overhead", ["--arm", "--switch", "--select-only", "--pool", "--port"]),
         ("bench_top", []),
         ("bench_collect", ["--seconds"]),
+        ("bench_store", []),
     ]
 
 
