@@ -33,8 +33,8 @@ import psutil
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.bench_store import Synthetic  # noqa: E402
-from zfsmon.sources.arcstats import parse_linux  # noqa: E402
-from zfsmon.sources.zpool_iostat import ZpoolIostatParser  # noqa: E402
+from zfsmon.sources.kstat.arcstats import parse_linux  # noqa: E402
+from zfsmon.sources.zpool.iostat import ZpoolIostatParser  # noqa: E402
 
 
 def cpu_self() -> float:

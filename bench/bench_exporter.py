@@ -40,9 +40,9 @@ from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from zfsmon.model import Entity, Kind, Role, Sample  # noqa: E402
-from zfsmon.sources.arcstats import parse_linux  # noqa: E402
-from zfsmon.sources.diskstats import parse_diskstats  # noqa: E402
-from zfsmon.sources.zpool_iostat import parse_text  # noqa: E402
+from zfsmon.sources.devices.diskstats import parse_diskstats  # noqa: E402
+from zfsmon.sources.kstat.arcstats import parse_linux  # noqa: E402
+from zfsmon.sources.zpool.iostat import parse_text  # noqa: E402
 from zfsmon.views.prometheus import LatestValues, ZfsmonCollector  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "openzfs-2.3")

@@ -64,7 +64,7 @@ from zfsmon.host import zfs_fuse_pid  # noqa: E402
 from zfsmon.lab.config import LabConfig  # noqa: E402
 from zfsmon.model import Sample  # noqa: E402
 from zfsmon.names import is_grouping_vdev  # noqa: E402
-from zfsmon.sources.pgbench_text import parse_progress, parse_summaries  # noqa: E402
+from zfsmon.sources.pgbench.text import parse_progress, parse_summaries  # noqa: E402
 from zfsmon.trace import TraceCollector  # noqa: E402
 from zfsmon.workload.pgcluster import PgCluster  # noqa: E402
 

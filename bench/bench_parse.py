@@ -22,8 +22,9 @@ from typing import Callable, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from zfsmon.sources import arcstats, diskstats, objset, pool_iostats, txgs, zil  # noqa: E402
-from zfsmon.sources.zpool_iostat import ZpoolIostatParser  # noqa: E402
+from zfsmon.sources.devices import diskstats  # noqa: E402
+from zfsmon.sources.kstat import arcstats, objset, pool_iostats, txgs, zil  # noqa: E402
+from zfsmon.sources.zpool.iostat import ZpoolIostatParser  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 G23 = DATA / "openzfs-2.3"

@@ -6,7 +6,7 @@
 
 One page: the top-level description, then each subcommand's (and sub-action's) description, options and
 examples, in cli.COMMANDS order. The page is committed (the wheel installs it as share/man/man1/zfsmon.1)
-and tests/unit/test_manpage.py fails when it drifts from the --help texts, like docs/metrics.md.
+and tests/unit/commands/test_manpage.py fails when it drifts from the --help texts, like docs/metrics.md.
 The page carries no date (argparse-manpage would put today's, making every regeneration a change) and
 no path of this checkout (a --help default such as `guest run --src` names the tree it runs from), and
 is wrapped at 80 columns whatever the terminal.

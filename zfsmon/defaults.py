@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-#: where zfs-fuse publishes the ARC's kstats (zfsmon.sources.arcstats; `zfsmon arcstat --kstat-dir`)
+#: where zfs-fuse publishes the ARC's kstats (zfsmon.sources.kstat.arcstats; `zfsmon arcstat --kstat-dir`)
 FUSE_ARCSTATS_DIR = "/zfs-kstat/zfs/arcstats"
 
 #: where `zfsmon exporter` listens unless told (zfsmon.commands._serve)

@@ -5,7 +5,7 @@ them, the analysis that groups them and the views that show them spell them
 from here.
 
 The device-name rules are pure string rules, no file system: a reader
-resolving leaves on the live host (:mod:`zfsmon.sources.diskstats`) and the
+resolving leaves on the live host (:mod:`zfsmon.sources.devices.diskstats`) and the
 goose-egg analysis of a capture from another machine (illumos ``c0t1d0``) use
 the same ones.
 """

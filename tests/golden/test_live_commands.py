@@ -24,7 +24,8 @@ import pytest
 
 from tests.conftest import TEST_DATA, need
 from tests.golden.golden import check, run_zfsmon, wall_clock_masked
-from zfsmon.sources import arcstats, kstat_text, zil
+from zfsmon.sources.kstat import arcstats, zil
+from zfsmon.sources.kstat import text as kstat_text
 
 GUEST = TEST_DATA / "openzfs-2.3"
 FUSE = TEST_DATA / "zfsfuse"

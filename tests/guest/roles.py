@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import List
 
 from zfsmon.model import Kind, Sample
-from zfsmon.sources.zpool_iostat import parse_text
-from zfsmon.sources.zpool_status import parse_status
+from zfsmon.sources.zpool.iostat import parse_text
+from zfsmon.sources.zpool.status import parse_status
 
 POOL = "zguest"
 #: disk -> (role, parent mirror): the runner's PoolLayout, as zpool names the by-id paths; the log and

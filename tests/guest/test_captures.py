@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import TEST_DATA
 from tests.guest.roles import check_roles, iostat_capture_names
 from zfsmon.model import Kind
-from zfsmon.sources.arcstats import parse_linux
+from zfsmon.sources.kstat.arcstats import parse_linux
 
 CAPTURED = sorted(p for p in TEST_DATA.glob("openzfs-*") if p.is_dir())
 

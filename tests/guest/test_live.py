@@ -21,7 +21,7 @@ from tests.guest.roles import EXPECTED, POOL, check_roles, iostat_capture_names
 from zfsmon.analysis.arc import derive_arc
 from zfsmon.metrics import is_counter
 from zfsmon.model import Kind, Record, Sample
-from zfsmon.sources.arcstats import parse_linux
+from zfsmon.sources.kstat.arcstats import parse_linux
 from zfsmon.trace.protocol import TraceParser
 
 pytestmark = pytest.mark.guest

@@ -14,7 +14,7 @@ from tests.conftest import wait_until
 from tests.lab.helpers import drop_host_caches, random_reads, write_file
 from zfsmon.analysis.rates import ArcAnalyzer
 from zfsmon.model import Kind, Sample
-from zfsmon.sources.arcstats import FuseArcstatsCollector
+from zfsmon.sources.kstat.arcstats import FuseArcstatsCollector
 
 pytestmark = [pytest.mark.lab]
 

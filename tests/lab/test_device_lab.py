@@ -13,7 +13,8 @@ from zfsmon.analysis import goose
 from zfsmon.analysis.rates import RateDeriver
 from zfsmon.lab.config import KSTAT_DIR
 from zfsmon.model import Sample
-from zfsmon.sources import diskstats, objset
+from zfsmon.sources.devices import diskstats
+from zfsmon.sources.kstat import objset
 
 pytestmark = [pytest.mark.lab]
 

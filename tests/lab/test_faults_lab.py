@@ -447,7 +447,7 @@ def test_fault_two_recorders_on_one_file(lab, tmp_path):
 def test_fault_read_only_output_directory(lab, tmp_path):
     """`zfsmon record --out` into a directory on a read-only mount (a read-only bind mount in a private mount
     namespace: root ignores permission bits). A file system cannot be turned read-only under an open writer (the
-    kernel answers EBUSY), so the mid-recording case is the full disk's (tests/unit/test_store_durability.py)."""
+    kernel answers EBUSY), so the mid-recording case is the full disk's (tests/unit/store/test_store_durability.py)."""
     need(shutil.which("unshare") is not None, "unshare missing")
     out = tmp_path / "ro"
     out.mkdir()
@@ -657,8 +657,8 @@ def test_fault_clock_stepped_back_then_forward(lab, tmp_path):
     Recorder) is given one injectable clock, stepped back an hour and forward again. (A time namespace,
     `unshare --time`, moves only the monotonic and boot clocks, never the wall clock zfsmon stamps with.)"""
     from zfsmon.engine import Sampler
-    from zfsmon.sources import arcstats
-    from zfsmon.sources.zpool_iostat_collector import ZpoolIostatCollector
+    from zfsmon.sources.kstat import arcstats
+    from zfsmon.sources.zpool.iostat_collector import ZpoolIostatCollector
     from zfsmon.store import Recorder
 
     offset = [0.0]

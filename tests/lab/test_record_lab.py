@@ -18,8 +18,8 @@ from tests.lab.helpers import write_file
 from zfsmon.cli import main
 from zfsmon.engine import Sampler
 from zfsmon.model import Kind, Record, Role, Sample
-from zfsmon.sources import arcstats
-from zfsmon.sources.zpool_iostat_collector import ZpoolIostatCollector
+from zfsmon.sources.kstat import arcstats
+from zfsmon.sources.zpool.iostat_collector import ZpoolIostatCollector
 from zfsmon.store import Recorder, Recording, RecordingError
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import REPO, wait_until
 from zfsmon.host import probe
 from zfsmon.model import Event, Kind, Record, Sample
-from zfsmon.sources import zpool_health
+from zfsmon.sources.zpool import health as zpool_health
 from zfsmon.store import Recording
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]

@@ -13,7 +13,7 @@ from tests.lab.helpers import collect_lines, write_file
 from zfsmon import lab as labmod
 from zfsmon.lab.config import LabConfig
 from zfsmon.model import Event, EventKind, Kind, Record, Role, Sample
-from zfsmon.sources.zpool_iostat_collector import ZpoolIostatCollector
+from zfsmon.sources.zpool.iostat_collector import ZpoolIostatCollector
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

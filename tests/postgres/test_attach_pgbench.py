@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import wait_until
 from tests.postgres.conftest import DB
 from zfsmon.model import Event, EventKind, Record, Sample
-from zfsmon.sources.pgstat import PgStatCollector, entity_for
+from zfsmon.sources.pgbench.pgstat import PgStatCollector, entity_for
 from zfsmon.workload.attach import AttachCollector
 from zfsmon.workload.pgcluster import PgCluster
 from zfsmon.workload.soak import LOOP, SoakCollector, SoakPlan

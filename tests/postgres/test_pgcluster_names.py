@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from zfsmon.model import Sample
-from zfsmon.sources.pgstat import PgStatCollector, entity_for
+from zfsmon.sources.pgbench.pgstat import PgStatCollector, entity_for
 from zfsmon.workload.pgcluster import PgCluster
 
 pytestmark = pytest.mark.postgres

@@ -20,8 +20,11 @@ from typing import Dict, List, Sequence
 
 from tests.conftest import TEST_DATA, fixtures_root
 from zfsmon.model import Event, EventKind, Record
-from zfsmon.sources import arcstat_tool, arcstats, detect, pgbench_text, zil, zpool_iostat
-from zfsmon.sources.zpool_status import parse_status
+from zfsmon.sources import arcstat_tool, detect
+from zfsmon.sources.kstat import arcstats, zil
+from zfsmon.sources.pgbench import text as pgbench_text
+from zfsmon.sources.zpool import iostat as zpool_iostat
+from zfsmon.sources.zpool.status import parse_status
 from zfsmon.store import Recorder
 
 T0 = 1795332250.0

@@ -23,8 +23,8 @@ from tests.conftest import TEST_DATA, wait_until_async
 from tests.unit.bad_input import answer
 from zfsmon.errors import printable
 from zfsmon.model import Event, EventKind, Sample
-from zfsmon.sources import zpool_iostat
-from zfsmon.sources.zpool_status import parse_status
+from zfsmon.sources.zpool import iostat as zpool_iostat
+from zfsmon.sources.zpool.status import parse_status
 from zfsmon.store import Recorder, Recording
 from zfsmon.views import report_pdf
 from zfsmon.views.iostat_text import IostatTable, csv_columns, csv_header, csv_rows

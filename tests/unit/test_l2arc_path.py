@@ -17,7 +17,7 @@ from zfsmon import metrics
 from zfsmon.analysis.rates import Deriver
 from zfsmon.engine.sampler import Sampler
 from zfsmon.model import Kind, Sample, derived_of, joined
-from zfsmon.sources import arcstats
+from zfsmon.sources.kstat import arcstats
 from zfsmon.views.top.app import LiveFeed
 from zfsmon.views.top.state import TopState
 

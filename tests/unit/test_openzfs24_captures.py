@@ -14,10 +14,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import pytest
 
 from tests.conftest import TEST_DATA
-from tests.unit.test_zpool_iostat_captures import TREE, _tree
+from tests.unit.sources.zpool.test_zpool_iostat_captures import TREE, _tree
 from zfsmon.commands.parse import parse_log_text
 from zfsmon.model import Event, Kind, Record, Sample
-from zfsmon.sources.kstat_text import parse_proc_table
+from zfsmon.sources.kstat.text import parse_proc_table
 from zfsmon.sources.spec import ParseOptions
 
 V24 = TEST_DATA / "openzfs-2.4"

@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 
 from tests.conftest import TEST_DATA
 from zfsmon.model import ParseError
-from zfsmon.sources import diskstats, kstat_text, txgs
-from zfsmon.sources.zpool_iostat_columns import parse_header
-from zfsmon.sources.zpool_iostat_histogram import HistogramTable, bucket_label
+from zfsmon.sources.devices import diskstats
+from zfsmon.sources.kstat import text as kstat_text
+from zfsmon.sources.kstat import txgs
+from zfsmon.sources.zpool.iostat_columns import parse_header
+from zfsmon.sources.zpool.iostat_histogram import HistogramTable, bucket_label
 from zfsmon.units import MAX_DIGITS, _split, exact, parse_count, parse_size, whole
 
 ASCII_DIGITS = st.text("0123456789", min_size=1, max_size=MAX_DIGITS + 5)

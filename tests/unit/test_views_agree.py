@@ -26,7 +26,7 @@ from zfsmon.analysis import findings as fd
 from zfsmon.analysis import goose
 from zfsmon.cli import main
 from zfsmon.model import Entity, Kind, Record, Sample
-from zfsmon.sources import diskstats
+from zfsmon.sources.devices import diskstats
 from zfsmon.store import Recorder, Recording
 from zfsmon.views import report_pdf as report
 from zfsmon.views.top.state import TopState

@@ -15,8 +15,10 @@ from typing import List, Tuple
 
 from tests.conftest import TEST_DATA, fixtures_root
 from zfsmon.model import Event, EventKind, Record, Sample
-from zfsmon.sources import arcstats, zpool_iostat, zpool_status
-from zfsmon.sources.pgbench_text import PgbenchTextParser
+from zfsmon.sources.kstat import arcstats
+from zfsmon.sources.pgbench.text import PgbenchTextParser
+from zfsmon.sources.zpool import iostat as zpool_iostat
+from zfsmon.sources.zpool import status as zpool_status
 from zfsmon.store import Recorder
 
 ZFSFUSE = TEST_DATA / "zfsfuse"

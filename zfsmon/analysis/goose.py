@@ -11,11 +11,11 @@ Two questions, one set of rules (here). :func:`judge` answers for one interval (
 iostat``, the dashboard's tree). :func:`zfsmon.analysis.goose_window.summarize_window` answers for a window of
 recorded samples with the same rules (:func:`decide`); it is a module of its own because it takes the devices'
 counters column-wise with numpy, and ``zfsmon iostat`` and ``zfsmon record``, which import this one, must start
-without numpy (tests/unit/test_goose_device_spans.py checks that they do).
+without numpy (tests/unit/analysis/test_goose_device_spans.py checks that they do).
 
 Pure: leaf names, device names and per-second rates in, verdicts out. Finding
 which kernel device a leaf path is (symlinks, sysfs) is I/O and lives in
-:mod:`zfsmon.sources.diskstats`; the name rules that need no file system are in
+:mod:`zfsmon.sources.devices.diskstats`; the name rules that need no file system are in
 :mod:`zfsmon.names`, so captures from other machines (illumos ``c0t1d0``) can be matched too.
 """
 

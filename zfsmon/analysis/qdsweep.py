@@ -1,7 +1,7 @@
 """A queue-depth sweep (fio at 1, 2, 4, ... outstanding I/Os) as a finding: IOPS and latency per depth, the knee, Little.
 
 Pure: recorded fio samples in (``workload:fio:<job>:<direction>``, from
-:mod:`zfsmon.sources.fio_json`), a :class:`Sweep` out.
+:mod:`zfsmon.sources.fio.json_output`), a :class:`Sweep` out.
 
 * A **step** is one fio job (clones ``<job>.0``, ``<job>.1``... of one job are
   one step); its depth is ``iodepth x numjobs``, the I/Os it keeps in flight.

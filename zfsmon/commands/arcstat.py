@@ -10,8 +10,8 @@ from typing import Dict, List, Mapping, Optional
 from zfsmon.analysis.rates import ArcAnalyzer
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Kind, Sample
-from zfsmon.sources import arcstats, zil
 from zfsmon.sources.base import Collector
+from zfsmon.sources.kstat import arcstats, zil
 from zfsmon.views import arcstat_text as view
 
 

@@ -13,9 +13,9 @@ from zfsmon.engine import Session, check_output_path, tty_progress, zfs_collecto
 from zfsmon.errors import UserError
 from zfsmon.outfile import os_message
 from zfsmon.redact import command_line
-from zfsmon.sources.fio_json import looks_like as looks_like_fio
-from zfsmon.sources.pgbench import looks_like
-from zfsmon.sources.pgstat import PgStatCollector
+from zfsmon.sources.fio.json_output import looks_like as looks_like_fio
+from zfsmon.sources.pgbench.pgstat import PgStatCollector
+from zfsmon.sources.pgbench.source import looks_like
 from zfsmon.workload.attach import AttachCollector
 
 

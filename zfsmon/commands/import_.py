@@ -20,8 +20,9 @@ from zfsmon.commands.parse import (
 )
 from zfsmon.errors import UserError
 from zfsmon.model import ParseError, Record, Sample
-from zfsmon.sources import detect, kstat_text
-from zfsmon.sources.zpool_status import parse_status
+from zfsmon.sources import detect
+from zfsmon.sources.kstat import text as kstat_text
+from zfsmon.sources.zpool.status import parse_status
 from zfsmon.store import Recorder
 from zfsmon.store.schema import SIDE_FILES
 

@@ -16,9 +16,9 @@ from zfsmon.host import identify
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
 from zfsmon.sources.base import Collector
 from zfsmon.sources.registry import build_collectors
-from zfsmon.sources.zpool_iostat_collector import ZpoolIostatCollector, read_once
-from zfsmon.sources.zpool_probe import probe_flags
-from zfsmon.sources.zpool_status import Topology, read_topology
+from zfsmon.sources.zpool.iostat_collector import ZpoolIostatCollector, read_once
+from zfsmon.sources.zpool.probe import probe_flags
+from zfsmon.sources.zpool.status import Topology, read_topology
 from zfsmon.views import iostat_text as view
 
 

@@ -12,9 +12,10 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from zfsmon.commands._readtext import read_text
 from zfsmon.errors import UserError, printable
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample, valid_ts
-from zfsmon.sources import detect, kstat_text
+from zfsmon.sources import detect
+from zfsmon.sources.kstat import text as kstat_text
 from zfsmon.sources.spec import ParseOptions
-from zfsmon.sources.zpool_status import run_zpool
+from zfsmon.sources.zpool.status import run_zpool
 from zfsmon.views import csv_export as view
 
 
@@ -132,7 +133,7 @@ def check_possible(records: List[Record], path: str) -> None:
 def place_by_boot(loaded: List[Tuple[str, str, List[Record]]], start: Optional[float], all_notes: List[str],
                   hint: str = kstat_text.START_HINT) -> List[Tuple[str, str, List[Record]]]:
     """Kstat dumps timed by snaptime (seconds since boot) onto the wall clock, for `import` and `parse` alike:
-    dumps of one boot keep their gaps across files (:func:`zfsmon.sources.kstat_text.boot_shifts`), each guess
+    dumps of one boot keep their gaps across files (:func:`zfsmon.sources.kstat.text.boot_shifts`), each guess
     said in a note on standard error (``hint``: how to say the time instead) and added to ``all_notes``. The
     marker events go."""
     waiting = [(p, recs, os.path.getmtime(p) if p != "-" else 0.0) for p, _k, recs in loaded

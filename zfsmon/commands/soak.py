@@ -13,7 +13,7 @@ from zfsmon.commands.record import default_out
 from zfsmon.engine import Session, check_output_path, zfs_collectors_or_warn
 from zfsmon.errors import UserError
 from zfsmon.redact import command_line
-from zfsmon.sources.pgstat import PgStatCollector
+from zfsmon.sources.pgbench.pgstat import PgStatCollector
 from zfsmon.trace import trace_collectors
 from zfsmon.workload import fio as fiowl
 from zfsmon.workload import target

@@ -18,7 +18,7 @@ from zfsmon.errors import UserError
 from zfsmon.host import probe
 from zfsmon.model import Event, EventKind
 from zfsmon.sources.base import Collector
-from zfsmon.sources.pgstat import PgStatCollector
+from zfsmon.sources.pgbench.pgstat import PgStatCollector
 from zfsmon.views.top import panels
 from zfsmon.views.top.app import LiveFeed, TopApp
 from zfsmon.views.top.state import TopState

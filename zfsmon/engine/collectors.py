@@ -14,10 +14,11 @@ from typing import List, Optional, Sequence, Tuple
 from zfsmon.errors import UserError
 from zfsmon.host import Host, probe
 from zfsmon.names import PGBENCH
-from zfsmon.sources import arcstats, zpool_iostat_collector
 from zfsmon.sources.base import Collector
-from zfsmon.sources.pgstat import PgStatCollector
+from zfsmon.sources.kstat import arcstats
+from zfsmon.sources.pgbench.pgstat import PgStatCollector
 from zfsmon.sources.registry import build_collectors
+from zfsmon.sources.zpool import iostat_collector as zpool_iostat_collector
 from zfsmon.trace import trace_collectors
 from zfsmon.trace.bcc_collector import BccCollector
 

@@ -1,6 +1,6 @@
 """Pool and vdev health from ``zpool status``: state, error counters, ``slow_ios`` and scrub/resilver progress.
 
-Read by the ``status`` source (:mod:`zfsmon.sources.zpool_health`): ``zpool
+Read by the ``status`` source (:mod:`zfsmon.sources.zpool.health`): ``zpool
 status -j --json-flat-vdevs --json-int`` on OpenZFS >= 2.3, the text of
 ``zpool status`` elsewhere (older OpenZFS, illumos, FreeBSD's legacy ZFS,
 zfs-fuse). States are stored as a numeric code (:data:`STATE_CODES`; a view

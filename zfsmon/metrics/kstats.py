@@ -4,7 +4,7 @@ A row says which kstat it is, where Linux, FreeBSD, illumos and zfs-fuse
 publish it, the statistics that identify it, how its statistics map onto
 entities, and the releases that have it. Everything else is made from the
 row: the readers, collectors, doctor's line, the sniffer and the dump reader
-(:class:`zfsmon.sources.kstat_reader.KstatReader`), and the per-platform
+(:class:`zfsmon.sources.kstat.reader.KstatReader`), and the per-platform
 provenance of the metrics table (:meth:`KstatFamily.where`). Units and
 counter/gauge are the metrics table's rows (``zfsmon/metrics/<metrics>.py``),
 which this row names.

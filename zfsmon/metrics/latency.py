@@ -8,7 +8,7 @@ latency was in [2^j, 2^(j+1)) ns; zpool labels it with its inclusive upper
 end 2^(j+1)-1 ns (``1ns``, ``3ns``, ... ``1us`` = 1023 ns, ... ``137s``); the
 kernel clamps longer latencies into the last bucket, so its upper end is +Inf.
 
-The ``latency`` source (:mod:`zfsmon.sources.zpool_latency`) stores each
+The ``latency`` source (:mod:`zfsmon.sources.zpool.latency`) stores each
 bucket as ``lat_<queue>[_<op>]_<label>`` = the I/Os that completed in that
 bucket *during the interval* (a delta, not a rate and not since boot), so a
 report can show the interval's distribution and an exporter can add the

@@ -3,7 +3,7 @@
 ``/proc/spl/kstat/zfs/POOL/txgs`` is a ring of the last ``zfs_txg_history``
 (100 by default) transaction groups with their times (open, quiesce, wait for
 the previous sync, sync) and sizes. The ``txgs`` source
-(:mod:`zfsmon.sources.txgs`) counts each committed txg once, by its number, so
+(:mod:`zfsmon.sources.kstat.txgs`) counts each committed txg once, by its number, so
 a txg is never counted twice however often the ring is read and the counters
 below only grow: their deltas over an interval are the txgs that completed in
 it (``txgs_synced``), the time they spent syncing (``txg_sync_time_ns``; its

@@ -25,27 +25,27 @@ from zfsmon.sources.spec import Source, discover
 
 #: each source's name -> the module that declares its record, in the records' order: where a source lives, so
 #: that naming one does not import them all (the records stay the one definition of each source, and a name
-#: missing here is still found, by discovering them all; tests/unit/test_source_records.py holds this table
+#: missing here is still found, by discovering them all; tests/unit/sources/test_source_records.py holds this table
 #: equal to what :func:`~zfsmon.sources.spec.discover` finds)
 MODULES: Dict[str, str] = {
-    "zpool": "zfsmon.sources.zpool_iostat_collector",
-    "latency": "zfsmon.sources.zpool_latency",
-    "status": "zfsmon.sources.zpool_health",
-    "arcstats": "zfsmon.sources.arcstats",
+    "zpool": "zfsmon.sources.zpool.iostat_collector",
+    "latency": "zfsmon.sources.zpool.latency",
+    "status": "zfsmon.sources.zpool.health",
+    "arcstats": "zfsmon.sources.kstat.arcstats",
     "arcstat": "zfsmon.sources.arcstat_tool",
-    "zil": "zfsmon.sources.zil",
-    "zio_stats": "zfsmon.sources.zio_stats",
-    "objset": "zfsmon.sources.objset",
-    "iostats": "zfsmon.sources.pool_iostats",
-    "txgs": "zfsmon.sources.txgs",
-    "diskstats": "zfsmon.sources.diskstats",
-    "iostat": "zfsmon.sources.illumos_iostat",
-    "iostat-x": "zfsmon.sources.sysstat_iostat",
-    "fsstat": "zfsmon.sources.fsstat",
+    "zil": "zfsmon.sources.kstat.zil",
+    "zio_stats": "zfsmon.sources.kstat.zio_stats",
+    "objset": "zfsmon.sources.kstat.objset",
+    "iostats": "zfsmon.sources.kstat.pool_iostats",
+    "txgs": "zfsmon.sources.kstat.txgs",
+    "diskstats": "zfsmon.sources.devices.diskstats",
+    "iostat": "zfsmon.sources.devices.illumos_iostat",
+    "iostat-x": "zfsmon.sources.devices.sysstat_iostat",
+    "fsstat": "zfsmon.sources.devices.fsstat",
     "trace-tools": "zfsmon.sources.trace_tools",
-    "pgbench": "zfsmon.sources.pgbench",
-    "fio": "zfsmon.sources.fio",
-    "pgstat": "zfsmon.sources.pgstat",
+    "pgbench": "zfsmon.sources.pgbench.source",
+    "fio": "zfsmon.sources.fio.source",
+    "pgstat": "zfsmon.sources.pgbench.pgstat",
 }
 
 

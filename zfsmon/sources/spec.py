@@ -19,7 +19,7 @@ The derived modules call :func:`discover` (the registry when its whole list is
 first asked for, detect when it is imported), and it imports every module of
 the package and its subpackages, them included. That is safe because a derived module holds no
 ``SOURCE`` and no source module imports a derived one
-(tests/unit/test_source_records.py checks it). A command that names its
+(tests/unit/sources/test_source_records.py checks it). A command that names its
 sources imports only their modules (:data:`zfsmon.sources.registry.MODULES`).
 """
 

@@ -34,7 +34,7 @@ NAMES: Tuple[str, ...] = (
 NAME_INDEX: Dict[str, int] = {n: i for i, n in enumerate(NAMES)}
 
 # ARC header flags: the same two values, with the same provenance, as bpftrace/arc.bt's CONSTANTS header
-# (tests/unit/test_bcc_program.py checks that they equal arc.bt's #defines). The catalog refuses `arc` on an
+# (tests/unit/trace/test_bcc_program.py checks that they equal arc.bt's #defines). The catalog refuses `arc` on an
 # OpenZFS module older than 0.8, whose flags are elsewhere (arc.bt's header lists them).
 # provenance: openzfs/zfs include/sys/arc.h zfs-2.1.16,zfs-2.2.11,zfs-2.3.9: ARC_FLAG_PREFETCH = 1 << 2
 ARC_FLAG_PREFETCH = 1 << 2
@@ -44,7 +44,7 @@ ARC_FLAG_BUFC_METADATA = 1 << 17
 SECTOR_SIZE = 512
 
 # The kprobe ARC variant (a module without zfs tracepoints): the numbers of bpftrace/arc_kprobe.bt, with the same
-# provenance (tests/unit/test_bcc_program.py checks that they equal its #defines).
+# provenance (tests/unit/trace/test_bcc_program.py checks that they equal its #defines).
 # provenance: openzfs/zfs include/sys/arc.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: ARC_FLAG_CACHED = 1 << 3
 ARC_FLAG_CACHED = 1 << 3
 # provenance: openzfs/zfs include/sys/arc.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: ARC_FLAG_CACHED_ONLY = 1 << 22

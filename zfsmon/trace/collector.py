@@ -26,7 +26,7 @@ from zfsmon.model import Event, EventKind, ParseError, Record
 from zfsmon.queues import drain
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector
-from zfsmon.sources.zpool_status import Topology, read_topology
+from zfsmon.sources.zpool.status import Topology, read_topology
 from zfsmon.trace import catalog
 from zfsmon.trace.catalog import TraceScript
 from zfsmon.trace.protocol import TraceParser

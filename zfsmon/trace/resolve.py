@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from zfsmon.model import Entity, Kind
-from zfsmon.sources.diskstats import resolve_leaves
-from zfsmon.sources.zpool_status import Topology
+from zfsmon.sources.devices.diskstats import resolve_leaves
+from zfsmon.sources.zpool.status import Topology
 from zfsmon.trace.protocol import devt_name
 
 

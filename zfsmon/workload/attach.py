@@ -28,11 +28,11 @@ from zfsmon.names import FIO, PGBENCH
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamParser
 from zfsmon.sources.detect import shift
-from zfsmon.sources.fio_json import FioJsonStreamParser
-from zfsmon.sources.fio_json import looks_like as looks_like_fio
+from zfsmon.sources.fio.json_output import FioJsonStreamParser
+from zfsmon.sources.fio.json_output import looks_like as looks_like_fio
 from zfsmon.sources.follow import Follower
-from zfsmon.sources.pgbench_log import PgbenchLogParser, detect_log_format
-from zfsmon.sources.pgbench_text import PgbenchTextParser
+from zfsmon.sources.pgbench.log import PgbenchLogParser, detect_log_format
+from zfsmon.sources.pgbench.text import PgbenchTextParser
 
 TEXT, LOG, FIO_JSON = ATTACH_TEXT, ATTACH_LOG, ATTACH_FIO_JSON
 

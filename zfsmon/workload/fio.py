@@ -2,7 +2,7 @@
 
 fio runs as ``fio JOB --output-format=json+ --status-interval=N``: every N
 seconds it prints one cumulative JSON document, and one at the end; the
-parser (:class:`zfsmon.sources.fio_json.FioJsonStreamParser`) turns each into
+parser (:class:`zfsmon.sources.fio.json_output.FioJsonStreamParser`) turns each into
 per-interval samples per job and direction. Everything fio prints on stdout
 is also appended to a plain file (``NAME.fio.json`` beside the recording), so
 ``zfsmon import`` or ``zfsmon parse`` can read it again without zfsmon having
@@ -43,7 +43,7 @@ from zfsmon.names import FIO
 from zfsmon.queues import drain
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import terminate_group
-from zfsmon.sources.fio_json import FioJsonStreamParser
+from zfsmon.sources.fio.json_output import FioJsonStreamParser
 
 #: the depths of a sweep (outstanding I/Os: psync jobs)
 SWEEP_DEPTHS: Tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)

@@ -34,8 +34,8 @@ from zfsmon.names import PGBENCH
 from zfsmon.queues import drain
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import terminate_group
-from zfsmon.sources.pgbench import init_size_estimate
-from zfsmon.sources.pgbench_text import PgbenchTextParser
+from zfsmon.sources.pgbench.source import init_size_estimate
+from zfsmon.sources.pgbench.text import PgbenchTextParser
 
 LOOP, CONTINUOUS = SOAK_LOOP, SOAK_CONTINUOUS
 #: pgbench's -T when a continuous soak runs until interrupted (pgbench needs a number; we stop it ourselves)

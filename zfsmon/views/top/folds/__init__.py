@@ -1,7 +1,7 @@
 """The panels' folds, one module per panel that keeps state of its own (the others draw from what
 :class:`~zfsmon.views.top.state.TopState` shares): each panel's ``Panel.fold`` is its class here.
 
-:data:`FOLDS` is what every state makes one of each; ``tests/unit/test_top_folds.py`` checks that it is the
+:data:`FOLDS` is what every state makes one of each; ``tests/unit/views/top/test_top_folds.py`` checks that it is the
 panels' own list.
 """
 

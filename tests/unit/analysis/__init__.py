@@ -1,0 +1,1 @@
+"""Tests of zfsmon.analysis on real recordings and captures."""

@@ -1,0 +1,1 @@
+"""Tests of zfsmon.commands through the real command line: parse, import, export, report, doctor."""

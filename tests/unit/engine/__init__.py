@@ -1,0 +1,1 @@
+"""Tests of zfsmon.engine, the sampler and the run loop."""

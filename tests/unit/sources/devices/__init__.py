@@ -1,0 +1,1 @@
+"""Tests of zfsmon.sources.devices on real diskstats, iostat and fsstat captures."""

@@ -1,0 +1,1 @@
+"""Tests of zfsmon.sources.fio on real fio JSON output."""

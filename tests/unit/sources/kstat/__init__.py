@@ -1,0 +1,1 @@
+"""Tests of zfsmon.sources.kstat on real kstat captures of every platform."""

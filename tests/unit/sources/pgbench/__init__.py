@@ -1,0 +1,1 @@
+"""Tests of zfsmon.sources.pgbench on real pgbench output and logs."""

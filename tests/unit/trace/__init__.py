@@ -1,0 +1,1 @@
+"""Tests of zfsmon.trace and the D / bpftrace scripts."""

@@ -1,0 +1,1 @@
+"""Tests of zfsmon.views: the exporter, the Grafana dashboard and the alert rules."""

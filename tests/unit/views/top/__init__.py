@@ -1,0 +1,1 @@
+"""Tests of zfsmon.views.top, the dashboard."""

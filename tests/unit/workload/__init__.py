@@ -1,0 +1,1 @@
+"""Tests of zfsmon.workload: fio and pgbench run and followed."""

@@ -1,0 +1,1 @@
+"""fio's JSON output as workload samples."""
