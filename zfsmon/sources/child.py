@@ -57,6 +57,14 @@ class StreamParser(abc.ABC):
         """End of stream: emit whatever block is still open (if it is complete enough)."""
         return []
 
+    _line_no = 0
+
+    def _next_line(self, line: str) -> Tuple[int, str, List[str]]:
+        """Count one more line: its number (for errors), its text without the line end, and its words."""
+        self._line_no += 1
+        text = line.rstrip("\r\n")
+        return self._line_no, text, text.split()
+
 
 class StreamCollector(Collector):
     """Owns one child process and one parser."""

@@ -66,12 +66,9 @@ class FsstatParser(StreamParser):
         self._first_half: Optional[List[str]] = None  # line one of the default header, waiting for line two
         self._totals: Dict[str, Dict[str, float]] = {}
         self._pending_ts: Optional[float] = None
-        self._line_no = 0
 
     def feed(self, line: str, ts: float) -> List[Record]:
-        self._line_no += 1
-        no, s = self._line_no, line.rstrip("\r\n")
-        parts = s.split()
+        no, s, parts = self._next_line(line)
         if not parts:
             return []
         if self._first_half is not None:

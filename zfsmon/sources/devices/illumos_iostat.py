@@ -80,12 +80,9 @@ class IostatParser(StreamParser):
         self._cpu_lines = 0  # cpu block lines still to skip
         self._pending_ts: Optional[float] = None
         self._report_ts: Optional[float] = None
-        self._line_no = 0
 
     def feed(self, line: str, ts: float) -> List[Record]:
-        self._line_no += 1
-        no, s = self._line_no, line.rstrip("\r\n")
-        parts = s.split()
+        no, s, parts = self._next_line(line)
         if not parts:
             return []
         if self._cpu_lines:
