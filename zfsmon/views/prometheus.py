@@ -148,6 +148,7 @@ class _Latest:
     entity: Entity
     values: Dict[str, float] = field(default_factory=dict)
     seen: float = 0.0  # monotonic time of the last update
+    sources: set[str] = field(default_factory=set)  # the sources whose samples gave its values
 
 
 class LatestValues:
@@ -158,7 +159,9 @@ class LatestValues:
     since import: it is not what happens now, so it is ignored. An entity not updated for ``stale_after``
     seconds, nor for three of its own longest gaps between updates, is dropped (a removed cache device, an
     exported pool; a hot spare, which only ``zpool status`` reports, once a minute on a calm Linux pool, stays);
-    ``None`` keeps everything (a recording).
+    ``None`` keeps everything (a recording). An entity of a source whose read is stuck past its deadline (the
+    sampler's error event with ``data={"stale": True}``) is kept, with its last values, until that source
+    answers again: a slow source is shown stale (:meth:`sources`), not as gone.
     Latency histograms are added up interval by interval into cumulative ones (pools and vdevs; leaves too
     with ``leaf_histograms``: 30 series per leaf, queue and op), for the queues in ``histogram_queues``
     (default :data:`DEFAULT_QUEUES`; None: every queue ``zpool iostat -w`` has).
@@ -182,6 +185,11 @@ class LatestValues:
         self._errors: Dict[str, int] = {}
         self._resets: Dict[str, int] = {}
         self._source_ts: Dict[str, float] = {}
+        #: per source: record time of its newest error, whether its newest sample is newer than that, and the
+        #: sources whose read is stuck past the sampler's deadline (their entities are kept meanwhile)
+        self._error_ts: Dict[str, float] = {}
+        self._up: Dict[str, bool] = {}
+        self._stuck: set[str] = set()
         #: when each entity was last updated and its longest gap between updates, kept after it goes stale (an
         #: entity read once a minute comes back with its gap known)
         self._last_seen: Dict[str, float] = {}
@@ -196,7 +204,7 @@ class LatestValues:
                 if isinstance(r, Sample):
                     self._add_sample(r, now)
                 elif isinstance(r, Event):
-                    self._add_event(r)
+                    self._add_event(r, now)
 
     def _add_sample(self, s: Sample, now: float) -> None:
         if s.since_boot:
@@ -220,7 +228,11 @@ class LatestValues:
             self._gaps[s.entity.key] = min(MAX_GAP_S, max(self._gaps.get(s.entity.key, 0.0), now - last))
         self._last_seen[s.entity.key] = cur.seen = now
         src = one_name(s.source) if s.source else "unknown"  # a recording's older name for it: its record's
+        cur.sources.add(src)
         self._source_ts[src] = max(self._source_ts.get(src, 0.0), s.ts)
+        if s.ts > self._error_ts.get(src, -math.inf):
+            self._up[src] = True
+            self._answered(src, now)
 
     def _add_histograms(self, s: Sample, now: float) -> None:
         owner = _histogram_owner(s.entity, self.leaf_histograms)
@@ -241,12 +253,30 @@ class LatestValues:
             h.sum_s += sum_s
         self._hist_seen[owner.key] = now
 
-    def _add_event(self, e: Event) -> None:
+    def _add_event(self, e: Event, now: float) -> None:
         src = one_name(e.source) if e.source else "unknown"
         if e.kind == EventKind.ERROR:
             self._errors[src] = self._errors.get(src, 0) + 1
-        elif e.kind == EventKind.RESET:
+            self._error_ts[src] = max(self._error_ts.get(src, -math.inf), e.ts)
+            self._up[src] = False
+            if e.data.get("stale") is True:
+                self._stuck.add(src)
+            return
+        if e.kind == EventKind.RESET:
             self._resets[src] = self._resets.get(src, 0) + 1
+        if "step_s" in e.data:  # the sampler's clock step: record times across it are not comparable
+            self._error_ts.clear()
+        elif e.ts >= self._error_ts.get(src, -math.inf):
+            self._answered(src, now)  # a stuck read that returned says so in an event of its source
+
+    def _answered(self, src: str, now: float) -> None:
+        """``src`` answered after its read was stuck: its kept entities age from now on, as if just updated."""
+        if src not in self._stuck:
+            return
+        self._stuck.discard(src)
+        for cur in self._by_key.values():
+            if src in cur.sources:
+                cur.seen = max(cur.seen, now)
 
     def version(self) -> int:
         """Changes whenever records are added (a rendering of the values may be reused until it changes)."""
@@ -269,11 +299,19 @@ class LatestValues:
         with self._lock:
             if self.stale_after is not None:
                 gaps = self._gaps
+                stuck = self._stuck
                 for key in [k for k, v in self._by_key.items()
-                            if now - v.seen > max(self.stale_after, 3 * gaps.get(k, 0.0))]:
+                            if now - v.seen > max(self.stale_after, 3 * gaps.get(k, 0.0))
+                            and not v.sources & stuck]:
                     del self._by_key[key]
             ents = [(v.entity, dict(v.values)) for _, v in sorted(self._by_key.items())]
             return ents, dict(self._errors), dict(self._resets), dict(self._source_ts)
+
+    def sources(self) -> Dict[str, bool]:
+        """Source -> up: its newest record is a sample (True) or an error (False: a failed read, or a read past
+        the sampler's deadline, whose source's last values are still served); sources with neither are absent."""
+        with self._lock:
+            return dict(self._up)
 
     def histograms(self) -> List[Tuple[Entity, str, str, _Hist]]:
         """(entity, queue, op, cumulative histogram), stale ones dropped as :meth:`snapshot` drops entities."""
@@ -297,11 +335,16 @@ class ZfsmonCollector(Collector):
         self._noted: set[Tuple[Kind, str]] = set()
         self._noted_keys: set[str] = set()  # entities left out for another's labels, told once
         self._noted_lock = threading.Lock()
+        #: seconds the newest complete rendering took (collect and encode), served by the next one; None before
+        self.render_s: Optional[float] = None
 
     def describe(self) -> List[Metric]:
         return []  # families depend on what the sources found: no fixed list to pre-register
 
     def collect(self) -> Iterator[Metric]:
+        """The families; the time from the first to the last is this rendering's, served by the next one (the
+        encoder formats each family as it is yielded, so that time is the scrape's but for gzip and HTTP)."""
+        t0 = time.perf_counter()
         ents, errors, resets, source_ts = self.latest.snapshot()
         hists = self.latest.histograms()
         clashes = label_clashes([e for e, _ in ents] + [h[0] for h in hists])
@@ -309,8 +352,9 @@ class ZfsmonCollector(Collector):
         self._tell(dropped, clashes)
         yield from fams
         yield from histogram_families([h for h in hists if h[0].key not in clashes])
-        yield from _self_metrics(errors, resets, source_ts)
+        yield from _self_metrics(errors, resets, source_ts, self.latest.sources(), self.render_s)
         yield host_info(self.latest.host)
+        self.render_s = time.perf_counter() - t0
 
     def _tell(self, dropped: Sequence[Dropped], clashes: Mapping[str, str]) -> None:
         with self._noted_lock:  # two scrapes at once still say it once
@@ -439,12 +483,12 @@ def latest_from_recording(rec: Recording, lookback: Optional[float] = None, leaf
         return latest
     iv = rec.nominal_interval() or 1.0
     start = span[1] - (lookback if lookback is not None else max(60.0, 10 * iv))
+    latest.add(rec.events())  # first: a source is up at the end if a sample of it is newer than its last error
     latest.add(rec.samples(start=start))
     have = {e.key for e, _ in latest.snapshot()[0]}
     missing = [e.key for e in rec.topology() if e.key not in have]
     if missing:
         latest.add(rec.samples(entity_keys=missing))
-    latest.add(rec.events())
     present = {e.key for e in rec.topology()}
     latest.keep_only(present)
     return latest
@@ -464,7 +508,8 @@ def host_info(meta: Mapping[str, str]) -> Metric:
     return fam
 
 
-def _self_metrics(errors: Dict[str, int], resets: Dict[str, int], source_ts: Dict[str, float]) -> Iterator[Metric]:
+def _self_metrics(errors: Dict[str, int], resets: Dict[str, int], source_ts: Dict[str, float],
+                  up: Optional[Mapping[str, bool]] = None, render_s: Optional[float] = None) -> Iterator[Metric]:
     info = GaugeMetricFamily(f"{PREFIX}_build_info", "zfsmon version serving these metrics", labels=["version"])
     info.add_metric([__version__], 1.0)
     yield info
@@ -483,6 +528,18 @@ def _self_metrics(errors: Dict[str, int], resets: Dict[str, int], source_ts: Dic
     for src, ts in sorted(source_ts.items()):
         last.add_metric([src], ts)
     yield last
+    ups = GaugeMetricFamily(f"{PREFIX}_source_up", "1 when a source's newest record is a sample, 0 when it is an "
+                            "error: a failed read, or a read past its deadline, whose last values are still served "
+                            "(their age: zfsmon_last_sample_timestamp_seconds)", labels=["source"])
+    for src, ok in sorted((up or {}).items()):
+        ups.add_metric([src], 1.0 if ok else 0.0)
+    yield ups
+    took = GaugeMetricFamily(f"{PREFIX}_scrape_duration_seconds", "seconds the exporter's previous rendering of "
+                             "its metrics took (none before the first; a scrape answered from the cache renders "
+                             "nothing)")
+    if render_s is not None:
+        took.add_metric([], render_s)
+    yield took
 
 
 # --- latency histograms -------------------------------------------------------------------------------------
