@@ -2,9 +2,10 @@
 
 The exporter runs as a subprocess on a free loopback port (``--listen 127.0.0.1:0``; the port it bound is read from
 its "serving ... on http://..." line), one scrape is taken, and the exporter is stopped. Served from a recording,
-every value and every ``zfsmon_last_sample_timestamp_seconds`` is the recording's, so the scrape is the same on
-every run. Metric names and labels are a promise to dashboards and alerts (docs/exporter.md): this file shows any
-change to them.
+every value and every ``zfsmon_last_sample_timestamp_seconds`` is the recording's, and a first scrape has no
+``zfsmon_scrape_duration_seconds`` sample (it is the previous rendering's), so the scrape is the same on every run.
+Metric names and labels are a promise to dashboards and alerts (docs/exporter.md): this file shows any change to
+them.
 """
 
 from __future__ import annotations

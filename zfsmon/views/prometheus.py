@@ -264,7 +264,7 @@ class LatestValues:
             return
         if e.kind == EventKind.RESET:
             self._resets[src] = self._resets.get(src, 0) + 1
-        if "step_s" in e.data:  # the sampler's clock step: record times across it are not comparable
+        if e.source == "clock" and "step_s" in e.data:  # the sampler's clock step: record times across it are not comparable
             self._error_ts.clear()
         elif e.ts >= self._error_ts.get(src, -math.inf):
             self._answered(src, now)  # a stuck read that returned says so in an event of its source

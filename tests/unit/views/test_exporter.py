@@ -229,6 +229,8 @@ def test_scrape_of_a_recordings_last_values(recording, served):
     # a recording that names a source by an older name (``zpool iostat``) is labelled with the record's one name,
     # as live sources are
     assert value(fams, "zfsmon_source_errors", source="zpool") == 1
+    assert value(fams, "zfsmon_source_up", source="zpool") == 1  # its error (no such pool) is older than its samples
+    assert value(fams, "zfsmon_source_up", source="arcstats") == 1
     assert fams["zfsmon_build_info"][2][0][2] == 1
 
 

@@ -190,7 +190,7 @@ def exposed_names() -> set:
     for kind in ("pool", "vdev", "leaf"):
         names |= {f"{PREFIX}_{kind}_latency_seconds_{s}" for s in ("bucket", "sum", "count")}
     names |= {f"{PREFIX}_{n}" for n in ("build_info", "source_errors_total", "counter_resets_total",
-                                         "last_sample_timestamp_seconds")}
+                                         "last_sample_timestamp_seconds", "source_up", "scrape_duration_seconds")}
     return names
 
 
