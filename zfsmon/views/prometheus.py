@@ -185,8 +185,8 @@ class LatestValues:
         self._errors: Dict[str, int] = {}
         self._resets: Dict[str, int] = {}
         self._source_ts: Dict[str, float] = {}
-        #: per source: record time of its newest error, whether its newest sample is newer than that, and the
-        #: sources whose read is stuck past the sampler's deadline (their entities are kept meanwhile)
+        #: per source: the record time of its newest error; whether its newest record (by record time) is a
+        #: sample; and the sources whose read is stuck past the sampler's deadline (their entities are kept)
         self._error_ts: Dict[str, float] = {}
         self._up: Dict[str, bool] = {}
         self._stuck: set[str] = set()
@@ -264,8 +264,8 @@ class LatestValues:
             return
         if e.kind == EventKind.RESET:
             self._resets[src] = self._resets.get(src, 0) + 1
-        if e.source == "clock" and "step_s" in e.data:  # the sampler's clock step: record times across it are not comparable
-            self._error_ts.clear()
+        if e.source == "clock" and "step_s" in e.data:
+            self._error_ts.clear()  # the sampler's clock step: record times across it are not comparable
         elif e.ts >= self._error_ts.get(src, -math.inf):
             self._answered(src, now)  # a stuck read that returned says so in an event of its source
 

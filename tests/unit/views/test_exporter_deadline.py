@@ -199,7 +199,8 @@ def test_only_a_stuck_sources_entities_are_kept_past_stale_after():
     mono = [0.0]
     lv = LatestValues(stale_after=5.0, clock=lambda: mono[0])
     arc, disk = Entity(Kind.ARC, "arc"), Entity(Kind.DEVICE, "vda")
-    lv.add([Sample(1.0, arc, {"hits": HITS}, source="arcstats"), Sample(1.0, disk, {"reads": 4037}, source="diskstats")])
+    lv.add([Sample(1.0, arc, {"hits": HITS}, source="arcstats"),
+            Sample(1.0, disk, {"reads": 4037}, source="diskstats")])
     lv.add([Event(2.0, EventKind.ERROR, "arcstats: read did not return within 10 s (stuck kernel read?); its last "
                   "figures are 1 s old", source="arcstats", data={"stale": True})])
     mono[0] = 100.0
