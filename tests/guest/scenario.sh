@@ -169,7 +169,7 @@ if [ "$BCC" = 1 ]; then
 fi
 
 step "pgbench: a PostgreSQL cluster on $MNT, zfsmon record beside a known number of -N transactions"
-PG=/usr/lib/postgresql/15/bin
+PG=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)  # the release's PostgreSQL: 15 on bookworm, 17 on trixie
 PGRUN=(runuser -u postgres --)
 PGC=(-h /tmp -p 5433 -U postgres)
 PGREC=/var/tmp/pg.zfsmon
