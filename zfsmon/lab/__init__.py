@@ -24,10 +24,6 @@ from zfsmon.model import Role
 __all__ = ["LabConfig", "LabInfo", "LabError", "up", "down", "info", "status_lines", "cold_cache", "unthrottled"]
 
 
-def _pool_exists(pool: str) -> bool:
-    return run(["zpool", "list", "-H", "-o", "name", pool], check=False).returncode == 0
-
-
 def _info(state: LabState) -> LabInfo:
     cfg = state.config
     return LabInfo(pool=state.pool, dataset=f"{state.pool}/{cfg['dataset']}",
@@ -45,12 +41,12 @@ def up(cfg: LabConfig, log=print) -> LabInfo:
     with system.machine_lock():
         old = LabState.load(cfg.pool)
         if old is not None:
-            if old.complete and _pool_exists(cfg.pool) and zfs_fuse_pid():
+            if old.complete and system.pool_exists(cfg.pool) and zfs_fuse_pid():
                 log(f"lab {cfg.pool} is already up: reusing it")
                 return _info(old)
             log(f"lab {cfg.pool}: cleaning up what an interrupted run left behind")
             _teardown(old, log)
-        elif _pool_exists(cfg.pool):
+        elif system.pool_exists(cfg.pool):
             raise LabError(f"a pool named {cfg.pool} exists and is not a zfsmon lab: choose another --pool")
         return _build(cfg, log)
 
@@ -128,11 +124,11 @@ def down(pool: str, log=print) -> bool:
 
 def _teardown(state: LabState, log) -> None:
     t0 = time.monotonic()
-    if state.pool_created or _pool_exists(state.pool):
-        if state.pool_created and _pool_exists(state.pool):
+    if state.pool_created or system.pool_exists(state.pool):
+        if state.pool_created and system.pool_exists(state.pool):
             for _ in range(10):
                 cp = run(["zpool", "destroy", "-f", state.pool], check=False)
-                if cp.returncode == 0 or not _pool_exists(state.pool):
+                if cp.returncode == 0 or not system.pool_exists(state.pool):
                     break
                 time.sleep(0.5)
             else:
@@ -234,7 +230,7 @@ def status_lines() -> List[str]:
     if not states:
         lines.append("labs: none")
     for st in states:
-        alive = _pool_exists(st.pool) if pid else False
+        alive = system.pool_exists(st.pool) if pid else False
         state = "up" if st.complete and alive else ("incomplete: run `zfsmon lab down`" if not st.complete
                                                    else "pool missing: run `zfsmon lab down`")
         lines.append(f"lab {st.pool}: {state}; backing files in {os.path.dirname(st.devices[0].file) if st.devices else '-'}")

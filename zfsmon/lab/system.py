@@ -184,6 +184,10 @@ def detach_loop(loop: str, expected_file: str) -> None:
     raise LabError(f"cannot detach {loop} (still busy)")
 
 
+def pool_exists(pool: str) -> bool:
+    return run(["zpool", "list", "-H", "-o", "name", pool], check=False).returncode == 0
+
+
 def create_pool(pool: str, vdev_args: List[str], attempts: int = 5) -> None:
     """``zpool create`` that tries again while zfs-fuse answers "I/O error" and no pool of that name came to be.
 
@@ -196,8 +200,7 @@ def create_pool(pool: str, vdev_args: List[str], attempts: int = 5) -> None:
             return
         reason = (cp.stderr or cp.stdout).strip().splitlines()
         last = reason[-1] if reason else f"exit {cp.returncode}"
-        exists = run(["zpool", "list", "-H", "-o", "name", pool], check=False).returncode == 0
-        if "I/O error" not in last or exists or attempt == attempts - 1:
+        if "I/O error" not in last or pool_exists(pool) or attempt == attempts - 1:
             raise LabError(f"`{' '.join(argv)}` failed: {last}")
         time.sleep(0.5 * (attempt + 1))
 
