@@ -187,7 +187,7 @@ class PerSource:
         for c in sampler.collectors:
             c.poll = self._timed(c.poll, (c.name, "poll"))
             c.stop = self._before_stop(c, c.stop)
-        sampler.rates.resets = self._timed(sampler.rates.resets, ("sampler", "resets"))
+        sampler.deriver.update = self._timed(sampler.deriver.update, ("sampler", "derive"))
 
     def _add(self, key, v: float) -> None:
         self.cpu[key] = self.cpu.get(key, 0.0) + v
