@@ -80,15 +80,6 @@ class RateDeriver:
         rates = {name: d / elapsed for name, d in deltas.items()}
         return Deltas(sample, elapsed, deltas, rates), []
 
-    def resets(self, sample: Sample) -> List[Event]:
-        """What :meth:`update` says about ``sample`` without its deltas and rates: its reset events alone."""
-        prev, counters = self._advance(sample)
-        if prev is None or sample.ts - prev[0] <= 0:
-            return []
-        pvals = prev[1]
-        reset = [n for n, v in counters.items() if n in pvals and v < pvals[n]]
-        return [_reset_event(sample, pvals, counters, reset)] if reset else []
-
     def copy(self) -> RateDeriver:
         """An independent deriver at the same point (the previous readings are replaced, never changed in place,
         so copying the mapping is enough): replay keeps states around its cursor."""
