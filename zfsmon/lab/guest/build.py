@@ -194,7 +194,7 @@ def _build(spec: GuestSpec, mirror: str, progress: Progress) -> Image:
                 f"{' '.join(WHEELS)} && rm -rf {inguest.WHEELHOUSE}"], logfile, 900, env=CHROOT_ENV)
             run_step(progress, "enable the runner, mask what slows the boot", [
                 *chroot, "sh", "-ec", f"systemctl enable {inguest.UNIT} && "
-                "systemctl mask postgresql.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer "
+                "systemctl mask postgresql.service prometheus-node-exporter.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer "
                 "e2scrub_reap.service fstrim.timer && passwd -d root && apt-get clean && "
                 "rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d"], logfile, 300, env=CHROOT_ENV)
             versions = _dpkg_versions(rootfs, [*ZFS_PACKAGES, "linux-image-amd64", "python3", "bpftrace",
