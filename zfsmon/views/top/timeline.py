@@ -56,6 +56,9 @@ ROWS: Tuple[Tuple[str, str, str, Optional[Tuple[float, float]]], ...] = (
 #: per-interval ones; fio's IOPS stand in for pgbench's TPS (a fio run beside a soak is the soak's load)
 INSTEAD_OF: Dict[str, Tuple[str, ...]] = {"tps_run": ("tps",), "iops": ("tps", "tps_run"),
                                           "iops_run": ("tps", "tps_run", "iops")}
+#: the count behind a ratio series: the series of its denominator, summed over a cell (a 100 % hit rate over 3
+#: reads is not one over 3 million)
+COUNT_OF: Dict[str, str] = {"l2_hit": "l2_lookups"}
 MAX_EVENTS = 2000
 #: the metrics the timeline reads, per kind (replay reads no others)
 WANTED: Dict[Kind, Tuple[str, ...]] = {Kind.WORKLOAD: ("tps", "ios", "iops"), Kind.L2ARC: ("asize", "size", "hits", "misses"),
@@ -284,6 +287,15 @@ class Timeline:
             got = self._cache[key] = cells(self.series(name, closed_only), self.every, start, end, width)
         return got
 
+    def count_cells(self, name: str, start: float, end: float, width: int, closed_only: bool = False
+                    ) -> Optional[List[Optional[float]]]:
+        """The counts behind a ratio series' cells (:data:`COUNT_OF`): each cell's sum over its buckets; None for
+        a series that is not a ratio."""
+        of = COUNT_OF.get(name)
+        if of is None:
+            return None
+        return cell_sums(self.series(of, closed_only), self.every, start, end, width)
+
     def series(self, name: str, closed_only: bool = False) -> List[Tuple[int, float]]:
         """(bucket index, value) of one of :data:`ROWS`' series."""
         out: List[Tuple[int, float]] = []
@@ -353,25 +365,31 @@ def value(b: Dict[str, List[float]], name: str, every: float) -> Optional[float]
         if h is None or m is None or h[0] + m[0] <= 0:
             return None
         return 100.0 * h[0] / (h[0] + m[0])
+    if name == "l2_lookups":
+        h, m = b.get("l2_hits"), b.get("l2_misses")
+        return None if h is None or m is None else h[0] + m[0]
     if name == "reads":
         parts = [acc[0] / acc[1] for part, acc in b.items() if part.startswith("reads:") and acc[1]]
         return sum(parts) if parts else None
     raise KeyError(name)
 
 
-def rows(tl: Timeline, start: float, end: float, width: int, closed_only: bool = False
-         ) -> List[Tuple[str, str, Optional[Tuple[float, float]], List[Optional[float]]]]:
-    """(label, unit, fixed scale, cells) of the :data:`ROWS` to draw over [start, end): those with a value,
-    less each one whose :data:`INSTEAD_OF` series is drawn (per-run TPS only without per-second TPS, ...)."""
+#: a drawn row: (series name, label, unit, fixed scale, cells)
+Row = Tuple[str, str, str, Optional[Tuple[float, float]], List[Optional[float]]]
+
+
+def rows(tl: Timeline, start: float, end: float, width: int, closed_only: bool = False) -> List[Row]:
+    """The :data:`ROWS` to draw over [start, end): those with a value, less each one whose :data:`INSTEAD_OF`
+    series is drawn (per-run TPS only without per-second TPS, ...)."""
     drawn: Set[str] = set()
-    out: List[Tuple[str, str, Optional[Tuple[float, float]], List[Optional[float]]]] = []
+    out: List[Row] = []
     for name, label, unit, fixed in ROWS:
         if drawn.intersection(INSTEAD_OF.get(name, ())):
             continue
         vals = tl.cells(name, start, end, width, closed_only)
         if any(v is not None for v in vals):
             drawn.add(name)
-            out.append((label, unit, fixed, vals))
+            out.append((name, label, unit, fixed, vals))
     return out
 
 
@@ -421,20 +439,35 @@ def cells(points: Sequence[Tuple[int, float]], every: float, start: float, end: 
     """Bucket values over [start, end) in ``width`` cells: a cell is the mean of the buckets it overlaps (a bucket
     wider than a cell fills several: no gaps on a short run); see :data:`BRIDGE_S` for the cells between."""
     span = max(end - start, 1e-9)
-    idx = [i for i, _ in points]
-    out: List[Optional[float]] = []
-    for c in range(width):
-        a, b = start + c * span / width, start + (c + 1) * span / width
-        lo = bisect.bisect_right(idx, math.floor(a / every) - 1)
-        hi = bisect.bisect_left(idx, math.ceil(b / every))
-        vals = [v for i, v in points[lo:hi] if i * every < b and (i + 1) * every > a]
-        out.append(sum(vals) / len(vals) if vals else None)
+    out: List[Optional[float]] = [sum(vals) / len(vals) if vals else None
+                                  for vals in _cell_values(points, every, start, end, width)]
     last = None
     for c, v in enumerate(out):
         if v is not None:
             if last is not None and c - last > 1 and (c - last - 1) * span / width <= bridge_s:
                 out[last + 1:c] = [out[last]] * (c - last - 1)
             last = c
+    return out
+
+
+def cell_sums(points: Sequence[Tuple[int, float]], every: float, start: float, end: float, width: int
+              ) -> List[Optional[float]]:
+    """Bucket values over [start, end) in ``width`` cells, each cell the sum of the buckets it overlaps (counts:
+    nothing bridged, a cell with no bucket is None)."""
+    return [sum(vals) if vals else None for vals in _cell_values(points, every, start, end, width)]
+
+
+def _cell_values(points: Sequence[Tuple[int, float]], every: float, start: float, end: float, width: int
+                 ) -> List[List[float]]:
+    """The values of the buckets each of ``width`` cells over [start, end) overlaps."""
+    span = max(end - start, 1e-9)
+    idx = [i for i, _ in points]
+    out: List[List[float]] = []
+    for c in range(width):
+        a, b = start + c * span / width, start + (c + 1) * span / width
+        lo = bisect.bisect_right(idx, math.floor(a / every) - 1)
+        hi = bisect.bisect_left(idx, math.ceil(b / every))
+        out.append([v for i, v in points[lo:hi] if i * every < b and (i + 1) * every > a])
     return out
 
 

@@ -58,7 +58,7 @@ def _summaries(batches) -> List[Sample]:
 
 def _rows(tl: timeline.Timeline, width: int = 100, closed_only: bool = False):
     start, end = tl.span()
-    return {label: vals for label, _u, _f, vals in timeline.rows(tl, start, end, width, closed_only)}
+    return {label: vals for _n, label, _u, _f, vals in timeline.rows(tl, start, end, width, closed_only)}
 
 
 def test_a_loop_soak_without_progress_draws_each_runs_tps_over_its_span():

@@ -13,7 +13,7 @@ from zfsmon.views.top import timeline as tl_mod
 from zfsmon.views.top.panels.base import Frame, Panel, ViewOptions, _lines, heading, register
 
 TIMELINE_LABEL = 13
-TIMELINE_RIGHT = 11
+TIMELINE_RIGHT = 19
 
 
 def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewOptions, width: int,
@@ -46,7 +46,7 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
     # has one in nearly every cell: coloured, they made the rows one colour)
     marks = [i for i, e in events.items() if e.kind == EventKind.MARK]
     at = cell(cursor) if cursor is not None else None
-    for label, unit, fixed, vals in tl_mod.rows(tl, start, end, w, closed_only=live):
+    for name, label, unit, fixed, vals in tl_mod.rows(tl, start, end, w, closed_only=live):
         present = [v for v in vals if v is not None]
         lo, hi = fixed if fixed is not None else (0.0, max(present))
         scale = 7.999 / (hi - lo) if hi > lo else 0.0
@@ -57,7 +57,11 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
             line.stylize("bold magenta", TIMELINE_LABEL + i, TIMELINE_LABEL + i + 1)
         if at is not None:
             line.stylize("reverse", TIMELINE_LABEL + at, TIMELINE_LABEL + at + 1)
-        right = f" max {fmt.num(max(present), unit, opts.raw)}"
+        top = max(present)
+        right = f" max {fmt.num(top, unit, opts.raw)}"
+        counts = tl.count_cells(name, start, end, w, closed_only=live)
+        if counts is not None:  # the reads behind the ratio's highest cell
+            right += f" of {fmt.num(counts[vals.index(top)], 'ops', opts.raw)}"
         line.append(f"{right:>{TIMELINE_RIGHT + 1}.{TIMELINE_RIGHT + 1}}", style="dim")
         parts.append(line)
     if len(parts) == 1:
