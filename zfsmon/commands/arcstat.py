@@ -8,6 +8,8 @@ import time
 from typing import Dict, List, Mapping, Optional
 
 from zfsmon.analysis.rates import ArcAnalyzer
+from zfsmon.engine.reads import DeadlinePolls, StuckRead
+from zfsmon.engine.sampler import READ_DEADLINE_S
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Kind, Sample
 from zfsmon.sources.base import Collector
@@ -65,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     interval = args.interval or 1.0
     count = args.count if args.interval else 1
     collectors = _collectors(interval, args.kstat_dir)
+    reads = DeadlinePolls(collectors, max(READ_DEADLINE_S, interval), required=collectors[:1])  # the ARC's
     state = _State()
     cols = None
     printed = 0
@@ -74,8 +77,12 @@ def run(args: argparse.Namespace) -> int:
         deadline = time.monotonic()
         while printed < count:
             errors: List[str] = []
-            for c in collectors:
-                state.take(c.poll(), errors)
+            try:
+                polled = reads.poll(errors)
+            except StuckRead as exc:
+                raise UserError(str(exc)) from None
+            for records in polled:
+                state.take(records, errors)
             for e in errors:
                 print(f"zfsmon arcstat: {e}", file=sys.stderr)
             if state.fresh_arc is not None:
@@ -93,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
             deadline += interval
             time.sleep(max(0.0, deadline - time.monotonic()))
     finally:
+        reads.close()
         for c in collectors:
             c.stop()
     return 0
+

@@ -11,6 +11,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from zfsmon.analysis import goose
 from zfsmon.analysis.rates import Deriver
 from zfsmon.commands._timearg import seconds
+from zfsmon.engine.reads import DeadlinePolls
+from zfsmon.engine.sampler import READ_DEADLINE_S
 from zfsmon.errors import UserError, printable
 from zfsmon.host import identify
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
@@ -54,8 +56,10 @@ class DeviceView:
     (nearly) the same interval. With no device source here, no column.
     """
 
-    def __init__(self, collector: Collector) -> None:
+    def __init__(self, collector: Collector, deadline_s: float = READ_DEADLINE_S) -> None:
         self.collector = collector
+        #: a device read stuck in the kernel leaves the column at its last values, said once, not the table held
+        self.polls = DeadlinePolls([collector], deadline_s)
         self.deriver = Deriver()
         self.ops: Dict[str, float] = {}
         self.leaf: Dict[str, str] = {}  # device -> the zpool leaf it says it is ("" when it does not)
@@ -68,11 +72,15 @@ class DeviceView:
                 made, _ = build_collectors(h, interval, names=[name])
             except UserError:
                 continue
-            return cls(made[0])
+            return cls(made[0], max(READ_DEADLINE_S, interval))
         return None
 
     def refresh(self) -> None:
-        for r in self.collector.poll():
+        errors: List[str] = []
+        records = [r for recs in self.polls.poll(errors) for r in recs]
+        for e in errors:
+            print(f"zfsmon iostat: {printable(e)}", file=sys.stderr)
+        for r in records:
             if not isinstance(r, Sample):
                 continue
             if r.interval is not None:  # an interval row (illumos iostat): already per second
@@ -184,6 +192,7 @@ def run(args: argparse.Namespace, device_ops: Optional[view.DeviceOps] = None) -
     finally:
         collector.stop()
         if devices is not None:
+            devices.polls.close()
             devices.collector.stop()
     return 0
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.sources.base import Clock, Collector
@@ -103,3 +103,53 @@ class ReadWorker:
                 self._took = time.monotonic() - (since if since is not None else time.monotonic())
                 self._result = recs
                 self._cond.notify_all()
+
+
+class StuckRead(Exception):
+    """A required collector's read missed its deadline: the command cannot go on without it."""
+
+
+class DeadlinePolls:
+    """A one-shot command's polls (``arcstat``, ``iostat``'s device column), each reading collector's on its own
+    :class:`ReadWorker` and held to a deadline: a stuck read of a ``required`` collector raises
+    :class:`StuckRead`; any other is said once and left out (its last values stand) until it returns."""
+
+    def __init__(self, collectors: Sequence[Collector], deadline_s: float,
+                 required: Sequence[Collector] = ()) -> None:
+        self.collectors = list(collectors)
+        self.deadline_s = deadline_s
+        self.required = {id(c) for c in required}
+        self.workers: Dict[int, ReadWorker] = {id(c): ReadWorker(c) for c in self.collectors if c.reads_in_poll}
+        self.stuck: Dict[int, bool] = {}
+
+    def poll(self, errors: List[str]) -> List[List[Record]]:
+        """Every collector's records of this tick (one list each, in order); a stuck one's line goes to ``errors``."""
+        out: List[List[Record]] = []
+        for c in self.collectors:
+            w = self.workers.get(id(c))
+            if w is None:
+                out.append(c.poll())
+            else:
+                w.ask()
+        until = time.monotonic() + self.deadline_s
+        for c in self.collectors:
+            w = self.workers.get(id(c))
+            if w is None:
+                continue
+            got = w.take(time.monotonic() if self.stuck.get(id(c)) else until)
+            if got is not None:
+                self.stuck.pop(id(c), None)
+                out.append(got[0])
+            elif id(c) in self.required:
+                raise StuckRead(f"the {c.name} read has not returned in {self.deadline_s:.0f} s: it is stuck in "
+                                "the kernel (a wedged zfs-fuse daemon?)")
+            elif not self.stuck.get(id(c)):
+                self.stuck[id(c)] = True
+                errors.append(f"{c.name}: its read has not returned in {self.deadline_s:.0f} s (stuck in the "
+                              "kernel?): left out until it does")
+        return out
+
+    def close(self) -> None:
+        """Let the workers end (a stuck one ends with the process)."""
+        for w in self.workers.values():
+            w.close()

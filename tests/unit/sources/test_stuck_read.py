@@ -18,8 +18,11 @@ import time
 from pathlib import Path
 from typing import List
 
+import pytest
+
 from tests.conftest import REPO, TEST_DATA, fixture_files, need, wait_until
 from zfsmon.engine import Sampler
+from zfsmon.engine.reads import DeadlinePolls, StuckRead
 from zfsmon.model import Event, EventKind, Kind, Record, Sample
 from zfsmon.sources.devices.diskstats import DiskstatsCollector
 from zfsmon.sources.kstat.arcstats import LinuxArcstatsCollector
@@ -229,3 +232,72 @@ def test_record_stops_on_sigterm_while_a_source_read_is_stuck(tmp_path):
     assert texts[-1] == "recording stopped"
     assert "diskstats: read did not return within 10 s (stuck kernel read?); it has given no figures yet" in texts
     assert not os.path.exists(str(out) + "-wal")
+
+
+def _fuse_dir(tmp_path: Path) -> Path:
+    """A zfs-fuse style arcstats directory (one file per statistic) from the Linux capture's values."""
+    d = tmp_path / "arcstats"
+    d.mkdir()
+    for line in _arcstats_capture().read_text().splitlines()[2:]:
+        name, _type, value = line.split()
+        (d / name).write_text(value + "\n")
+    return d
+
+
+def _arcstat(kstat_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zfsmon", "arcstat", "--kstat-dir", str(kstat_dir), *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_arcstat_ends_with_one_line_when_the_arc_read_is_stuck(tmp_path, fixtures):
+    d = _fuse_dir(tmp_path)
+    ok = _arcstat(d, "1", "2")
+    assert ok.returncode == 0 and len(ok.stdout.splitlines()) == 3, (ok.stdout, ok.stderr)  # header and 2 rows
+    (d / "hits").unlink()
+    os.mkfifo(d / "hits")  # no writer: the read's open blocks in the kernel, as on a wedged zfs-fuse
+    t0 = time.monotonic()
+    stuck = _arcstat(d, "1", "2")
+    took = time.monotonic() - t0
+    assert stuck.returncode != 0 and "Traceback" not in stuck.stderr, stuck.stderr
+    lines = stuck.stderr.strip().splitlines()
+    assert len(lines) == 1 and "has not returned in 10 s" in lines[0] and "stuck" in lines[0], lines
+    assert took < 60, took  # the deadline, not the read, ended it
+
+
+def test_a_one_shot_commands_stuck_device_read_is_said_once_and_left_out_until_it_returns(tmp_path):
+    """`zfsmon iostat`'s device column: a diskstats read stuck on a FIFO leaves the column, not the table, held."""
+    path = tmp_path / "diskstats"
+    os.mkfifo(path)
+    c = DiskstatsCollector(path=str(path))
+    polls = DeadlinePolls([c], deadline_s=0.5)
+    try:
+        errors: List[str] = []
+        assert polls.poll(errors) == [] and len(errors) == 1
+        assert "diskstats" in errors[0] and "left out until it does" in errors[0]
+        errors2: List[str] = []
+        t0 = time.monotonic()
+        assert polls.poll(errors2) == [] and errors2 == []  # said once; a stuck read is not waited for again
+        assert time.monotonic() - t0 < 0.4
+        assert _readers("diskstats") == 1  # not started again beside itself
+        _release(path, DISKSTATS)
+        wait_until(lambda: not polls.workers[id(c)].in_flight, 30, "the released read to return")
+        back: List[str] = []
+        got = polls.poll(back)  # the returned read's records (EOF: none), then polled afresh
+        assert back == [] and polls.stuck == {} and len(got) == 1
+        fresh = polls.poll(back)
+        assert back == [] and len(fresh) == 1 and _samples(fresh[0], "diskstats")  # the column has values again
+    finally:
+        polls.close()
+
+
+def test_a_required_stuck_read_raises_for_its_command_to_end(tmp_path):
+    path = tmp_path / "diskstats"
+    os.mkfifo(path)
+    c = DiskstatsCollector(path=str(path))
+    polls = DeadlinePolls([c], deadline_s=0.3, required=[c])
+    try:
+        with pytest.raises(StuckRead, match="diskstats read has not returned"):
+            polls.poll([])
+    finally:
+        _release(path, DISKSTATS)
+        polls.close()
