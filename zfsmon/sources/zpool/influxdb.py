@@ -50,14 +50,6 @@ END_WITH_HISTOGRAMS = "zpool_vdev_queue"
 #: ... and when they are not (``--no-histograms``)
 END_WITHOUT_HISTOGRAMS = "zpool_vdev_stats"
 
-#: zpool_latency's field -> zfsmon's histogram metric prefix (:data:`zfsmon.metrics.latency.COLUMNS`)
-LAT_FIELDS: Dict[str, str] = {
-    "total_read": "lat_total_wait_read", "total_write": "lat_total_wait_write",
-    "disk_read": "lat_disk_wait_read", "disk_write": "lat_disk_wait_write",
-    "sync_read": "lat_syncq_wait_read", "sync_write": "lat_syncq_wait_write",
-    "async_read": "lat_asyncq_wait_read", "async_write": "lat_asyncq_wait_write",
-    "scrub": "lat_scrub", "trim": "lat_trim", "rebuild": "lat_rebuild",
-}
 #: zpool_latency's field -> the ``zpool iostat -l`` average it gives (ns)
 WAIT_FIELDS: Dict[str, str] = {
     "total_read": "total_wait_read", "total_write": "total_wait_write",
@@ -66,6 +58,10 @@ WAIT_FIELDS: Dict[str, str] = {
     "async_read": "asyncq_wait_read", "async_write": "asyncq_wait_write",
     "scrub": "scrub_wait", "trim": "trim_wait", "rebuild": "rebuild_wait",
 }
+#: zpool_latency's field -> zfsmon's histogram metric prefix (:data:`zfsmon.metrics.latency.COLUMNS`):
+#: ``lat_total_wait_read`` ... and ``lat_scrub``, ``lat_trim``, ``lat_rebuild`` (one kind of I/O each)
+LAT_FIELDS: Dict[str, str] = {f: "lat_" + (w[:-len("_wait")] if w.endswith("_wait") else w)
+                              for f, w in WAIT_FIELDS.items()}
 #: zpool_vdev_queue's field -> the ``zpool iostat -q`` column metric
 QUEUE_FIELDS: Dict[str, str] = {
     f"{q}_{s}": f"{z}_{'activ' if s == 'active' else 'pend'}"

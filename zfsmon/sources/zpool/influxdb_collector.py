@@ -39,8 +39,9 @@ from zfsmon.sources.zpool.influxdb import (
     histogram_delta,
     latency_sample,
 )
+from zfsmon.sources.zpool.iostat_collector import topology_or_error
 from zfsmon.sources.zpool.latency import histogram_interval
-from zfsmon.sources.zpool.status import Topology, read_topology
+from zfsmon.sources.zpool.status import Topology
 
 __all__ = ["InfluxdbCollector", "InfluxStreamParser", "find_binary", "influx_argv", "NAME", "SOURCE"]
 
@@ -157,12 +158,7 @@ class InfluxdbCollector(StreamCollector):
                                   self._status if self.roles_from_status else None, self.pools)
 
     def _status(self, pool: str) -> Optional[Topology]:
-        """Called from the reader thread by the parser; a failure becomes an error event, not an exception."""
-        try:
-            return read_topology([pool], self.zpool)
-        except (OSError, ParseError) as exc:
-            self._q.put(self._error(f"{self.name}: roles from zpool status unavailable: {exc}"))
-            return None
+        return topology_or_error(self, pool, self.zpool)
 
     def _spawn(self) -> None:
         """A (re)started child: a fresh parser (the new child's first pass is a baseline), a pass asked at once."""
