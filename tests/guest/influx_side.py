@@ -7,7 +7,8 @@
 ``span`` runs the collector while the scenario's ``zpool iostat -vpq`` and ``-vwp`` children and the one-shot
 ``zpool_influxdb`` reads before and after see the same quiet-edged load (tests/guest/test_live.py compares them).
 ``cpu`` runs, one after the other for as long each: the collector alone, zfsmon's text-path collector
-(``zpool iostat -v -T u ... 1`` child and its parser) alone, and a bare ``zpool iostat -v POOL 1`` child;
+(``zpool iostat -v -T u ... 1`` child and its parser) alone, it with the latency source (what the collector also
+gives), and a bare ``zpool iostat -v POOL 1`` child;
 CPU is this process's user+system plus its waited-for children's.
 """
 
@@ -20,12 +21,13 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Sequence, Tuple
 
 from zfsmon.model import Sample
 from zfsmon.sources.base import Collector
 from zfsmon.sources.zpool.influxdb_collector import InfluxdbCollector
 from zfsmon.sources.zpool.iostat_collector import ZpoolIostatCollector
+from zfsmon.sources.zpool.latency import LatencyCollector, histogram_interval
 
 POLL_S = 0.2
 
@@ -36,23 +38,26 @@ def _cpu() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def _run(collector: Collector, seconds: float, each: Callable[[Sample], None],
+def _run(collectors: Sequence[Collector], seconds: float, each: Callable[[Sample], None],
          done: Callable[[], bool] = lambda: False) -> int:
     """Start, poll every POLL_S for ``seconds`` or until ``done()``, stop; each sample to ``each``. How many."""
     n = 0
-    collector.start()
+    for c in collectors:
+        c.start()
     end = time.monotonic() + seconds
     try:
         while time.monotonic() < end and not done():
-            for rec in collector.poll():
-                if isinstance(rec, Sample):
-                    each(rec)
-                    n += 1
-                else:
-                    print(rec, file=sys.stderr)
+            for c in collectors:
+                for rec in c.poll():
+                    if isinstance(rec, Sample):
+                        each(rec)
+                        n += 1
+                    else:
+                        print(rec, file=sys.stderr)
             time.sleep(POLL_S)
     finally:
-        collector.stop()
+        for c in collectors:
+            c.stop()
     return n
 
 
@@ -69,14 +74,19 @@ def span(out: Path, pool: str, seconds: float) -> None:
         if not ready.exists():
             ready.write_text(f"{s.ts}\n")
 
-    _run(InfluxdbCollector([pool], 1.0), seconds, keep, stop.exists)
+    _run([InfluxdbCollector([pool], 1.0)], seconds, keep, stop.exists)
     (out / "influx-collector.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def cpu(out: Path, pool: str, seconds: float) -> None:
     result: Dict[str, Dict[str, float]] = {}
-    for name, make in (("zpool-influxdb", lambda: InfluxdbCollector([pool], 1.0)),
-                       ("zpool", lambda: ZpoolIostatCollector([pool], 1.0))):
+    arms: Sequence[Tuple[str, Callable[[], List[Collector]]]] = (
+        ("zpool-influxdb", lambda: [InfluxdbCollector([pool], 1.0)]),
+        ("zpool", lambda: [ZpoolIostatCollector([pool], 1.0)]),
+        ("zpool + latency", lambda: [ZpoolIostatCollector([pool], 1.0),
+                                     LatencyCollector([pool], histogram_interval(1.0))]),
+    )
+    for name, make in arms:
         c0, t0 = _cpu(), time.monotonic()
         n = _run(make(), seconds, lambda s: None)
         result[name] = {"cpu_s": _cpu() - c0, "wall_s": time.monotonic() - t0, "samples": n}

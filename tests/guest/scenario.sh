@@ -283,8 +283,8 @@ step "captures under a small load (fio in the background)"
 LOAD=$!
 sleep 3
 if [ -x "$INFLUX" ]; then
-    step "collection CPU at 1 s under the small load: zpool-influxdb collector, text-path collector, zpool iostat child"
-    "${SIDE[@]}" cpu "$OUT" "$POOL" 20 >> "$OUT/influx-side.out" 2>> "$OUT/influx-side.err"
+    step "collection CPU at 1 s under the small load: zpool-influxdb; zpool; zpool + latency; zpool iostat child"
+    "${SIDE[@]}" cpu "$OUT" "$POOL" 15 >> "$OUT/influx-side.out" 2>> "$OUT/influx-side.err"
 fi
 zfsmon arcstat --csv 2 3 > "$OUT/zfsmon-arcstat.csv" 2> "$OUT/zfsmon-arcstat.err"
 zfsmon arcstat --csv -f time,read,hits,iohs,miss,hit%,ioh%,miss%,l2read,l2hit% 2 3 > "$OUT/zfsmon-arcstat-f.csv" \

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Collection, Dict, Iterable, List, Optional, Tuple
+from typing import Collection, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from zfsmon.metrics.latency import LAT_BUCKETS
 from zfsmon.model import Entity, Kind, ParseError, Role, Sample
@@ -49,6 +49,9 @@ FIRST_LAT_BUCKET = 10
 END_WITH_HISTOGRAMS = "zpool_vdev_queue"
 #: ... and when they are not (``--no-histograms``)
 END_WITHOUT_HISTOGRAMS = "zpool_vdev_stats"
+
+#: the most series texts a parser remembers (a pool of 100 vdevs prints ~6,000 lines a pass)
+SERIES_CACHE = 20000
 
 #: zpool_latency's field -> the ``zpool iostat -l`` average it gives (ns)
 WAIT_FIELDS: Dict[str, str] = {
@@ -79,12 +82,22 @@ class VdevStats:
     path: Optional[str] = None  # the device path of a leaf
     state: str = ""
     counters: Dict[str, int] = field(default_factory=dict)
-    #: zpool_latency field -> bucket index -> I/Os in that bucket (not summed over lower buckets)
-    latency: Dict[str, Dict[int, int]] = field(default_factory=dict)
+    #: bucket index -> zpool_latency field -> I/Os in that bucket (not summed over lower buckets), as parsed:
+    #: a line that did not change since the previous pass is the same mapping, so its delta costs nothing
+    lat_rows: Dict[int, Mapping[str, float]] = field(default_factory=dict)
     #: zpool_io_size field -> bucket index (2^j bytes) -> I/Os
     sizes: Dict[str, Dict[int, int]] = field(default_factory=dict)
     #: the root's queue gauges (zpool_vdev_queue, else zpool_vdev_stats without the ``_queue`` suffix)
     queues: Dict[str, int] = field(default_factory=dict)
+
+    @property
+    def latency(self) -> Dict[str, Dict[int, int]]:
+        """zpool_latency field -> bucket index -> I/Os in that bucket."""
+        out: Dict[str, Dict[int, int]] = {}
+        for j, row in self.lat_rows.items():
+            for name, n in row.items():
+                out.setdefault(name, {})[j] = int(n)
+        return out
 
     @property
     def depth(self) -> int:
@@ -152,6 +165,8 @@ class Point:
     tags: Dict[str, str]
     fields: Dict[str, float]
     ts_ns: int
+    #: the line without its time (what :class:`InfluxParser` remembers a series by)
+    series: str = ""
 
 
 def _value(raw: str) -> float:
@@ -166,32 +181,53 @@ def _value(raw: str) -> float:
 
 def parse_point(line: str, source: str = "zpool_influxdb", line_no: Optional[int] = None) -> Point:
     """One line of line protocol. Raises :class:`ParseError` for anything else (one line, the text quoted)."""
-    parts = _split_unescaped(line, " ")
-    if len(parts) != 3:
-        raise ParseError(source, line_no, f"not `measurement,tags fields time` ({len(parts)} parts)", line)
-    head, fields_text, ts_text = parts
-    keys = _split_unescaped(head, ",")
-    measurement = _unescape(keys[0])
+    head_fields, sep, ts_text = line.rpartition(" ")
+    if not sep or not ts_text.isdigit():
+        raise ParseError(source, line_no, "no time of nanoseconds at the end", line)
+    measurement, tags, fields = _parse_series(head_fields, source, line_no, line)
+    return Point(measurement, tags, fields, int(ts_text))
+
+
+def _parse_series(text: str, source: str, line_no: Optional[int], line: str
+                  ) -> Tuple[str, Dict[str, str], Dict[str, float]]:
+    """``measurement,tags fields`` (a line without its time). A text without a backslash (nearly every line) is
+    split with ``str.split``; one with escapes character by character (:func:`_split_unescaped`)."""
+    plain = "\\" not in text
+    parts = text.split(" ") if plain else _split_unescaped(text, " ")
+    if len(parts) != 2:
+        raise ParseError(source, line_no, f"not `measurement,tags fields time` ({len(parts) + 1} parts)", line)
+    head, fields_text = parts
+    keys = head.split(",") if plain else _split_unescaped(head, ",")
+    measurement = keys[0] if plain else _unescape(keys[0])
     if not measurement:
         raise ParseError(source, line_no, "no measurement name", line)
     tags: Dict[str, str] = {}
     for kv in keys[1:]:
-        pair = _split_unescaped(kv, "=")
+        pair = kv.split("=") if plain else _split_unescaped(kv, "=")
         if len(pair) != 2 or not pair[0]:
             raise ParseError(source, line_no, "a tag that is not key=value", line)
-        tags[_unescape(pair[0])] = _unescape(pair[1])
+        if plain:
+            tags[pair[0]] = pair[1]
+        else:
+            tags[_unescape(pair[0])] = _unescape(pair[1])
     fields: Dict[str, float] = {}
-    for kv in _split_unescaped(fields_text, ","):
-        pair = _split_unescaped(kv, "=")
-        if len(pair) != 2 or not pair[0] or not pair[1]:
+    for kv in fields_text.split(",") if plain else _split_unescaped(fields_text, ","):
+        key, eq, raw = kv.partition("=") if plain else _partition_unescaped(kv)
+        if not eq or not key or not raw or "=" in raw:
             raise ParseError(source, line_no, "a field that is not key=value", line)
         try:
-            fields[_unescape(pair[0])] = _value(pair[1])
+            fields[key] = _value(raw)
         except ValueError:
-            raise ParseError(source, line_no, f"field {_unescape(pair[0])!r} is not a number", line) from None
-    if not ts_text.isdigit():
-        raise ParseError(source, line_no, "the time is not an integer of nanoseconds", line)
-    return Point(measurement, tags, fields, int(ts_text))
+            raise ParseError(source, line_no, f"field {key!r} is not a number", line) from None
+    return measurement, tags, fields
+
+
+def _partition_unescaped(kv: str) -> Tuple[str, str, str]:
+    """``key=value`` with escapes: (key unescaped, ``=``, raw value), or ("", "", "") if not one pair."""
+    pair = _split_unescaped(kv, "=")
+    if len(pair) != 2:
+        return "", "", ""
+    return _unescape(pair[0]), "=", pair[1]
 
 
 def _bucket(le: str, source: str, line_no: Optional[int], line: str, previous: Optional[int]) -> int:
@@ -233,15 +269,25 @@ class InfluxParser:
     when the next pool's lines start).
     """
 
-    def __init__(self, source: str = "zpool_influxdb", histograms: bool = True, summed: bool = False) -> None:
+    def __init__(self, source: str = "zpool_influxdb", histograms: bool = True, summed: bool = False,
+                 sizes: bool = True) -> None:
         self.source = source
         self.end = END_WITH_HISTOGRAMS if histograms else END_WITHOUT_HISTOGRAMS
         self.summed = summed
+        #: keep the request-size histograms (``zpool_io_size``); the collector does not (nothing reads them)
+        self.sizes = sizes
+        #: a series' text (a line without its time) -> what it parsed to: an idle vdev prints the same text
+        #: pass after pass, read once (bounded: hostile input of ever new lines empties it)
+        self._series: Dict[str, Tuple[str, Dict[str, str], Dict[str, float]]] = {}
+        #: a histogram series' text -> its bucket index
+        self._bucket_of: Dict[str, int] = {}
         self.line_no = 0
         self._open: Optional[PoolSnapshot] = None
         #: after a damaged pool's lines: skip lines until the next pool's start (one error, not one per line)
         self._skipping = False
         self._last_bucket: Dict[Tuple[str, str], int] = {}
+        #: with ``summed``: per histogram, each field's summed count at the bucket before
+        self._below: Dict[Tuple[str, str], Dict[str, int]] = {}
 
     def feed(self, line: str) -> Optional[PoolSnapshot]:
         """One line (its newline stripped or not); the pool's snapshot when this line ended it."""
@@ -249,8 +295,10 @@ class InfluxParser:
         text = line.rstrip("\r\n")
         if not text.strip():
             return None
+        if not self.sizes and text.startswith("zpool_io_size,"):
+            return None
         try:
-            p = parse_point(text, self.source, self.line_no)
+            p = self._point(text)
         except ParseError:
             self._drop()
             raise
@@ -267,6 +315,7 @@ class InfluxParser:
             self._open = PoolSnapshot(pool, p.ts_ns)
             self._skipping = False
             self._last_bucket.clear()
+            self._below.clear()
         snap = self._open
         if snap is None:
             if self._skipping:
@@ -284,6 +333,20 @@ class InfluxParser:
             self._open = None
             return snap
         return None
+
+    def _point(self, text: str) -> Point:
+        """:func:`parse_point`, a series seen before (same text but the time) read from :attr:`_series`."""
+        series, sep, ts_text = text.rpartition(" ")
+        if not sep or not ts_text.isdigit():
+            raise ParseError(self.source, self.line_no, "no time of nanoseconds at the end", text)
+        known = self._series.get(series)
+        if known is None:
+            known = _parse_series(series, self.source, self.line_no, text)
+            if len(self._series) >= SERIES_CACHE:
+                self._series.clear()
+                self._bucket_of.clear()
+            self._series[series] = known
+        return Point(known[0], known[1], known[2], int(ts_text), series)
 
     def _drop(self) -> None:
         """A damaged line: the open pool's sample is lost, and so are its other lines."""
@@ -317,25 +380,39 @@ class InfluxParser:
             raise ParseError(self.source, self.line_no, "a histogram line without le=", line)
         key = (p.measurement, v.vdev)
         previous = self._last_bucket.get(key)
-        if p.measurement == "zpool_latency":
+        latency = p.measurement == "zpool_latency"
+        known = self._bucket_of.get(p.series) if previous is not None else None
+        if known is not None:
+            j = known  # a bucket's le read before (only +Inf depends on the line before it, and it is the last)
+        elif latency:
             j = _bucket(le, self.source, self.line_no, line, previous)
-            into = v.latency
         else:
             j = _size_bucket(le, self.source, self.line_no, line, previous)
-            into = v.sizes
+        if p.series and le != "+Inf":
+            self._bucket_of[p.series] = j
         if previous is not None and j <= previous:
             raise ParseError(self.source, self.line_no, f"bucket le={le} is not above the one before it", line)
         self._last_bucket[key] = j
+        if latency and not self.summed:
+            v.lat_rows[j] = p.fields
+            return
+        row: Dict[str, float] = {}
+        below_of = self._below.setdefault(key, {})
         for name, x in p.fields.items():
             n = int(x)
-            per = into.setdefault(name, {})
             if self.summed:
-                below = sum(per.values())
+                below = below_of.get(name, 0)
                 if n < below:
                     raise ParseError(self.source, self.line_no, f"{name}: summed bucket le={le} below the "
                                      "ones before it", line)
+                below_of[name] = n
                 n -= below
-            per[j] = n
+            row[name] = n
+        if latency:
+            v.lat_rows[j] = row
+        else:
+            for name, count in row.items():
+                v.sizes.setdefault(name, {})[j] = int(count)
 
     def flush(self) -> Optional[str]:
         """End of text: the pool whose lines did not end (its sample is dropped), or None."""
@@ -436,19 +513,30 @@ def _avg_ns(counts: Dict[int, int]) -> Optional[float]:
     return float(sum(c * ((1 << j) + (1 << j) // 2) for j, c in counts.items()) // n)
 
 
-def histogram_delta(new: VdevStats, old: VdevStats) -> Dict[str, Dict[int, int]]:
-    """Per field and bucket, the I/Os between two snapshots (a bucket that went back: the vdev was reset; 0)."""
+def histogram_delta(new: VdevStats, old: VdevStats, dense: bool = False) -> Dict[str, Dict[int, int]]:
+    """Per field and bucket, the I/Os between two snapshots (a bucket that went back: the vdev was reset; 0).
+
+    Buckets whose line did not change are left out, unless ``dense`` (every field and bucket, zeros too)."""
     out: Dict[str, Dict[int, int]] = {}
-    for name, buckets in new.latency.items():
-        before = old.latency.get(name, {})
-        out[name] = {j: max(0, n - before.get(j, 0)) for j, n in buckets.items()}
+    for j, row in new.lat_rows.items():
+        before = old.lat_rows.get(j)
+        if before is row:  # the same line as the pass before: the parser gave back its mapping
+            if dense:
+                for name in row:
+                    out.setdefault(name, {})[j] = 0
+            continue
+        for name, n in row.items():
+            d = int(n) - int(before.get(name, 0)) if before is not None else int(n)
+            if d > 0 or dense:
+                out.setdefault(name, {})[j] = max(0, d)
     return out
 
 
 def latency_sample(entity: Entity, ts: float, interval: float, delta: Dict[str, Dict[int, int]],
                    source: str) -> Optional[Sample]:
-    """Histogram deltas as the ``latency`` source stores them (``lat_<queue>_<op>_<label>`` = I/Os in the
-    interval), from bucket 10 (``2us``, which holds everything faster) up."""
+    """Histogram deltas (:func:`histogram_delta` with ``dense``) as the ``latency`` source's metrics
+    (``lat_<queue>_<op>_<label>`` = I/Os in the interval), from bucket 10 (``2us``, which holds everything
+    faster) up."""
     metrics: Dict[str, float] = {}
     for name, buckets in delta.items():
         prefix = LAT_FIELDS.get(name)

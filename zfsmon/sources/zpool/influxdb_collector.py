@@ -73,7 +73,7 @@ class InfluxStreamParser(StreamParser):
                  topology: Optional[Callable[[str], Optional[Topology]]] = None, pools: Sequence[str] = ()) -> None:
         self.source = source
         self.pools = set(pools)
-        self.lines = InfluxParser(source)
+        self.lines = InfluxParser(source, sizes=False)
         self.histogram_every = histogram_every
         self.topology_of = topology
         self._topologies: Dict[str, Optional[Topology]] = {}
@@ -119,7 +119,7 @@ class InfluxStreamParser(StreamParser):
             for tag, v in snap.vdevs.items():
                 old = base.vdevs.get(tag)
                 if old is not None:
-                    s = latency_sample(ents[tag], snap.ts, dt, histogram_delta(v, old), self.source)
+                    s = latency_sample(ents[tag], snap.ts, dt, histogram_delta(v, old, dense=True), self.source)
                     if s is not None:
                         out.append(s)
         return out

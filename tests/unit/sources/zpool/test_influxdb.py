@@ -20,6 +20,7 @@ from zfsmon.model import Kind, ParseError, Role, Sample
 from zfsmon.sources import registry
 from zfsmon.sources.zpool import influxdb_collector
 from zfsmon.sources.zpool.influxdb import (
+    LAT_FIELDS,
     InfluxParser,
     derive,
     entities,
@@ -31,6 +32,7 @@ from zfsmon.sources.zpool.influxdb import (
 )
 from zfsmon.sources.zpool.influxdb_collector import InfluxdbCollector, InfluxStreamParser
 from zfsmon.sources.zpool.iostat import parse_text
+from zfsmon.sources.zpool.latency import histogram_records
 from zfsmon.sources.zpool.status import parse_status
 
 D24 = TEST_DATA / "openzfs-2.4"
@@ -196,7 +198,7 @@ def test_latency_samples_in_the_latency_sources_form():
     [old] = parse_snapshots(TEXT)
     [new] = parse_snapshots(_second())
     ents = entities(new, TOPO)
-    s = latency_sample(ents["root"], new.ts, 2.0, histogram_delta(new.vdevs["root"], old.vdevs["root"]), "x")
+    s = latency_sample(ents["root"], new.ts, 2.0, histogram_delta(new.vdevs["root"], old.vdevs["root"], dense=True), "x")
     assert s is not None and s.interval == 2.0
     assert s.metrics["lat_total_wait_read_262us"] == 30.0 and s.metrics["lat_syncq_wait_read_2us"] == 6.0
     assert "lat_syncq_wait_read_1us" not in s.metrics  # folded into 2us by zpool_influxdb
@@ -402,3 +404,73 @@ def test_only_when_named():
     made, _ = registry.build_collectors(host, 5.0, names=["zpool-influxdb"], sources=[src])
     assert [type(c) for c in made] == [InfluxdbCollector]
     assert registry.record("zpool-influxdb") is influxdb_collector.SOURCE
+
+
+# --- OpenZFS 2.3 (tests/data/openzfs-2.3/influxdb: one guest run, its PROVENANCE.md) ---------------------------
+
+D23 = TEST_DATA / "openzfs-2.3" / "influxdb"
+
+
+@pytest.mark.parametrize("name,summed", [("zpool_influxdb.txt", False), ("zpool_influxdb-s.txt", True)])
+def test_23_captures_plain_and_summed(name, summed):
+    [snap] = parse_snapshots((D23 / name).read_text(), name, summed=summed)
+    topo = parse_status((D23 / "influx-status.txt").read_text())
+    assert {(e.kind, e.name, e.role) for e in entities(snap, topo).values()} == {
+        (Kind.POOL, "zguest", None), (Kind.VDEV, "mirror-0", Role.DATA), (Kind.VDEV, "mirror-1", Role.DATA),
+        *((Kind.LEAF, f"virtio-data{i}", Role.DATA) for i in range(4)), (Kind.VDEV, "virtio-log0", Role.LOG)}
+    lat = snap.vdevs["root"].latency
+    assert set(lat) >= {"total_read", "total_write", "disk_read", "disk_write", "sync_read", "sync_write",
+                        "async_read", "async_write", "scrub", "trim", "rebuild"}
+    assert all(sorted(b) == list(range(10, 37)) and min(b.values()) >= 0 for b in lat.values())
+    assert snap.vdevs["root/mirror-0/disk-0"].counters["read_ops"] == 2203
+
+
+def test_23_summed_capture_reads_as_plain_counts_taken_moments_later():
+    """Taken one after the other under load: per bucket, the summed capture's counts (unsummed) are never
+    below the plain one's and their totals match the next pass."""
+    [plain] = parse_snapshots((D23 / "zpool_influxdb.txt").read_text())
+    [summed] = parse_snapshots((D23 / "zpool_influxdb-s.txt").read_text(), summed=True)
+    assert summed.ts_ns > plain.ts_ns
+    for tag, v in plain.vdevs.items():
+        later = summed.vdevs[tag].latency
+        for fld, buckets in v.latency.items():
+            assert all(later[fld][j] >= n for j, n in buckets.items()), (tag, fld)
+
+
+def test_23_histograms_at_a_quiet_edge_equal_zpool_iostat_w_per_bucket():
+    """Read right after each other with nothing moving: every bucket equal, the first (le=0.000001) holding
+    zpool iostat -w's 1ns..2us."""
+    [snap] = parse_snapshots((D23 / "influx-after.txt").read_text())
+    topo = parse_status((D23 / "influx-status.txt").read_text())
+    ents = entities(snap, topo)
+    text = {s.entity.name: s.metrics for s in histogram_records((D23 / "influx-iostat-w-after.txt").read_text(),
+                                                                pools=["zguest"], topology=topo)}
+    assert set(text) - {e.name for e in ents.values()} == {"virtio-cache0"}
+    compared = 0
+    for tag, v in snap.vdevs.items():
+        t = text[ents[tag].name]
+        for fld, buckets in v.latency.items():
+            prefix = LAT_FIELDS.get(fld)
+            if prefix is None:
+                continue
+            assert buckets[10] == sum(t[f"{prefix}_{LAT_BUCKETS[j]}"] for j in range(11))
+            assert all(buckets[j] == t[f"{prefix}_{LAT_BUCKETS[j]}"] for j in range(11, 37)), (tag, fld)
+            compared += 1
+    assert compared == 8 * 11
+
+
+def test_23_span_totals_equal_the_text_paths_rates():
+    """Counter deltas between the quiet edges against `zpool iostat -vpq zguest 24 2`'s report over the span."""
+    [before] = parse_snapshots((D23 / "influx-before.txt").read_text())
+    [after] = parse_snapshots((D23 / "influx-after.txt").read_text())
+    topo = parse_status((D23 / "influx-status.txt").read_text())
+    text = {s.entity.name: s.metrics for s in parse_text((D23 / "influx-iostat-vpq.txt").read_text(), "vpq", 24.0,
+                                                         flags="qp", topology=topo) if not s.since_boot}
+    by = {s.entity.name: s for s in derive(after, before, topo)}
+    assert set(text) - set(by) == {"virtio-cache0"}
+    for name, s in by.items():
+        for metric in ("write_ops", "write_bw", "read_ops", "read_bw"):
+            total = s.metrics[metric] * s.interval
+            assert abs(text[name][metric] * 24 - total) <= 24 + 0.05 * total, (name, metric)
+    assert round(by["zguest"].metrics["write_ops"] * by["zguest"].interval) == 6974
+    assert by["zguest"].metrics["syncq_read_pend"] == text["zguest"]["syncq_read_pend"] == 0.0
