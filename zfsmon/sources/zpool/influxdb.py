@@ -264,9 +264,10 @@ class InfluxParser:
     in that order, so the end needs no look at the next line nor a time-out.
     ``summed``: the histograms were printed with ``--sum-histogram-buckets``
     (each bucket holds the lower ones too); they are stored per bucket all
-    the same. A bad line raises :class:`ParseError`; the parser goes on with
-    the next one (a pool whose lines were damaged is dropped, with an error,
-    when the next pool's lines start).
+    the same. A bad line raises :class:`ParseError` and drops its pool's
+    sample (the pool's other lines are passed over, without an error each);
+    the parser goes on with the next pool's lines. A pool whose lines stop
+    before their end is said when the next pool's lines start.
     """
 
     def __init__(self, source: str = "zpool_influxdb", histograms: bool = True, summed: bool = False,
