@@ -54,6 +54,8 @@ DEV_DIRS = ("/dev", "/dev/disk/by-id", "/dev/disk/by-vdev", "/dev/disk/by-path",
 # Linux partition names: sdb1 -> sdb, vda2 -> vda, nvme0n1p3 -> nvme0n1, mmcblk0p1 -> mmcblk0, loop3p1 -> loop3
 _PART_PLAIN = re.compile(r"^((?:[shv]|xv)d[a-z]+)(\d+)$")
 _PART_P = re.compile(r"^((?:nvme\d+n\d+)|(?:mmcblk\d+)|(?:loop\d+)|(?:nbd\d+))p(\d+)$")
+# udev's persistent names of a partition: wwn-0x5000c500a1b2c3d4-part1, virtio-data0-part1 -> without -partN
+_PART_BYID = re.compile(r"^(.+)-part(\d+)$")
 # illumos: c0t1d0s0 / c0t1d0p1 -> c0t1d0 (iostat -xn names whole disks c0t1d0, -p adds slices)
 _GROUPING = re.compile(r"^(mirror|raidz[123]?|draid[123]?(:[0-9a-z:]+)?|spare|replacing|root)(-\d+)?$")
 _ILLUMOS_SLICE = re.compile(r"^(c\d+(?:t[0-9A-Fa-f]+)?d\d+)([sp]\d+)$")
@@ -68,7 +70,7 @@ def candidate_paths(leaf: str) -> List[str]:
 
 def whole_disk(name: str) -> Optional[str]:
     """The disk a partition/slice name belongs to, by naming rule alone; None if ``name`` is not a partition."""
-    for rx in (_PART_PLAIN, _PART_P, _ILLUMOS_SLICE):
+    for rx in (_PART_PLAIN, _PART_P, _PART_BYID, _ILLUMOS_SLICE):
         m = rx.match(name)
         if m:
             return m.group(1)

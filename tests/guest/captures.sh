@@ -37,6 +37,10 @@ capture_tools() {
     capture zpool-status-j.json zpool status -j "$POOL"
     capture zpool-status-j-flat-int.json zpool status -j --json-flat-vdevs --json-int "$POOL"
     capture zpool-list-v.txt zpool list -v "$POOL"
+    if [ -x "${INFLUX:-}" ]; then  # zpool_influxdb (2.1+), plain and with summed buckets
+        capture zpool_influxdb.txt "$INFLUX" "$POOL"
+        capture zpool_influxdb-s.txt "$INFLUX" --sum-histogram-buckets "$POOL"
+    fi
     capture zfs-list.txt zfs list -r "$POOL"
     # OpenZFS 2.4 renamed arcstat and arc_summary to zarcstat and zarcsummary (the old names are gone): the one there is
     ARCSTAT=arcstat; command -v zarcstat > /dev/null && ARCSTAT=zarcstat

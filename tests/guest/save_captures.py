@@ -25,9 +25,9 @@ from zfsmon.lab.guest.spec import CACHE_ROOT
 REPO = Path(__file__).resolve().parents[2]
 MAX_BYTES = 256 * 1024
 #: subdirectories of a version's data written by other scripts or runs, each with its own PROVENANCE.md (the bcc
-#: backend's capture, the pgbench capture, a second run's captures), and a version's own capture script: kept as
-#: they are
-KEEP = ("bcc", "pgbench", "run2", "capture.sh")
+#: backend's capture, the pgbench capture, a second run's captures, the zpool_influxdb run's), and a version's own
+#: capture script: kept as they are
+KEEP = ("bcc", "pgbench", "run2", "influxdb", "capture.sh")
 #: raw reads the scenario takes outside captures/, also worth keeping (command, what)
 EXTRA = {
     "arcstats.before": ("cat /proc/spl/kstat/zfs/arcstats", "before the recorded fio workload"),

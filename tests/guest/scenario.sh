@@ -17,6 +17,9 @@ mkdir -p "$CAP" "$CAP/kstat"
 T0=$(date +%s)
 step() { echo "== [$(( $(date +%s) - T0 ))s] $*"; echo "$(( $(date +%s) - T0 ))	$*" >> "$OUT/steps.tsv"; }
 source "$(dirname "${BASH_SOURCE[0]}")/captures.sh"
+# zpool_influxdb (OpenZFS 2.1+): Debian installs it off PATH
+INFLUX=/usr/lib/zfs-linux/zpool_influxdb
+[ -x "$INFLUX" ] || INFLUX=$(command -v zpool_influxdb || echo /nonexistent)
 FIO=(fio --name=zfsmon --filename="$MNT/fio.dat" --size=96M --ioengine=psync --bs=8k --group_reporting)
 
 step "versions"
@@ -233,11 +236,56 @@ zfsmon export "$PGREC" --csv "$OUT/pgexport" > "$OUT/pg-export.log" 2>&1
 echo "export exit $?" >> "$OUT/pg-export.log"
 cp "$PGREC" "$OUT/pg.zfsmon"
 
+step "zpool_influxdb beside the text path: quiet edges around a ${INFLUX_SPAN:=24} s span with 8 s of fio in it"
+# the zpool-influxdb collector (tests/guest/influx_side.py) runs across the span; one-shot zpool_influxdb and
+# since-import `zpool iostat -vwp` (exact counts: no interval, no scaling) at each quiet edge; `zpool iostat -vpq
+# POOL SPAN 2` (its second report: the span's rates) and `-vwp` likewise beside them (test_live.py compares them)
+SIDE=(env PYTHONPATH="$ZFSMON_SRC" /opt/zfsmon/venv/bin/python3 "$ZFSMON_SRC/tests/guest/influx_side.py")
+influx_counters() { "$INFLUX" "$POOL" | awk '$1 ~ /^zpool_stats,/ {print $1, $2}'; }
+influx_quiet() {  # until two reads 2 s apart have the same counters (at most ~60 s); 0 if they did
+    local a b
+    for _ in $(seq 20); do
+        a=$(influx_counters); sleep 2; b=$(influx_counters)
+        [ -n "$a" ] && [ "$a" = "$b" ] && return 0
+    done
+    return 1
+}
+if [ -x "$INFLUX" ]; then
+    rm -f "$OUT/influx-side.stop"
+    "${SIDE[@]}" span "$OUT" "$POOL" 120 > "$OUT/influx-side.out" 2> "$OUT/influx-side.err" &
+    SIDEPID=$!
+    for _ in $(seq 120); do [ -e "$OUT/influx-side.ready" ] && break; kill -0 "$SIDEPID" 2>/dev/null || break; sleep 1; done
+    zpool sync "$POOL"
+    influx_quiet; echo "before $?" > "$OUT/influx-quiet.txt"
+    "$INFLUX" "$POOL" > "$OUT/influx-before.txt"
+    zpool iostat -vwp "$POOL" > "$OUT/influx-iostat-w-before.txt"
+    zpool iostat -vpq "$POOL" "$INFLUX_SPAN" 2 > "$OUT/influx-iostat-vpq.txt" &
+    P1=$!
+    zpool iostat -vwp "$POOL" "$INFLUX_SPAN" 2 > "$OUT/influx-iostat-vwp-span.txt" &
+    P2=$!
+    sleep 2
+    "${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --runtime=8 --time_based --output=/dev/null
+    zpool sync "$POOL"
+    wait "$P1" "$P2"
+    influx_quiet; echo "after $?" >> "$OUT/influx-quiet.txt"
+    "$INFLUX" "$POOL" > "$OUT/influx-after.txt"
+    zpool iostat -vwp "$POOL" > "$OUT/influx-iostat-w-after.txt"
+    "$INFLUX" "$POOL" > "$OUT/influx-after2.txt"
+    zpool status "$POOL" > "$OUT/influx-status.txt"
+    touch "$OUT/influx-side.stop"
+    wait "$SIDEPID"
+    echo "side exit $?" >> "$OUT/influx-side.err"
+fi
+
 step "captures under a small load (fio in the background)"
 "${FIO[@]}" --rw=randrw --rwmixread=70 --fsync=16 --rate_iops=40,20 --runtime=900 --time_based \
     --output=/dev/null &
 LOAD=$!
 sleep 3
+if [ -x "$INFLUX" ]; then
+    step "collection CPU at 1 s under the small load: zpool-influxdb; zpool; zpool + latency; zpool iostat child"
+    "${SIDE[@]}" cpu "$OUT" "$POOL" 15 >> "$OUT/influx-side.out" 2>> "$OUT/influx-side.err"
+fi
 zfsmon arcstat --csv 2 3 > "$OUT/zfsmon-arcstat.csv" 2> "$OUT/zfsmon-arcstat.err"
 zfsmon arcstat --csv -f time,read,hits,iohs,miss,hit%,ioh%,miss%,l2read,l2hit% 2 3 > "$OUT/zfsmon-arcstat-f.csv" \
     2>> "$OUT/zfsmon-arcstat.err"

@@ -20,8 +20,20 @@ from tests.conftest import need
 from tests.guest.roles import EXPECTED, POOL, check_roles, iostat_capture_names
 from zfsmon.analysis.arc import derive_arc
 from zfsmon.metrics import is_counter
+from zfsmon.metrics.latency import LAT_BUCKETS
 from zfsmon.model import Kind, Record, Sample
 from zfsmon.sources.kstat.arcstats import parse_linux
+from zfsmon.sources.zpool.influxdb import (
+    FIRST_LAT_BUCKET,
+    LAT_FIELDS,
+    QUEUE_FIELDS,
+    PoolSnapshot,
+    entities,
+    parse_snapshots,
+)
+from zfsmon.sources.zpool.iostat import parse_text
+from zfsmon.sources.zpool.latency import histogram_records
+from zfsmon.sources.zpool.status import Topology, parse_status
 from zfsmon.trace.protocol import TraceParser
 
 pytestmark = pytest.mark.guest
@@ -764,3 +776,160 @@ def test_pgbench_bcc_traces_recorded_against_the_kstats(guest_out: Path, guest_z
     assert idle, "no traced interval before the window"
     edge = max(_total([r], k) for r in idle for k in counters)
     _arc_compare(totals, raw, guest_zfs, slack=0.01 * sum(raw.values()) + edge)
+
+
+# --- the zpool-influxdb source beside the text path (scenario.sh: "zpool_influxdb beside the text path") -------
+# One-shot zpool_influxdb reads and since-import `zpool iostat -vwp` (exact counts) at two quiet edges, a
+# `zpool iostat -vpq POOL SPAN 2` whose second report covers the span, and the collector running across it.
+
+INFLUX_SPAN = 24.0  # scenario.sh's INFLUX_SPAN
+
+
+def _influx_snap(guest_out: Path, name: str) -> PoolSnapshot:
+    [snap] = parse_snapshots((guest_out / name).read_text(), name)
+    return snap
+
+
+def _influx_topology(guest_out: Path) -> Topology:
+    return parse_status((guest_out / "influx-status.txt").read_text())
+
+
+def _tree(entity) -> Tuple[str, str, Optional[str], str]:
+    return (entity.kind.value, entity.name, entity.role.value if entity.role else None, entity.parent)
+
+
+def test_influx_span_has_quiet_edges(guest_out: Path) -> None:
+    """Counters did not move at either edge (the equality below needs it), and the span saw the load."""
+    assert (guest_out / "influx-quiet.txt").read_text().split() == ["before", "0", "after", "0"]
+    after, again = _influx_snap(guest_out, "influx-after.txt"), _influx_snap(guest_out, "influx-after2.txt")
+    assert {t: v.counters for t, v in after.vdevs.items()} == {t: v.counters for t, v in again.vdevs.items()}
+    before = _influx_snap(guest_out, "influx-before.txt")
+    assert after.vdevs["root"].counters["write_ops"] - before.vdevs["root"].counters["write_ops"] > 100
+
+
+def test_influx_entity_tree_and_roles_equal_the_text_paths_cache_aside(guest_out: Path) -> None:
+    """Every vdev zpool_influxdb prints is the text path's entity with its role and parent; the L2ARC is the
+    one entity it lacks (it walks the vdev tree's children, and cache devices are not among them)."""
+    topo = _influx_topology(guest_out)
+    text = parse_text((guest_out / "influx-iostat-vpq.txt").read_text(), "vpq", INFLUX_SPAN, flags="qp",
+                      topology=topo, pools=[POOL])
+    text_tree = {_tree(s.entity) for s in text if isinstance(s, Sample)}
+    ours = {_tree(e) for e in entities(_influx_snap(guest_out, "influx-after.txt"), topo).values()}
+    assert text_tree - ours == {("vdev", "virtio-cache0", "cache", POOL)}
+    assert ours <= text_tree
+
+
+def _span_deltas(guest_out: Path) -> Dict[str, Dict[str, int]]:
+    before, after = _influx_snap(guest_out, "influx-before.txt"), _influx_snap(guest_out, "influx-after.txt")
+    ents = entities(after, _influx_topology(guest_out))
+    return {ents[t].name: {k: v.counters[k] - before.vdevs[t].counters[k]
+                           for k in ("read_ops", "write_ops", "read_bytes", "write_bytes")}
+            for t, v in after.vdevs.items()}
+
+
+@pytest.mark.parametrize("metric,counter", [("read_ops", "read_ops"), ("write_ops", "write_ops"),
+                                            ("read_bw", "read_bytes"), ("write_bw", "write_bytes")])
+def test_influx_ops_and_bytes_over_the_span_equal_the_text_paths_rates(guest_out: Path, metric: str,
+                                                                       counter: str) -> None:
+    """The span's counter deltas (before/after, exact) against the text's one report over the span (``-p``: the
+    rate truncated to a whole number per second, over the kernel's time between its two reads, which is the
+    nominal span plus the command's own delays): within a unit per second of the span and 5 %."""
+    text = [s for s in parse_text((guest_out / "influx-iostat-vpq.txt").read_text(), "vpq", INFLUX_SPAN,
+                                  flags="qp", topology=_influx_topology(guest_out), pools=[POOL])
+            if isinstance(s, Sample) and not s.since_boot]
+    rates = {s.entity.name: s.metrics[metric] for s in text}
+    deltas = _span_deltas(guest_out)
+    for name, d in deltas.items():
+        allowed = INFLUX_SPAN + 0.05 * d[counter]
+        assert abs(rates[name] * INFLUX_SPAN - d[counter]) <= allowed, (name, metric, rates[name], d[counter])
+
+
+def _text_lifetime_histograms(guest_out: Path, name: str) -> Dict[str, Dict[str, float]]:
+    recs = histogram_records((guest_out / name).read_text(), pools=[POOL], topology=_influx_topology(guest_out))
+    return {s.entity.name: dict(s.metrics) for s in recs if isinstance(s, Sample)}
+
+
+@pytest.mark.parametrize("edge", ["before", "after"])
+def test_influx_latency_histograms_equal_zpool_iostat_w_per_bucket(guest_out: Path, edge: str) -> None:
+    """At a quiet edge both read the same lifetime histograms: every bucket from 4us up is equal, and
+    zpool_influxdb's first bucket (le=0.000001) holds zpool iostat -w's buckets 1ns..2us."""
+    snap = _influx_snap(guest_out, f"influx-{edge}.txt")
+    ents = entities(snap, _influx_topology(guest_out))
+    text = _text_lifetime_histograms(guest_out, f"influx-iostat-w-{edge}.txt")
+    assert set(text) - {e.name for e in ents.values()} == {"virtio-cache0"}
+    compared = 0
+    for tag, v in snap.vdevs.items():
+        t = text[ents[tag].name]
+        for fld, prefix in LAT_FIELDS.items():
+            if fld not in v.latency or f"{prefix}_1ns" not in t:
+                continue
+            mine = v.latency[fld]
+            assert mine[FIRST_LAT_BUCKET] == sum(t[f"{prefix}_{LAT_BUCKETS[j]}"] for j in range(FIRST_LAT_BUCKET + 1))
+            for j in range(FIRST_LAT_BUCKET + 1, len(LAT_BUCKETS)):
+                assert mine[j] == t[f"{prefix}_{LAT_BUCKETS[j]}"], (ents[tag].name, fld, j)
+            compared += 1
+    assert compared >= 8 * 9, compared  # 8 entities x (the 9 columns 2.1 has at least)
+
+
+def test_influx_pool_queues_equal_the_text_paths(guest_out: Path) -> None:
+    """zpool_influxdb has queues for the pool only: at the quiet end they equal the text's last report."""
+    text = [s for s in parse_text((guest_out / "influx-iostat-vpq.txt").read_text(), "vpq", INFLUX_SPAN,
+                                  flags="qp", pools=[POOL]) if isinstance(s, Sample) and not s.since_boot]
+    pool = next(s for s in text if s.entity.kind == Kind.POOL)
+    root = _influx_snap(guest_out, "influx-after.txt").vdevs["root"].queues
+    mapped = {QUEUE_FIELDS[k]: float(v) for k, v in root.items() if k in QUEUE_FIELDS}
+    assert len(mapped) >= 10 and mapped == {k: pool.metrics[k] for k in mapped}
+
+
+def test_influx_collector_across_the_span_sums_to_the_counter_deltas(guest_out: Path) -> None:
+    """The collector (1 s passes, running before the first edge and after the last) adds up, rate x interval,
+    to the exact deltas, with the text path's entities and roles."""
+    rows = [json.loads(line) for line in (guest_out / "influx-collector.jsonl").read_text().splitlines()]
+    rates = [r for r in rows if "read_ops" in r["metrics"]]
+    assert len({r["ts"] for r in rates}) >= INFLUX_SPAN / 2
+    topo = _influx_topology(guest_out)
+    want = {_tree(e) for e in entities(_influx_snap(guest_out, "influx-after.txt"), topo).values()}
+    got = {(r["entity"]["kind"], r["entity"]["name"], r["entity"]["role"], r["entity"]["parent"]) for r in rates}
+    assert got == want
+    deltas = _span_deltas(guest_out)
+    for name, d in deltas.items():
+        mine = [r for r in rates if r["entity"]["name"] == name]
+        for metric, counter in (("read_ops", "read_ops"), ("write_ops", "write_ops"), ("read_bw", "read_bytes"),
+                                ("write_bw", "write_bytes")):
+            total = sum(r["metrics"][metric] * r["interval"] for r in mine)
+            assert round(total) == d[counter], (name, metric, total, d[counter])
+    lat = [r for r in rows if any(k.startswith("lat_") for k in r["metrics"])]
+    assert lat and all(r["interval"] >= 9.5 for r in lat)
+
+
+@pytest.mark.parametrize("name,summed", [("zpool_influxdb.txt", False), ("zpool_influxdb-s.txt", True)])
+def test_influx_captures_parse(guest_out: Path, name: str, summed: bool) -> None:
+    [snap] = parse_snapshots((guest_out / "captures" / name).read_text(), name, summed=summed)
+    names = {e.name for e in entities(snap, parse_status((guest_out / "captures" / "zpool-status.txt").read_text()))
+             .values()}
+    assert names == {POOL, "mirror-0", "mirror-1", *(f"virtio-data{i}" for i in range(4)), "virtio-log0"}
+
+
+def test_influx_collection_cpu_measured(guest_out: Path) -> None:
+    cpu = json.loads((guest_out / "influx-cpu.json").read_text())
+    assert set(cpu) == {"zpool-influxdb", "zpool", "zpool + latency", "zpool iostat -v 1 (child alone)"}
+    assert all(arm["wall_s"] >= 14 and arm["cpu_s"] > 0 for arm in cpu.values()), cpu
+    assert cpu["zpool-influxdb"]["samples"] > 0 and cpu["zpool"]["samples"] > 0
+
+
+def test_zpool_iostat_w_with_an_interval_prints_rates_per_second(guest_out: Path) -> None:
+    """What the span's `zpool iostat -vwp POOL SPAN 2` second report holds: not the span's I/Os per bucket but
+    per second (zpool_main.c scales every histogram bucket by 1e9 / the interval's ns and cuts it to a whole
+    number), where zpool_influxdb's differences are exact counts."""
+    topo = _influx_topology(guest_out)
+    span = [s for s in histogram_records((guest_out / "influx-iostat-vwp-span.txt").read_text(), pools=[POOL],
+                                         topology=topo) if isinstance(s, Sample) and not s.since_boot]
+    per_s = {s.entity.name: [v for k, v in s.metrics.items() if k.startswith("lat_total_wait_write_")] for s in span}
+    before, after = _influx_snap(guest_out, "influx-before.txt"), _influx_snap(guest_out, "influx-after.txt")
+    ents = entities(after, topo)
+    for tag, v in after.vdevs.items():
+        ios = sum(v.latency["total_write"].values()) - sum(before.vdevs[tag].latency["total_write"].values())
+        rates = per_s[ents[tag].name]
+        nonzero = sum(1 for r in rates if r) + 1
+        assert ios - INFLUX_SPAN * nonzero - 0.05 * ios <= sum(rates) * INFLUX_SPAN <= ios * 1.02, (tag, ios, rates)
+        assert ios > 2 * sum(rates), (tag, ios, sum(rates))

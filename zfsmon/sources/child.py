@@ -74,6 +74,9 @@ class StreamCollector(Collector):
     hang_after: Optional[float] = None
     #: signals sent to the child's process group on stop, each followed by a wait (s); SIGKILL comes last
     stop_signals: Tuple[Tuple[int, float], ...] = ((signal.SIGTERM, 3.0),)
+    #: the child reads requests on its stdin (``zpool_influxdb --execd``: one sample per newline), so it gets a
+    #: pipe, kept in ``_proc.stdin``; every other child gets /dev/null
+    stdin_pipe = False
 
     def __init__(self, argv: Sequence[str], parser: StreamParser, name: str, clock: Clock = __import__("time").time,
                  env: Optional[dict] = None) -> None:
@@ -98,7 +101,8 @@ class StreamCollector(Collector):
     def _spawn(self) -> None:
         try:
             self._proc = subprocess.Popen(
-                self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                stdin=subprocess.PIPE if self.stdin_pipe else subprocess.DEVNULL,
                 text=True, bufsize=1, env=self.env, start_new_session=True, **self._popen_extra(),
             )
         except OSError as exc:

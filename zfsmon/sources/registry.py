@@ -29,6 +29,7 @@ from zfsmon.sources.spec import Source, discover
 #: equal to what :func:`~zfsmon.sources.spec.discover` finds)
 MODULES: Dict[str, str] = {
     "zpool": "zfsmon.sources.zpool.iostat_collector",
+    "zpool-influxdb": "zfsmon.sources.zpool.influxdb_collector",
     "latency": "zfsmon.sources.zpool.latency",
     "status": "zfsmon.sources.zpool.health",
     "arcstats": "zfsmon.sources.kstat.arcstats",
@@ -125,7 +126,8 @@ def source_checks(host: Host, sources: Optional[Sequence[Source]] = None) -> Lis
 def build_collectors(host: Host, interval: float, pools: Optional[Sequence[str]] = None,
                      names: Optional[Sequence[str]] = None, *, sources: Optional[Sequence[Source]] = None
                      ) -> Tuple[List[Collector], List[str]]:
-    """The collectors for `names` (default: every source this host has) and why the others were skipped.
+    """The collectors for `names` (default: every source this host has whose record is ``default``) and why the
+    others were skipped (a source that runs only when named is not listed).
 
     Naming a source that cannot run here is an error (the user asked for it);
     leaving the choice to us skips it with its reason. Named sources import only
@@ -139,7 +141,7 @@ def build_collectors(host: Host, interval: float, pools: Optional[Sequence[str]]
     collectors: List[Collector] = []
     skipped: List[str] = []
     for s in known:
-        if names and s.name not in names:
+        if (names and s.name not in names) or (not names and not s.default):
             continue
         why = s.unavailable(host)
         if why is not None:

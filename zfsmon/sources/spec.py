@@ -129,6 +129,9 @@ class Source:
     #: other names its records carry in recordings made by other zfsmon versions (``Sample.source``,
     #: ``Event.source``); what this version writes is ``name``
     aliases: Tuple[str, ...] = ()
+    #: started when the user names no sources; False: only when named (another source gives the same samples by
+    #: default, e.g. ``zpool-influxdb`` beside ``zpool``)
+    default: bool = True
 
     def __post_init__(self) -> None:
         if self.collector is not None and self.check is None:

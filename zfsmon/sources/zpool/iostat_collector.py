@@ -22,7 +22,7 @@ from zfsmon.sources.zpool.iostat_columns import RECORD_SOURCE
 from zfsmon.sources.zpool.probe import CANDIDATES, probe_flags
 from zfsmon.sources.zpool.status import Topology, read_topology, run_zpool
 
-__all__ = ["ZpoolIostatCollector", "iostat_argv", "read_once", "check_host", "SOURCE"]
+__all__ = ["ZpoolIostatCollector", "iostat_argv", "read_once", "check_host", "topology_or_error", "SOURCE"]
 
 
 def iostat_argv(pools: Sequence[str], interval: Optional[float], flags: Sequence[str] = (), zpool: str = "zpool",
@@ -97,12 +97,17 @@ class ZpoolIostatCollector(StreamCollector):
         super()._spawn()
 
     def _status(self, pool: str) -> Optional[Topology]:
-        """Called from the reader thread by the parser; failures become error events, not exceptions."""
-        try:
-            return read_topology([pool], self.zpool)
-        except (OSError, ParseError) as exc:
-            self._q.put(self._error(f"{self.name}: roles from zpool status unavailable: {exc}"))
-            return None
+        return topology_or_error(self, pool, self.zpool)
+
+
+def topology_or_error(collector: StreamCollector, pool: str, zpool: str = "zpool") -> Optional[Topology]:
+    """``zpool status POOL``'s tree for a collector's parser, called from its reader thread: a failure becomes
+    the collector's error event (the samples keep the roles they can say), never an exception."""
+    try:
+        return read_topology([pool], zpool)
+    except (OSError, ParseError) as exc:
+        collector._q.put(collector._error(f"{collector.name}: roles from zpool status unavailable: {exc}"))
+        return None
 
 
 # --- the source -------------------------------------------------------------------------------------------------
