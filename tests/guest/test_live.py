@@ -917,19 +917,27 @@ def test_influx_collection_cpu_measured(guest_out: Path) -> None:
     assert cpu["zpool-influxdb"]["samples"] > 0 and cpu["zpool"]["samples"] > 0
 
 
-def test_zpool_iostat_w_with_an_interval_prints_rates_per_second(guest_out: Path) -> None:
+def test_zpool_iostat_w_interval_histograms_are_read_as_counts(guest_out: Path) -> None:
     """What the span's `zpool iostat -vwp POOL SPAN 2` second report holds: not the span's I/Os per bucket but
     per second (zpool_main.c scales every histogram bucket by 1e9 / the interval's ns and cuts it to a whole
-    number), where zpool_influxdb's differences are exact counts."""
+    number); read with its interval, the latency source's samples are counts again, within the cut of the
+    buckets (at most SPAN I/Os each) of zpool_influxdb's exact differences."""
     topo = _influx_topology(guest_out)
-    span = [s for s in histogram_records((guest_out / "influx-iostat-vwp-span.txt").read_text(), pools=[POOL],
-                                         topology=topo) if isinstance(s, Sample) and not s.since_boot]
-    per_s = {s.entity.name: [v for k, v in s.metrics.items() if k.startswith("lat_total_wait_write_")] for s in span}
+    text = (guest_out / "influx-iostat-vwp-span.txt").read_text()
+
+    def writes(interval):
+        span = [s for s in histogram_records(text, pools=[POOL], topology=topo, interval=interval)
+                if isinstance(s, Sample) and not s.since_boot]
+        return {s.entity.name: [v for k, v in s.metrics.items() if k.startswith("lat_total_wait_write_")]
+                for s in span}
+
+    per_s, counts = writes(None), writes(float(INFLUX_SPAN))
     before, after = _influx_snap(guest_out, "influx-before.txt"), _influx_snap(guest_out, "influx-after.txt")
     ents = entities(after, topo)
     for tag, v in after.vdevs.items():
         ios = sum(v.latency["total_write"].values()) - sum(before.vdevs[tag].latency["total_write"].values())
-        rates = per_s[ents[tag].name]
+        rates, got = per_s[ents[tag].name], counts[ents[tag].name]
         nonzero = sum(1 for r in rates if r) + 1
-        assert ios - INFLUX_SPAN * nonzero - 0.05 * ios <= sum(rates) * INFLUX_SPAN <= ios * 1.02, (tag, ios, rates)
-        assert ios > 2 * sum(rates), (tag, ios, sum(rates))
+        assert got == [r * INFLUX_SPAN for r in rates]
+        assert ios - INFLUX_SPAN * nonzero - 0.05 * ios <= sum(got) <= ios * 1.02, (tag, ios, got)
+        assert ios > 2 * sum(rates), (tag, ios, sum(rates))  # printed per second, not as the span's counts

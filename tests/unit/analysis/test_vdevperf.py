@@ -126,9 +126,10 @@ def test_wait_histograms_of_zpool_iostat_w_when_there_is_no_trace():
     dists = {(x.role, x.op): x for x in vdevperf.role_latency(recs)}
     assert set(dists) == {("data", "write"), ("log", "write"), ("cache", "write")}
     got = dists[("data", "write")]
-    # the four leaves' total_wait write buckets of the interval report (44 + 45 + 50 + 49), mirrors not added
-    assert got.source == "zpool iostat -w" and got.count == 188
-    assert (dists[("log", "write")].count, dists[("cache", "write")].count) == (1, 3)
+    # the four leaves' total_wait write buckets of the interval report (44 + 45 + 50 + 49 a second, printed per
+    # second: times the 2 s interval), mirrors not added
+    assert got.source == "zpool iostat -w" and got.count == 2 * 188
+    assert (dists[("log", "write")].count, dists[("cache", "write")].count) == (2, 6)
     assert got.buckets[0][0] <= got.p50_ms * 1e6 <= got.p99_ms * 1e6 <= got.buckets[-1][1]
     assert got.p50_ms == pytest.approx(0.48593, abs=1e-4) and got.p99_ms == pytest.approx(7.5125, abs=1e-3)
 

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from zfsmon.model import SECTION_ROLES, Entity, Event, EventKind, Kind, ParseError, Record, Role, Sample
+from zfsmon.model import SECTION_ROLES, Entity, Event, EventKind, Kind, ParseError, Record, Role, Sample, typical_gap
 from zfsmon.sources.child import StreamParser
 from zfsmon.sources.spec import ParseOptions
 from zfsmon.sources.zpool.iostat_columns import (
@@ -114,6 +114,8 @@ class ZpoolIostatParser(StreamParser):
         self.detect_skipped_first = detect_skipped_first
         #: True once the text showed a first report with a time stamp and no rows (``-y`` with ``-T``)
         self.skipped_first = False
+        #: interval histogram samples read while the interval was unknown: still per second (:func:`histogram_counts`)
+        self.per_second: List[Sample] = []
         self._scripted: Dict[int, Header] = {}  # headerless column sets by value count, once decided
         self._line_no = 0
         self._held: Optional[Tuple[int, str, float]] = None  # header line 1 (no, text, ts) waiting for line 2
@@ -406,7 +408,22 @@ class ZpoolIostatParser(StreamParser):
         self._report_pools.add(owner)
         since_boot = self._report == 0 and self.first_since_boot
         ts = self._report_ts if self._report_ts is not None else self._last_ts
-        return [Sample(ts, entity, h.values, None if since_boot else self.interval, since_boot, self.source)]
+        sample = Sample(ts, entity, h.values, None if since_boot else self.interval, since_boot, self.source)
+        if since_boot:  # the since-import table: zpool prints its counts as they are
+            return [sample]
+        if self.interval is None:  # counts once the capture's times say the interval (read_capture)
+            self.per_second.append(sample)
+            return [sample]
+        return [histogram_counts(sample, self.interval)]
+
+
+def histogram_counts(sample: Sample, interval: float) -> Sample:
+    """An interval's ``-r``/``-w`` table as counts. zpool prints an interval's histograms per second (each bucket's
+    count over the interval's seconds; with ``-p`` cut to a whole number), its since-import table as counts; a
+    sample holds counts, so the interval's values are multiplied back (each bucket within ``interval`` I/Os of
+    the count, from the cut)."""
+    return Sample(sample.ts, sample.entity, {k: v * interval for k, v in sample.metrics.items()}, interval,
+                  sample.since_boot, sample.source)
 
 
 def _all_values(tokens: List[str]) -> bool:
@@ -534,6 +551,11 @@ def read_capture(text: str, source: str, interval: Optional[float], options: Par
             notes.append(f"roles and parents from {found[0]}")
     records, parser = _parse(text, source, interval, 0.0, not said_y, letters, pools, topology,
                              detect_skipped_first=not said_y)
+    if parser.per_second:  # the interval its printed times show, as :func:`zfsmon.model.with_intervals` takes it
+        gap = typical_gap(r.ts for r in records if isinstance(r, Sample))
+        if gap is not None:
+            scaled = {id(s): histogram_counts(s, gap) for s in parser.per_second}
+            records = [scaled.get(id(r), r) for r in records]
     if parser.skipped_first:
         notes.append("the first time stamp came with no rows (`zpool iostat -y`): every report is an interval")
     if not notes:

@@ -3,11 +3,14 @@
 ``-w`` prints, for the pool and every vdev and leaf, the number of I/Os per
 latency bucket (1 ns .. 137 s, powers of two) for each queue and operation
 (:mod:`zfsmon.metrics.latency`). With an interval zpool prints what happened
-*in* each interval, ``-y`` drops the since-import report and ``-p`` prints
-exact counts (without it a busy bucket reads ``5.50K``), so every stored
-bucket is an interval delta: the recording can show the interval's
-distribution, the exporter can add the deltas up into cumulative Prometheus
-buckets. The tables are read by :mod:`zfsmon.sources.zpool.iostat`
+*in* each interval, per second (each bucket's count over the interval's
+seconds, cut to a whole number), ``-y`` drops the since-import report and
+``-p`` prints whole numbers (without it a busy bucket reads ``5.50K``); the
+parser multiplies the interval back (:func:`~zfsmon.sources.zpool.iostat.histogram_counts`),
+so every stored bucket is the interval's count, within the interval of I/Os
+the cut loses: the recording can show the interval's distribution, the
+exporter can add the counts up into cumulative Prometheus buckets (the
+``zpool-influxdb`` source gives exact counts). The tables are read by :mod:`zfsmon.sources.zpool.iostat`
 (:mod:`zfsmon.sources.zpool.iostat_histogram`); the vdevs' roles and parents
 come from ``zpool status``, read when the child starts and every
 :data:`TOPOLOGY_EVERY_S` seconds.

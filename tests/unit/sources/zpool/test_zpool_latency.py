@@ -53,13 +53,13 @@ def test_values_and_prometheus_form_2_3():
     assert pool["lat_total_wait_read_524us"] == 5.5 * 1024  # `5.50K` without -p: why the collector uses -p
     assert split_metric("lat_total_wait_read_262us") == ("total_wait", "read", 17)
     assert split_metric("lat_scrub_8us") == ("scrub", "any", 12) and split_metric("read_ops") is None
-    # the interval report: one write of 1-2 ms on the pool
+    # the interval report: writes of 1-2 ms on the pool, printed as 1 a second over the 2 s interval
     interval = recs[9].metrics
     assert [n for n, v in interval.items() if v] == ["lat_total_wait_write_2ms", "lat_disk_wait_write_2ms"]
     h = histogram("total_wait", "write", {LAT_BUCKETS.index("2ms"): interval["lat_total_wait_write_2ms"]})
-    assert h.count == 1 and h.buckets[-1] == (float("inf"), 1)
-    assert [c for le, c in h.buckets if le < 0.002] == [0] * 20 and h.buckets[20] == (upper_ns(20) * 1e-9, 1)
-    assert h.sum_seconds == pytest.approx((2**20 + 2**21 - 1) / 2 * 1e-9)  # the bucket's midpoint: an estimate
+    assert h.count == 2 and h.buckets[-1] == (float("inf"), 2)
+    assert [c for le, c in h.buckets if le < 0.002] == [0] * 20 and h.buckets[20] == (upper_ns(20) * 1e-9, 2)
+    assert h.sum_seconds == pytest.approx(2 * (2**20 + 2**21 - 1) / 2 * 1e-9)  # the bucket's midpoint: an estimate
 
 
 def test_histogram_buckets_are_cumulative_and_the_sum_lies_within_the_bounds():
