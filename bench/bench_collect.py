@@ -9,9 +9,9 @@ Two parts:
   collector the host offers (`zpool iostat -v -T u 1` child + `zpool status` on changes, arcstats,
   diskstats) for --seconds, against `zpool iostat -v POOL 1` alone for as long. CPU is user+system of
   this process (collectors, parsers, sampler, rate derivation) plus its children, per hour.
-* breakdown (--breakdown, with the lab or --pool): then each source alone on the same pool for --seconds, and
-  no source at all (the daemon's own idle CPU), so that what each source costs the zfs-fuse daemon is its CPU
-  with that source less its CPU with none; and, where bpftrace runs, the FUSE requests every source together
+* breakdown (--breakdown, with the lab or --pool): then each source alone on the same pool for --seconds, a
+  sampler of no source (its own ticking), and no sampler at all (the daemon's own idle CPU), so that what each
+  source costs the zfs-fuse daemon is its CPU with that source less its CPU with none; and, where bpftrace runs, the FUSE requests every source together
   sends a tick, by opcode (the ``fuse:fuse_request_send`` tracepoint, this process's threads only), in a
   stretch of its own (bpftrace's probes would weigh on the CPU figures).
 
@@ -311,15 +311,16 @@ def measure(pool: str, mountpoint: str, seconds: float, profile: Optional[str] =
     return out
 
 
-def alone(pool: str, names: Sequence[str], seconds: float, fuse: Optional[int]) -> dict:
-    """One stretch of ``seconds``: a sampler of the sources ``names`` alone (none: no sampler, what the zfs-fuse
-    daemon spends on its own), per hour: this process's CPU and its children's, the daemon's CPU, and context
-    switches a second of this process and of the daemon."""
+def alone(pool: str, names: Optional[Sequence[str]], seconds: float, fuse: Optional[int]) -> dict:
+    """One stretch of ``seconds``: a sampler of the sources ``names`` alone (empty: a sampler ticking with no
+    source, its own cost; None: no sampler, what the zfs-fuse daemon spends on its own), per hour: this process's
+    CPU and its children's, the daemon's CPU, and context switches a second of this process and of the daemon."""
     from zfsmon import host
     from zfsmon.engine import Sampler
     from zfsmon.sources.registry import build_collectors
 
-    s = Sampler(build_collectors(host.probe(), 1.0, [pool], names)[0], 1.0) if names else None
+    s = None if names is None else Sampler(build_collectors(host.probe(), 1.0, [pool], names)[0] if names else [],
+                                           1.0)
     c_self, c_kids, sw = cpu_self(), cpu_children(), switches_self()
     with Stretch(fuse) as d:
         if s is not None:
@@ -394,13 +395,14 @@ def fuse_requests(pool: str, seconds: float) -> Optional[dict]:
 
 
 def breakdown(pool: str, seconds: float, names: Sequence[str]) -> dict:
-    """Each source of ``names`` alone for ``seconds``, then none (the daemon idle), then the FUSE requests a
-    tick of them all."""
+    """Each source of ``names`` alone for ``seconds``, then a sampler of none, then no sampler (the daemon
+    idle), then the FUSE requests a tick of them all."""
     from zfsmon import host
 
     fuse = host.zfs_fuse_pid()
     out: dict = {"alone": {n: alone(pool, [n], seconds, fuse) for n in names}}
-    out["idle"] = alone(pool, [], seconds, fuse)
+    out["sampler"] = alone(pool, [], seconds, fuse)
+    out["idle"] = alone(pool, None, seconds, fuse)
     out["requests"] = fuse_requests(pool, min(seconds, 20.0)) if fuse is not None else None
     return out
 
@@ -428,8 +430,8 @@ def print_breakdown(lb: dict, where: str) -> None:
     per = lb["per_source_h"]
     inproc = sum(v for (_, part), v in per.items() if part != "child")
     print(f"\nBy source, {where} (CPU per hour; together: the per-source parts of the run above; alone: each source "
-          f"by itself for {lb['seconds']:g} s, then none; the daemon's figure less its "
-          f"{idle['fuse_h']:.1f} s an hour, {idle['fuse_switches_s']:.0f} switches a second, with no source):\n")
+          f"by itself for {lb['seconds']:g} s (a sampler's own cost included: its row), then none; the daemon's "
+          f"figure less its {idle['fuse_h']:.1f} s an hour, {idle['fuse_switches_s']:.0f} switches a second, with no source):\n")
     print("| source | together, in this process (parts) | alone: this process + children | alone: zfs-fuse's extra "
           "| alone: context switches a second, zfsmon / zfs-fuse's extra |")
     print("|---|---|---|---|---|")
@@ -441,8 +443,10 @@ def print_breakdown(lb: dict, where: str) -> None:
               f"{a['fuse_h'] - idle['fuse_h']:+.1f} s | {a['self_switches_s']:.0f} / "
               f"{a['fuse_switches_s'] - idle['fuse_switches_s']:+.0f} |")
     derive = per.get(("sampler", "derive"), 0.0)
+    a = bd["sampler"]
     print(f"| sampler | derive {derive:.1f} + the rest {lb['zfsmon_self_h'] - inproc:.1f} s (ticking, read workers, "
-          "the sink) | | | |")
+          f"the sink) | with no source: {a['self_h']:.1f} s | {a['fuse_h'] - idle['fuse_h']:+.1f} s | "
+          f"{a['self_switches_s']:.0f} / {a['fuse_switches_s'] - idle['fuse_switches_s']:+.0f} |")
     req = bd["requests"]
     if req:
         total = sum(req["per_tick"].values())
