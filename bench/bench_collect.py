@@ -442,6 +442,8 @@ def print_breakdown(lb: dict, where: str) -> None:
         print(f"| {name} | {mine or '-'} s | {a['self_h']:.1f} + {a['children_h']:.1f} s | "
               f"{a['fuse_h'] - idle['fuse_h']:+.1f} s | {a['self_switches_s']:.0f} / "
               f"{a['fuse_switches_s'] - idle['fuse_switches_s']:+.0f} |")
+    runs = lb["zfsmon_children_h"] - sum(v for (_, part), v in per.items() if part == "child")
+    print(f"| `zpool status` runs (zfsmon's children less the persistent ones) | {runs:.1f} s | | | |")
     derive = per.get(("sampler", "derive"), 0.0)
     a = bd["sampler"]
     print(f"| sampler | derive {derive:.1f} + the rest {lb['zfsmon_self_h'] - inproc:.1f} s (ticking, read workers, "
