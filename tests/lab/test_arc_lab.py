@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import threading
-from typing import Dict, Tuple
+from typing import Dict, Set, Tuple
 
 import pytest
 
@@ -15,6 +15,7 @@ from tests.lab.helpers import drop_host_caches, random_reads, write_file
 from zfsmon.analysis.rates import ArcAnalyzer
 from zfsmon.model import Kind, Sample
 from zfsmon.sources.kstat.arcstats import FuseArcstatsCollector
+from zfsmon.sources.kstat.text import StatDir
 
 pytestmark = [pytest.mark.lab]
 
@@ -142,3 +143,48 @@ def test_arcstat_command_on_the_lab(lab):
     assert csv.returncode == 0, csv.stderr
     header, row = csv.stdout.splitlines()
     assert "l2size" in header.split(",") and len(row.split(",")) == len(header.split(","))
+
+
+def _by_name(arc_dir: str, name: str) -> str:
+    """A statistic's text read by name in full, without zfsmon's reader."""
+    with open(os.path.join(arc_dir, name)) as f:
+        return f.read()
+
+
+def test_held_statistics_follow_values_that_gain_and_lose_digits(lab):
+    """StatDir asks each read for the length of the statistic's last value: on the daemon, values that gained a
+    digit (read again in full by name) and values that lost one (whole, shorter than asked) equal what a fresh
+    read by name gives just before and just after, whenever those two agree."""
+    arc_dir = os.path.join(lab.kstat_dir, "arcstats")
+    stats = StatDir(arc_dir)
+    watched = ("size", "data_size", "other_size", "hdr_size", "hash_elements", "l2_size")
+    last: Dict[str, str] = {k: v for k, v in stats.read().items() if k in watched}
+    grew: Set[str] = set()
+    shrank: Set[str] = set()
+    compared = [0]
+    big = os.path.join(lab.mountpoint, "digits.bin")
+
+    def both_ways() -> bool:
+        if os.path.exists(big):  # the ARC drops a removed file's buffers: its sizes lose digits
+            os.unlink(big)
+            subprocess.run(["sync"], check=True)
+        else:  # and a file written gives them back
+            write_file(big, 12)
+        for name in watched:
+            before = _by_name(arc_dir, name)
+            got = stats.read()[name]
+            after = _by_name(arc_dir, name)
+            if before == after:
+                assert got == before, name
+                compared[0] += 1
+            (grew if len(got) > len(last[name]) else shrank if len(got) < len(last[name]) else set()).add(name)
+            last[name] = got
+        return bool(grew) and bool(shrank)
+
+    try:
+        wait_until(both_ways, 120, "ARC sizes to gain a digit and to lose one")
+    finally:
+        stats.close()
+        if os.path.exists(big):
+            os.unlink(big)
+    assert compared[0] > 0

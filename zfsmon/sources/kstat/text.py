@@ -497,11 +497,13 @@ class StatDir:
     """A one-file-per-statistic kstat directory, read again and again (zfs-fuse's arcstats: 53 files a second).
 
     Each statistic is held by an ``O_PATH`` descriptor and opened afresh through ``/proc/self/fd/N`` for each
-    read. zfs-fuse renders a value when a file is opened, so a re-read of an open file returns the old value;
-    a fresh open by name, though, costs five FUSE requests a file (lookup, getattr, open, read, release: its
-    entries have a zero timeout), while a reopen of the held inode costs three (open, read, release), and the
-    directory is not opened each poll either. Measured on the lab (`fuse:fuse_request_send`): 5 -> 3 requests a
-    statistic, values as fresh as a fresh open's and growing through new digits.
+    read. zfs-fuse renders a value when a file is opened, so a re-read (``pread``) of an open file returns the
+    value of the last open of that file, not the current one; a fresh open by name costs five FUSE requests a
+    file (lookup, getattr, open, read, release: its entries have a zero timeout), while a reopen of the held
+    inode costs three (open, read, release), and the directory is not opened each poll either. A read is asked
+    for the length of the statistic's last whole value, not more: the kernel sends a getattr before a read that
+    reaches past the file's length once its attributes have expired (they have, at a poll a second), a fourth
+    request a statistic. Counted on the lab (`fuse:fuse_request_send`, `bench/bench_collect.py --breakdown`).
 
     Each read first looks the directory up by its path (a few lookups, not one per statistic): a directory that
     vanished (the daemon gone, a file system mounted over it) is an error at once, and one that is another now
@@ -512,9 +514,13 @@ class StatDir:
     zfs-fuse gives a file the length of its value at lookup time and renders the value again at read time, so a
     value that gains a digit in between comes back cut short (``100000`` for ``1000000``: a counter that seems to
     fall tenfold); a held statistic keeps its length until it is looked up again. Every value ends in a newline,
-    so a read without one is torn: it is read again by name (a lookup, which gives the inode its new length), and
-    left out if it stays torn after ``tries``. The files are read one by one, so the values are not one atomic snapshot
-    (unlike a /proc read); at poll intervals of seconds the skew is negligible.
+    so a read without one is torn (also one asked for the last length, when the value has grown since): it is read
+    again by name and in full (a lookup, which gives the inode its new length), and left out if it stays torn after
+    ``tries``. A value that has shrunk comes back whole, shorter than asked. Only a number's length is kept: a read
+    asked for it that is not one number alone is read again in full (what the parser refuses, it sees whole), and
+    a statistic that is not a number is read in full each time; what follows a number of the asked length is first
+    seen at the next listing, which reads every statistic in full. The files are read one by one, so the values
+    are not one atomic snapshot (unlike a /proc read); at poll intervals of seconds the skew is negligible.
     """
 
     def __init__(self, path: str, tries: int = 3) -> None:
@@ -522,6 +528,7 @@ class StatDir:
         self.tries = tries
         self._held: Optional[Dict[str, int]] = None  # statistic: its O_PATH descriptor
         self._ident: Tuple[int, int] = (0, 0)  # the listed directory's (device, inode)
+        self._sizes: Dict[str, int] = {}  # statistic: the length of its last whole value, what its next read asks
 
     def read(self, relist: bool = False) -> Dict[str, str]:
         """Every statistic's text (raw ``os.read``: at 53 files a second Python's text files cost as much CPU
@@ -532,23 +539,31 @@ class StatDir:
             self._list()
         assert self._held is not None
         out: Dict[str, str] = {}
+        sizes = self._sizes
         for name, fd in self._held.items():
             path = f"{PROC_FD}/{fd}"
+            want = sizes.get(name, READ_MAX)
             for _ in range(self.tries):
-                raw = _read_small(path)
-                if not raw or raw.endswith(b"\n"):  # a directory (None), an empty file, or whole
+                raw = _read_small(path, want)
+                if not raw or _whole(raw, want):  # a directory (None), an empty file, or whole
                     break
                 # torn: the kernel keeps the length the file had when it was looked up, so a held statistic whose
-                # value gained a digit stays cut short until it is looked up again: by name from now on this read
-                path = os.path.join(self.path, name)
+                # value gained a digit stays cut short until it is looked up again: by name, in full, from now on
+                path, want = os.path.join(self.path, name), READ_MAX
             else:
+                sizes.pop(name, None)
                 continue  # torn every time: better no value this poll than a wrong one
+            if raw and _number_line(raw):
+                sizes[name] = len(raw)
+            else:  # text, an empty file, a directory: read in full next time
+                sizes.pop(name, None)
             if raw is not None:
                 out[name] = raw.decode("ascii", "replace")
         return out
 
     def _list(self) -> None:
         self.close()
+        self._sizes = {}
         held: Dict[str, int] = {}
         dfd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
         try:
@@ -577,11 +592,27 @@ class StatDir:
         self.close()
 
 
-def _read_small(path: str) -> Optional[bytes]:
-    """One file's bytes in one read, or None for a directory."""
+def _number_line(raw: bytes) -> bool:
+    """One integer and its newline, as zfs-fuse prints a statistic."""
+    return raw.endswith(b"\n") and raw[:-1].lstrip(b"-").isdigit()
+
+
+def _whole(raw: bytes, asked: int) -> bool:
+    """Whether a statistic's read is its whole value: it ends in its newline, and, asked for less than in full
+    (the last number's length), is one number alone, so that a file holding more than a number of that length
+    (text, more lines) is read again in full and its parser sees all of it."""
+    return _number_line(raw) if asked < READ_MAX else raw.endswith(b"\n")
+
+
+#: the most a statistic's file is read for (a zfs-fuse value is a number or ``data type N not handled``)
+READ_MAX = 200
+
+
+def _read_small(path: str, size: int = READ_MAX) -> Optional[bytes]:
+    """Up to ``size`` bytes of a file in one read, or None for a directory."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        return os.read(fd, 200)
+        return os.read(fd, size)
     except IsADirectoryError:
         return None
     finally:

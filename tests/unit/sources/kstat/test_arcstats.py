@@ -239,7 +239,7 @@ def test_fuse_collector_follows_statistics_that_come_and_go(tmp_path, fixtures, 
     assert "hits" not in m and "misses" in m and _by_kind(c.poll())[Kind.L2ARC].metrics["new"] == 7
     real = kstat_text._read_small
 
-    def gone(path):  # what a held statistic of a daemon that went away gives
+    def gone(path, size=kstat_text.READ_MAX):  # what a held statistic of a daemon that went away gives
         raise OSError(errno.ENOTCONN, os.strerror(errno.ENOTCONN), path)
 
     monkeypatch.setattr(kstat_text, "_read_small", gone)
@@ -273,12 +273,12 @@ def test_torn_fuse_values_are_read_again_or_left_out(tmp_path, monkeypatch):
     torn = {"l2_hits": [b"100000"]}  # once torn, then whole
     paths = []
 
-    def flaky(path):
+    def flaky(path, size=kstat_text.READ_MAX):
         name = os.path.basename(os.readlink(path) if path.startswith(kstat_text.PROC_FD) else path)
         if name == "l2_hits":
             paths.append(path)
         left = torn.get(name)
-        return left.pop() if left else real(path)
+        return left.pop() if left else real(path, size)
 
     monkeypatch.setattr(kstat_text, "_read_small", flaky)
     stats = kstat_text.StatDir(str(d))
@@ -288,6 +288,56 @@ def test_torn_fuse_values_are_read_again_or_left_out(tmp_path, monkeypatch):
     (d / "hits").write_text("12")  # torn on every try: no value rather than a wrong one
     got = stats.read()
     assert "hits" not in got and got["c"] == "64\n"
+    stats.close()
+
+
+def test_a_held_statistic_is_read_for_the_length_of_its_last_value(tmp_path, monkeypatch):
+    """Each read asks for the length of the statistic's last whole value (on zfs-fuse a read reaching past the
+    file's length costs a getattr request more); a value that grew comes back cut short, so it is read again by
+    name and in full, as is one that is not a number; one that shrank comes back whole; after an empty file, and
+    after a listing, the next read asks in full."""
+    d = tmp_path / "arcstats"
+    d.mkdir()
+    for name, text in (("c", "64\n"), ("c_max", "64\n"), ("hits", "9\n")):
+        (d / name).write_text(text)
+    real = kstat_text._read_small
+    asked = []
+
+    def seen(path, size=kstat_text.READ_MAX):
+        held = path.startswith(kstat_text.PROC_FD)
+        if os.path.basename(os.readlink(path) if held else path) == "hits":
+            asked.append(("held" if held else "by name", size))
+        return real(path, size)
+
+    monkeypatch.setattr(kstat_text, "_read_small", seen)
+    stats = kstat_text.StatDir(str(d))
+
+    def hits():
+        asked.clear()
+        return stats.read()["hits"], list(asked)
+
+    full = kstat_text.READ_MAX
+    assert hits() == ("9\n", [("held", full)])
+    assert hits() == ("9\n", [("held", 2)])
+    (d / "hits").write_text("12\n")  # gained a digit: the read of 2 bytes lacks its newline
+    assert hits() == ("12\n", [("held", 2), ("by name", full)])
+    assert hits() == ("12\n", [("held", 3)])
+    (d / "hits").write_text("7\n")  # lost one: whole, shorter than asked
+    assert hits() == ("7\n", [("held", 3)])
+    assert hits() == ("7\n", [("held", 2)])
+    (d / "hits").write_text("x\nmore\n")  # of the asked length, but not a number: read again in full
+    assert hits() == ("x\nmore\n", [("held", 2), ("by name", full)])
+    (d / "hits").write_text("data type 9 not handled\n")  # text (zfs-fuse's non-integers): in full each time
+    assert hits() == ("data type 9 not handled\n", [("held", full)])
+    assert hits() == ("data type 9 not handled\n", [("held", full)])
+    (d / "hits").write_text("")
+    assert stats.read()["hits"] == ""
+    assert hits() == ("", [("held", full)])
+    (d / "hits").write_text("123456\n")
+    assert hits() == ("123456\n", [("held", full)])
+    stats.close()
+    (d / "hits").write_text("5\n")  # a listing starts afresh: in full again
+    assert hits() == ("5\n", [("held", full)])
     stats.close()
 
 
