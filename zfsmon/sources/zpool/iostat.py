@@ -33,7 +33,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from zfsmon.model import SECTION_ROLES, Entity, Event, EventKind, Kind, ParseError, Record, Role, Sample, typical_gap
+from zfsmon.model import (
+    SECTION_ROLES,
+    Entity,
+    Event,
+    EventKind,
+    Kind,
+    ParseError,
+    Record,
+    Role,
+    Sample,
+    typical_gap,
+)
 from zfsmon.sources.child import StreamParser
 from zfsmon.sources.spec import ParseOptions
 from zfsmon.sources.zpool.iostat_columns import (
