@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import psutil
 
@@ -102,16 +102,20 @@ def proc_cpu(path: str) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def tree_procs(pid: int) -> List[psutil.Process]:
+    """Process ``pid`` and its descendants (none when it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        return [root] + root.children(recursive=True)
+    except psutil.Error:
+        return []
+
+
 def tree_times(pid: int) -> Tuple[float, float]:
     """(user, system) seconds of process ``pid`` and its descendants: the living ones' own, and what each has of
     the children it reaped (a ``zpool status`` run that ended is in its parent's). (0, 0) when it is gone."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root] + root.children(recursive=True)
-    except psutil.Error:
-        return 0.0, 0.0
     user = system = 0.0
-    for p in procs:
+    for p in tree_procs(pid):
         try:
             t = p.cpu_times()
         except psutil.Error:  # ended meanwhile: its parent has it once reaped

@@ -59,7 +59,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.bench_collect import pool_mountpoint, tree_times  # noqa: E402
+from bench.bench_collect import pool_mountpoint, tree_procs, tree_times  # noqa: E402
 from zfsmon.store import Recording  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -353,12 +353,7 @@ def tree_memory(pids: Iterable[int]) -> Tuple[int, int]:
     """(peak RSS, PSS) in KiB of these processes and their descendants: each one's VmHWM summed, and their PSS."""
     hwm = pss = 0
     for pid in pids:
-        try:
-            root = psutil.Process(pid)
-            procs = [root] + root.children(recursive=True)
-        except psutil.Error:
-            continue
-        for p in procs:
+        for p in tree_procs(pid):
             hwm += vm_hwm(p.pid)
             with contextlib.suppress(psutil.Error):  # ended meanwhile
                 pss += p.memory_full_info().pss // 1024
@@ -377,12 +372,7 @@ def vm_hwm(pid: int) -> int:
 
 def _signal_tree(pid: int, sig: int) -> None:
     """``sig`` to a process and all its descendants (a child may have a session of its own)."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root] + root.children(recursive=True)
-    except psutil.Error:
-        return
-    for p in procs:
+    for p in tree_procs(pid):
         with contextlib.suppress(psutil.Error):
             p.send_signal(sig)
 
@@ -707,14 +697,14 @@ class RecordDriver(Driver):
         return len(self._seen) >= 3
 
     def per_tick(self, start: float, end: float) -> Optional[float]:
-        """Values the recording holds per tick of its most sampled stream between ``start`` and ``end`` (wall
-        clock; read once the recorder has ended)."""
+        """Values the recording holds per tick of its most sampled entity and source between ``start`` and ``end``
+        (wall clock; read once the recorder has ended)."""
         rec = Recording.open(self.recording)
         try:
             per_stream: Counter = Counter()
             values = 0
             for _, stream, vals, _ in rec.rows(start=start, end=end):
-                per_stream[stream.id] += 1
+                per_stream[stream.source, stream.entity_key] += 1  # a new layout is a new stream of them
                 values += len(vals)
             features = _recorded_features(rec)
         finally:
