@@ -27,7 +27,8 @@ note says what it serves that the others do not.
 Prints a markdown table for docs/performance.md: medians and min-max over the rounds, and each arm's ratio to
 ``zpool iostat -v POOL INTERVAL`` (the median of the per-round ratios, with their min-max). Writes every round's
 raw numbers to OUT/peers.json (--out: default $ZFSMON_OUT, else the working directory). --dry-run prints the
-plan (arms, resolved commands, wall time) and runs nothing; --arm NAME runs only the arms named.
+plan (arms, resolved commands, wall time) and runs nothing; --arm NAME runs only the arms named; --from-json
+FILE prints the table of an earlier run's peers.json.
 """
 
 from __future__ import annotations
@@ -1035,7 +1036,8 @@ def table(results: Sequence[ArmResult], args: argparse.Namespace) -> str:
         ratio = (f"{f['ratio']:.2f} [{f['ratio_min']:.2f}-{f['ratio_max']:.2f}]" if f["ratio"] is not None else "-")
         pss = "-" if f["pss_mib"] is None else f"{f['pss_mib']:.1f}"
         served = f"{_fmt(f['served'])} {r.arm.serves}"
-        feats = " | ".join("yes" if x in r.features else "-" for x in FEATURES)
+        # a screen is not read back: what top shows is the exporter's readings, not derived here
+        feats = " | ".join("n/a" if r.arm.kind == "pty" else "yes" if x in r.features else "-" for x in FEATURES)
         lines.append(f"| {r.arm.name} | {f['cpu_ms']:.1f} [{f['cpu_min']:.1f}-{f['cpu_max']:.1f}] | "
                      f"{_fmt(f['kernel_pct'])} % | {ratio} | {f['rss_mib']:.1f} / {pss} | {served} | {feats} | "
                      f"{r.arm.note} |")
@@ -1085,6 +1087,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--arm", action="append", metavar="NAME", help="only this arm (repeatable; names as the table's)")
     ap.add_argument("--no-workload", action="store_true", help="no fio load")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
+    ap.add_argument("--from-json", metavar="FILE", help="print the table of an earlier run's peers.json; run nothing")
     a = ap.parse_args(argv)
     if a.interval <= 0 or a.rounds < 1 or a.seconds <= 0 or a.warmup < 0:
         ap.error("--interval and --seconds must be positive, --rounds at least 1, --warmup not negative")
@@ -1101,6 +1104,8 @@ def chosen(args: argparse.Namespace) -> List[Arm]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        return from_json(args.from_json)
     results = plan(chosen(args), args)
     runnable = [r for r in results if not r.not_run]
     est = wall_estimate(len(runnable), sum(r.arm.catches_up for r in runnable), args)
@@ -1136,14 +1141,49 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     wall = time.monotonic() - t0
     print(f"\nMachine: {machine['zfs']}; kernel {machine['kernel']}; {machine['cpus']} CPUs; {wall / 60:.1f} min.\n")
     print(table(results, args))
-    raw = {"args": vars(args), "machine": machine, "wall_s": wall, "summary": summary(results),
-           "arms": [{"name": r.arm.name, "kind": r.arm.kind, "argv": r.argv, "not_run": r.not_run,
-                     "features": sorted(r.features), "served": r.served, "serves": r.arm.serves,
-                     "turns": [vars(t) for t in r.turns]} for r in results]}
     path = os.path.join(args.out, "peers.json")
     with open(path, "w") as f:
-        json.dump(raw, f, indent=1, default=str)
+        json.dump(raw_numbers(results, args, machine, wall), f, indent=1, default=str)
     print(f"\nRaw numbers: {path}")
+    return 0
+
+
+def raw_numbers(results: Sequence[ArmResult], args: argparse.Namespace, machine: Dict[str, object],
+                wall: float) -> Dict[str, object]:
+    """What peers.json holds: the run's options and machine, every arm's turns, and the summary."""
+    return {"args": vars(args), "machine": machine, "wall_s": wall, "summary": summary(results),
+            "arms": [{"name": r.arm.name, "kind": r.arm.kind, "argv": r.argv, "not_run": r.not_run,
+                      "features": sorted(r.features), "served": r.served, "serves": r.arm.serves,
+                      "turns": [vars(t) for t in r.turns]} for r in results]}
+
+
+def results_of(raw: Dict) -> List[ArmResult]:
+    """A peers.json's arms again, for its table (--from-json); an arm this file no longer has is left out."""
+    arms = {arm.name: arm for arm in ARMS}
+    out = []
+    for a in raw["arms"]:
+        arm = arms.get(a["name"])
+        if arm is None:
+            print(f"peers: {a['name']}: no such arm here, left out of the table", file=sys.stderr)
+            continue
+        out.append(ArmResult(arm, a["argv"], [Turn(**t) for t in a["turns"]], frozenset(a["features"]),
+                             a["served"], a["not_run"]))
+    return out
+
+
+def from_json(path: str) -> int:
+    """Print the table of an earlier run's peers.json."""
+    try:
+        with open(path) as f:
+            raw = json.load(f)
+        results = results_of(raw)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"peers: {path}: not a peers.json ({e})", file=sys.stderr)
+        return 1
+    m = raw.get("machine", {})
+    print(f"Machine: {m.get('zfs')}; kernel {m.get('kernel')}; {m.get('cpus')} CPUs; "
+          f"{float(raw.get('wall_s', 0)) / 60:.1f} min.\n")
+    print(table(results, argparse.Namespace(**raw.get("args", {}))))
     return 0
 
 

@@ -4,6 +4,7 @@ iostat or arcstat report serve, which features each output holds, and the plan a
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -225,3 +226,27 @@ def test_a_child_arm_is_counted_while_it_runs_and_stopped_between_turns(tmp_path
     finally:
         d.close()
     assert d.procs[0].returncode is not None and d.ended().startswith("ended with status")
+
+
+def test_a_runs_raw_numbers_give_its_table_again(tmp_path, capsys):
+    ref, top = bp.ArmResult(bp.ARMS[0]), bp.ArmResult(next(a for a in bp.ARMS if a.kind == "pty"))
+    ref.turns, ref.features, ref.served = [_turn(0, 0.2), _turn(1, 0.3)], frozenset({"roles"}), 46.0
+    top.turns, top.served = [_turn(0, 2.0), _turn(1, 3.0)], 4000.0
+    results = [ref, top, bp.ArmResult(bp.ARMS[9], not_run=bp.ZFS_EXPORTER_NOT_BUILT)]
+    args = _args()
+    raw = json.loads(json.dumps(bp.raw_numbers(results, args, {"zfs": "zfs-2.3.2"}, 60.0), default=str))
+    assert bp.table(bp.results_of(raw), args) == bp.table(results, args)
+    assert "| zfsmon top | 250.0 [200.0-300.0] | 25 % | 10.00 [10.00-10.00] |" in bp.table(results, args)
+    assert "| n/a | n/a | n/a | n/a | n/a |" in bp.table(results, args)  # a screen is not read back
+    path = tmp_path / "peers.json"
+    path.write_text(json.dumps(raw))
+    assert bp.main(["--from-json", str(path)]) == 0
+    assert bp.table(results, args) in capsys.readouterr().out
+
+
+def test_from_json_refuses_what_is_not_a_runs_numbers_in_one_line(tmp_path, capsys):
+    path = tmp_path / "peers.json"
+    path.write_text('{"arms": [{"name": "zpool iostat -v", "turns": [{"round": "x"}]}]}')
+    assert bp.main(["--from-json", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"peers: {path}: not a peers.json")
