@@ -127,7 +127,8 @@ ARMS: Tuple[Arm, ...] = (
         ready_text="node_zfs_"),
     Arm("node_exporter, default collectors", "scrape", ((NODE, "--web.listen-address={listen}"),), "samples",
         "the zfs collector and the whole host's (CPU, memory, disks, network...)", ready_text="node_zfs_"),
-    Arm("pdf/zfs_exporter", "scrape", (), "samples", "pools', datasets' properties from the zfs/zpool commands",
+    Arm("pdf/zfs_exporter", "scrape", (), "samples",
+        "pools' and datasets' properties from the zpool/zfs commands (its README; not measured here)",
         unavailable=ZFS_EXPORTER_NOT_BUILT),
     Arm("zfsmon exporter", "scrape", (("{zfsmon}", "exporter", "--listen", "{listen}", "--interval", "{interval}"),),
         "samples", "every source in one: per-vdev I/O, queues and latency histograms with roles and parents, "
