@@ -388,6 +388,8 @@ class Driver:
         self.procs: List[subprocess.Popen] = []
         self.ticks = 0
         self.failed = ""
+        #: the output at the end of each turn: what it serves is what any of them holds
+        self.kept: List[str] = []
 
     # start, stop and continue
     def start(self) -> None:
@@ -455,7 +457,16 @@ class Driver:
         """The latest output, for :meth:`features`."""
         return ""
 
+    def keep(self) -> None:
+        out = self.output()
+        if out:
+            self.kept.append(out)
+
     def features(self) -> FrozenSet[str]:
+        """Which of :data:`FEATURES` the outputs kept at the ends of the turns hold, together."""
+        return frozenset().union(*(self.features_of(out) for out in self.kept))
+
+    def features_of(self, output: str) -> FrozenSet[str]:
         return frozenset()
 
 
@@ -491,8 +502,8 @@ class ChildDriver(Driver):
     def output(self) -> str:
         return "\n".join(line for c in self.counters for line in c.tail)
 
-    def features(self) -> FrozenSet[str]:
-        return text_features(self.output().splitlines())
+    def features_of(self, output: str) -> FrozenSet[str]:
+        return text_features(output.splitlines())
 
 
 def _pump(p: subprocess.Popen, feed: Callable[[str], None]) -> None:
@@ -543,8 +554,8 @@ class ScrapeDriver(Driver):
     def output(self) -> str:
         return self.last
 
-    def features(self) -> FrozenSet[str]:
-        return prom_features(self.last) if self.last else frozenset()
+    def features_of(self, output: str) -> FrozenSet[str]:
+        return prom_features(output)
 
 
 class OneshotDriver(Driver):
@@ -611,8 +622,8 @@ class OneshotDriver(Driver):
     def output(self) -> str:
         return self.last
 
-    def features(self) -> FrozenSet[str]:
-        return lp_features(self.last) if self.last else frozenset()
+    def features_of(self, output: str) -> FrozenSet[str]:
+        return lp_features(output)
 
 
 class ExecdDriver(Driver):
@@ -673,9 +684,8 @@ class ExecdDriver(Driver):
         with self._lock:
             return self.last or "".join(self.batch)
 
-    def features(self) -> FrozenSet[str]:
-        out = self.output()
-        return lp_features(out) if out else frozenset()
+    def features_of(self, output: str) -> FrozenSet[str]:
+        return lp_features(output)
 
 
 class RecordDriver(Driver):
@@ -860,6 +870,7 @@ def turn(driver: Driver, rnd: int, seconds: float, warmup: float, busy: float, c
         _paced(driver, seconds)
         c1, s1, i1, t1 = driver.cpu(), driver.served(), driver.intervals(), time.monotonic()
         rss, pss = driver.memory()
+        driver.keep()
     finally:
         driver.pause()
     return Turn(rnd, t1 - t0, i1 - i0, c1[0] - c0[0], c1[1] - c0[1], served_per_interval(s0, s1), rss, pss, warm,

@@ -222,6 +222,8 @@ def test_a_child_arm_is_counted_while_it_runs_and_stopped_between_turns(tmp_path
         assert _wait(lambda: d.counters[0].reports > reports + 2)
         c = d.counters[0]
         assert c.values / c.reports == pytest.approx(46, rel=0.1)  # a report may be half read
+        assert d.features() == set()  # nothing kept yet: a turn keeps its last output
+        d.keep()
         assert d.features() == {"roles"}
     finally:
         d.close()
@@ -250,3 +252,15 @@ def test_from_json_refuses_what_is_not_a_runs_numbers_in_one_line(tmp_path, caps
     assert bp.main(["--from-json", str(path)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(f"peers: {path}: not a peers.json")
+
+
+def test_what_an_arm_serves_is_what_any_turns_last_output_held():
+    arm = next(a for a in bp.ARMS if a.kind == "scrape" and not a.unavailable)
+    d = bp.ScrapeDriver(arm, [], 1.0, "/dev/null", "http://127.0.0.1:9/metrics")
+    full = GOLDEN_SCRAPE.read_text()
+    d.last = "\n".join(line for line in full.splitlines() if "_bucket" not in line)  # a scrape without histograms
+    d.keep()
+    assert "histograms" not in d.features()
+    d.last = full
+    d.keep()
+    assert d.features() == frozenset(bp.FEATURES)
