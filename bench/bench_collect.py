@@ -35,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import psutil
 
@@ -119,22 +119,32 @@ def proc_cpu(path: str) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def tree_cpu(pid: int) -> float:
-    """user+system seconds of process ``pid`` and its descendants: the living ones' own, and what each has of
-    the children it reaped (a ``zpool status`` run that ended is in its parent's). 0 when it is gone."""
+def tree_procs(pid: int) -> List[psutil.Process]:
+    """Process ``pid`` and its descendants (none when it is gone)."""
     try:
         root = psutil.Process(pid)
-        procs = [root] + root.children(recursive=True)
+        return [root] + root.children(recursive=True)
     except psutil.Error:
-        return 0.0
-    total = 0.0
-    for p in procs:
+        return []
+
+
+def tree_times(pid: int) -> Tuple[float, float]:
+    """(user, system) seconds of process ``pid`` and its descendants: the living ones' own, and what each has of
+    the children it reaped (a ``zpool status`` run that ended is in its parent's). (0, 0) when it is gone."""
+    user = system = 0.0
+    for p in tree_procs(pid):
         try:
             t = p.cpu_times()
         except psutil.Error:  # ended meanwhile: its parent has it once reaped
             continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
+        user += t.user + t.children_user
+        system += t.system + t.children_system
+    return user, system
+
+
+def tree_cpu(pid: int) -> float:
+    """user+system seconds of process ``pid`` and its descendants (:func:`tree_times`); 0 when it is gone."""
+    return sum(tree_times(pid))
 
 
 def switches(pid: int) -> int:
