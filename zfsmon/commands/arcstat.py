@@ -8,8 +8,7 @@ import time
 from typing import Dict, List, Mapping, Optional
 
 from zfsmon.analysis.rates import ArcAnalyzer
-from zfsmon.engine.reads import DeadlinePolls, StuckRead
-from zfsmon.engine.sampler import READ_DEADLINE_S
+from zfsmon.engine.reads import DeadlinePolls, StuckRead, deadline_for
 from zfsmon.errors import UserError
 from zfsmon.model import Event, EventKind, Kind, Sample
 from zfsmon.sources.base import Collector
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     interval = args.interval or 1.0
     count = args.count if args.interval else 1
     collectors = _collectors(interval, args.kstat_dir)
-    reads = DeadlinePolls(collectors, max(READ_DEADLINE_S, interval), required=collectors[:1])  # the ARC's
+    reads = DeadlinePolls(collectors, deadline_for(interval), required=collectors[:1])  # the ARC's
     state = _State()
     cols = None
     printed = 0

@@ -11,8 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from zfsmon.analysis import goose
 from zfsmon.analysis.rates import Deriver
 from zfsmon.commands._timearg import seconds
-from zfsmon.engine.reads import DeadlinePolls
-from zfsmon.engine.sampler import READ_DEADLINE_S
+from zfsmon.engine.reads import READ_DEADLINE_S, DeadlinePolls, deadline_for
 from zfsmon.errors import UserError, printable
 from zfsmon.host import identify
 from zfsmon.model import Event, EventKind, ParseError, Record, Sample
@@ -72,7 +71,7 @@ class DeviceView:
                 made, _ = build_collectors(h, interval, names=[name])
             except UserError:
                 continue
-            return cls(made[0], max(READ_DEADLINE_S, interval))
+            return cls(made[0], deadline_for(interval))
         return None
 
     def refresh(self) -> None:

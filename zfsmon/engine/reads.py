@@ -13,10 +13,20 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from zfsmon.model import Event, EventKind, Record
 from zfsmon.sources.base import Clock, Collector
+
+#: seconds a read may take (or the interval, if longer) before its source is reported stale: long enough that a
+#: read which is only slow (a `zpool status` on a loaded two-core box, a guest under emulation) is not taken for a
+#: stuck one; the other sources wait that long once, at the tick the read sticks, and never again while it is stuck
+READ_DEADLINE_S = 10.0
+
+
+def deadline_for(interval: float) -> float:
+    """The seconds a read has at a sampling ``interval``: :data:`READ_DEADLINE_S`, or the interval if longer."""
+    return max(READ_DEADLINE_S, float(interval))
 
 
 def guarded_poll(collector: Collector, clock: Clock) -> List[Record]:
@@ -120,7 +130,7 @@ class DeadlinePolls:
         self.deadline_s = deadline_s
         self.required = {id(c) for c in required}
         self.workers: Dict[int, ReadWorker] = {id(c): ReadWorker(c) for c in self.collectors if c.reads_in_poll}
-        self.stuck: Dict[int, bool] = {}
+        self.stuck: Set[int] = set()  # the collectors whose read is stuck, said once
 
     def poll(self, errors: List[str]) -> List[List[Record]]:
         """Every collector's records of this tick (one list each, in order); a stuck one's line goes to ``errors``."""
@@ -136,15 +146,15 @@ class DeadlinePolls:
             w = self.workers.get(id(c))
             if w is None:
                 continue
-            got = w.take(time.monotonic() if self.stuck.get(id(c)) else until)
+            got = w.take(time.monotonic() if id(c) in self.stuck else until)
             if got is not None:
-                self.stuck.pop(id(c), None)
+                self.stuck.discard(id(c))
                 out.append(got[0])
             elif id(c) in self.required:
                 raise StuckRead(f"the {c.name} read has not returned in {self.deadline_s:.0f} s: it is stuck in "
                                 "the kernel (a wedged zfs-fuse daemon?)")
-            elif not self.stuck.get(id(c)):
-                self.stuck[id(c)] = True
+            elif id(c) not in self.stuck:
+                self.stuck.add(id(c))
                 errors.append(f"{c.name}: its read has not returned in {self.deadline_s:.0f} s (stuck in the "
                               "kernel?): left out until it does")
         return out

@@ -24,29 +24,24 @@ import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from zfsmon.analysis.rates import Deriver
-from zfsmon.engine.reads import ReadWorker, guarded_poll
+from zfsmon.engine.reads import ReadWorker, deadline_for, guarded_poll
 from zfsmon.model import Derived, Event, EventKind, Record, Sample, Tick
 from zfsmon.sources.base import Collector
 
 Sink = Callable[[List[Record]], None]
 
-#: seconds a read may take (or the interval, if longer) before its source is reported stale: long enough that a
-#: read which is only slow (a `zpool status` on a loaded two-core box, a guest under emulation) is not taken for a
-#: stuck one; the other sources wait that long once, at the tick the read sticks, and never again while it is stuck
-READ_DEADLINE_S = 10.0
 
 
 class Sampler:
     def __init__(self, collectors: Sequence[Collector], interval: float, sinks: Iterable[Sink] = (),
                  clock: Callable[[], float] = time.time, read_deadline: Optional[float] = None) -> None:
         """``read_deadline``: seconds a collector that reads in its poll has to answer each tick (default
-        :data:`READ_DEADLINE_S` or the interval, whichever is longer)."""
+        :func:`~zfsmon.engine.reads.deadline_for` the interval)."""
         if interval <= 0:
             raise ValueError("interval must be positive")
         self.collectors = list(collectors)
         self.interval = float(interval)
-        self.read_deadline = float(read_deadline) if read_deadline is not None else max(READ_DEADLINE_S,
-                                                                                           self.interval)
+        self.read_deadline = float(read_deadline) if read_deadline is not None else deadline_for(self.interval)
         self.sinks: List[Sink] = list(sinks)
         self.clock = clock
         #: each sample's derived values, taken once here for every sink (restarted when the clock steps)

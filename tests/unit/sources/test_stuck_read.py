@@ -284,7 +284,7 @@ def test_a_one_shot_commands_stuck_device_read_is_said_once_and_left_out_until_i
         wait_until(lambda: not polls.workers[id(c)].in_flight, 30, "the released read to return")
         back: List[str] = []
         got = polls.poll(back)  # the returned read's records (EOF: none), then polled afresh
-        assert back == [] and polls.stuck == {} and len(got) == 1
+        assert back == [] and polls.stuck == set() and len(got) == 1
         fresh = polls.poll(back)
         assert back == [] and len(fresh) == 1 and _samples(fresh[0], "diskstats")  # the column has values again
     finally:
