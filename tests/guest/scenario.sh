@@ -236,6 +236,18 @@ zfsmon export "$PGREC" --csv "$OUT/pgexport" > "$OUT/pg-export.log" 2>&1
 echo "export exit $?" >> "$OUT/pg-export.log"
 cp "$PGREC" "$OUT/pg.zfsmon"
 
+step "zfsmon top --soak in tmux (160x50, once 80x24): a cold pgbench -N loop on zfsmon's own cluster, screens captured"
+# the scene zfsmon exists for, short: the pool adopted as a lab by the guest's pool set-up, so --lab/--cold work
+# on it; `q` ends it and leaves the recording (tests/guest/test_live.py asserts the screens and opens it)
+TOPREC=/var/tmp/top.zfsmon
+bash "$ZFSMON_SRC/bench/guest_top_soak.sh" "$OUT/top-screens" "${TOP_SOAK_SECONDS:=240}" 15 -- \
+    --soak --lab "$POOL" --cold --init-scale 2 --interval 2 --record "$TOPREC" --run-seconds 40 --pause 2 \
+    -- -c 2 -j 2 -N > "$OUT/top-soak.log" 2>&1
+echo "top-soak exit $?" >> "$OUT/top-soak.log"
+cp "$TOPREC" "$OUT/top.zfsmon"
+cp /var/tmp/top*.pgbench.log "$OUT/" 2>/dev/null
+zfsmon lab status > "$OUT/lab-status.txt" 2>&1
+
 step "zpool_influxdb beside the text path: quiet edges around a ${INFLUX_SPAN:=24} s span with 8 s of fio in it"
 # the zpool-influxdb collector (tests/guest/influx_side.py) runs across the span; one-shot zpool_influxdb and
 # since-import `zpool iostat -vwp` (exact counts: no interval, no scaling) at each quiet edge; `zpool iostat -vpq

@@ -65,6 +65,9 @@ def test_guest_scripts_are_valid_bash(tmp_path: Path) -> None:
         assert cp.returncode == 0, (name, cp.stderr)
     scenario = Path(__file__).with_name("scenario.sh")
     assert subprocess.run(["bash", "-n", str(scenario)]).returncode == 0
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    for script in ("guest_top_soak.sh", "guest_warmup.sh"):
+        assert subprocess.run(["bash", "-n", str(bench / script)]).returncode == 0, script
     captures_24 = Path(__file__).resolve().parents[1] / "data" / "openzfs-2.4" / "capture.sh"
     assert subprocess.run(["bash", "-n", str(captures_24)]).returncode == 0
 
@@ -132,3 +135,49 @@ def test_image_carries_zfsmon_install_requires() -> None:
     wheels = {w.split("==")[0].lower().replace("_", "-") for w in spec.WHEELS}
     missing = [n for n in names if n not in wheels and f"python3-{n}" not in spec.TOOL_PACKAGES]
     assert not missing, f"add to zfsmon/lab/guest/spec.py (WHEELS or TOOL_PACKAGES): {missing}"
+
+
+def test_slow_data_throttles_only_the_data_disks_reads(tmp_path: Path) -> None:
+    img = Image(tmp_path / "img")
+    argv = boot.qemu_argv(img, tmp_path / "disks", tmp_path / "out", tmp_path / "src", PoolLayout(slow_data_iops=15),
+                          boot.Machine(), False, tmp_path / "console.log")
+    drives = {d.split("id=")[1].split(",")[0]: d for d in (argv[i + 1] for i, a in enumerate(argv) if a == "-drive")}
+    for serial in ("data0", "data1", "data2", "data3"):
+        assert "throttling.iops-read=15," in drives[serial], drives[serial]
+    for serial in ("root", "log0", "cache0"):
+        assert "throttling" not in drives[serial], drives[serial]
+    assert not any("throttling" in a for a in _argv(tmp_path))
+
+
+def test_disks_kept_are_imported_not_created(tmp_path: Path) -> None:
+    layout = PoolLayout()
+    assert boot.existing_disks(tmp_path, layout) is False
+    for d in layout.disks:
+        (tmp_path / f"{d.serial}.img").write_bytes(b"")
+    assert boot.existing_disks(tmp_path, layout) is True
+    imported = dataclasses.replace(layout, existing=True).script()
+    assert "zpool import -f -d /dev/disk/by-id zguest" in imported and "zpool create" not in imported
+    assert "zfs create" not in imported and "zfsmon lab adopt --pool zguest --dataset db" in imported
+    later = dataclasses.replace(layout, existing=True, import_existing=False).script()
+    assert "exit 0" in later and "zpool import" not in later.split("exit 0")[0]
+    fresh = layout.script()
+    assert "zpool create" in fresh and "zfsmon lab adopt" in fresh and "exit 0" not in fresh
+
+
+def test_some_disks_or_a_linked_disk_is_refused(tmp_path: Path) -> None:
+    layout = PoolLayout()
+    (tmp_path / "data0.img").write_bytes(b"")
+    with pytest.raises(GuestError, match="only some of the pool's disks"):
+        boot.existing_disks(tmp_path, layout)
+    (tmp_path / "data0.img").unlink()
+    (tmp_path / "data0.img").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(GuestError, match="not a regular file"):
+        boot.existing_disks(tmp_path, layout)
+
+
+def test_module_parameters_reach_modprobe(tmp_path: Path) -> None:
+    boot._prepare(tmp_path, "true", PoolLayout(), ["zfs_arc_max=83886080", "l2arc_rebuild_enabled=0"])
+    assert (tmp_path / runner.PARAMS_FILE).read_text() == "zfs_arc_max=83886080 l2arc_rebuild_enabled=0\n"
+    assert 'modprobe zfs "${params[@]}"' in runner.RUNNER_SH
+    boot._prepare(tmp_path, "true", PoolLayout())
+    assert not (tmp_path / runner.PARAMS_FILE).exists()

@@ -26,9 +26,13 @@ def _boot(args: argparse.Namespace, command: str, keep: bool) -> int:
     spec = GuestSpec(zfs=args.zfs)
     img = _image(spec)
     out = Path(args.out) if args.out else RUN_ROOT / time.strftime("run-%Y%m%dT%H%M%S")
-    layout = None if args.no_pool else PoolLayout()
+    layout = None if args.no_pool else PoolLayout(slow_data_iops=args.slow_data)
+    if layout is None and (args.disks or args.slow_data):
+        raise UserError("--disks and --slow-data are about the pool's disks: leave out --no-pool")
+    params = [f"zfs_arc_max={args.arc_mb * 1024 * 1024}"] if args.arc_mb else []
     res = boot.run(img, command, out, layout=layout, src=Path(args.src), machine=boot.Machine(args.memory, args.cpus),
-                   timeout=args.timeout, keep=keep)
+                   timeout=args.timeout, keep=keep, disks=Path(args.disks) if args.disks else None,
+                   params=params + list(args.zfs_param))
     return res.exit_code
 
 

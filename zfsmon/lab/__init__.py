@@ -5,6 +5,11 @@ Layout: two 2-way mirrors of data vdevs, one ``log`` (SLOG) and one ``cache``
 database. ``up`` and ``down`` are idempotent and safe after a crash; a second
 ``up`` of a lab that is already up reuses it (by design: scripts can call
 ``up`` unconditionally).
+
+A scratch pool that already exists (kernel OpenZFS: the QEMU guest's, or one of
+the user's) can be *adopted*: soaks then run their own PostgreSQL cluster on it
+and ``cold`` empties its caches, while ``down`` only forgets it (zfsmon made none
+of its devices, so it removes none).
 """
 
 from __future__ import annotations
@@ -21,14 +26,20 @@ from zfsmon.lab.config import KSTAT_DIR, Device, LabConfig, LabInfo, LabState, a
 from zfsmon.lab.system import LabError, run
 from zfsmon.model import Role
 
-__all__ = ["LabConfig", "LabInfo", "LabError", "up", "down", "info", "status_lines", "cold_cache", "unthrottled"]
+__all__ = ["LabConfig", "LabInfo", "LabError", "up", "adopt", "down", "info", "status_lines", "cold_cache",
+           "unthrottled"]
+
+#: where kernel OpenZFS keeps its kstats (Linux)
+KERNEL_KSTAT_DIR = "/proc/spl/kstat/zfs"
 
 
 def _info(state: LabState) -> LabInfo:
     cfg = state.config
     return LabInfo(pool=state.pool, dataset=f"{state.pool}/{cfg['dataset']}",
-                   mountpoint=f"/{state.pool}/{cfg['dataset']}", devices=state.by_role(),
-                   kstat_dir=str(KSTAT_DIR / "zfs"), slow_data_iops=cfg.get("slow_data_iops"))
+                   mountpoint=str(cfg.get("mountpoint") or f"/{state.pool}/{cfg['dataset']}"),
+                   devices=state.by_role(),
+                   kstat_dir=KERNEL_KSTAT_DIR if state.adopted else str(KSTAT_DIR / "zfs"),
+                   slow_data_iops=cfg.get("slow_data_iops"))
 
 
 def info(pool: str) -> Optional[LabInfo]:
@@ -40,6 +51,9 @@ def up(cfg: LabConfig, log=print) -> LabInfo:
     system.check_can_build()
     with system.machine_lock():
         old = LabState.load(cfg.pool)
+        if old is not None and old.adopted:
+            raise LabError(f"pool {cfg.pool} is an adopted pool, not a zfs-fuse lab: `zfsmon lab down --pool "
+                           f"{cfg.pool}` forgets it (and removes nothing)")
         if old is not None:
             if old.complete and system.pool_exists(cfg.pool) and zfs_fuse_pid():
                 log(f"lab {cfg.pool} is already up: reusing it")
@@ -49,6 +63,28 @@ def up(cfg: LabConfig, log=print) -> LabInfo:
         elif system.pool_exists(cfg.pool):
             raise LabError(f"a pool named {cfg.pool} exists and is not a zfsmon lab: choose another --pool")
         return _build(cfg, log)
+
+
+def adopt(pool: str, dataset: str, mountpoint: str, devices: List[Device], log=print) -> LabInfo:
+    """Treat an existing pool as a lab: its dataset for the soak's cluster, its devices (by role, as ``zpool
+    status -P`` names them) for ``cold``. Nothing is created; a second ``adopt`` replaces the first."""
+    if os.geteuid() != 0:
+        raise LabError("the lab needs root: run it with sudo")
+    with system.machine_lock():
+        old = LabState.load(pool)
+        if old is not None and not old.adopted:
+            raise LabError(f"pool {pool} is a zfs-fuse lab that zfsmon built: it needs no adopting")
+        if not system.pool_exists(pool):
+            raise LabError(f"no pool named {pool} is imported")
+        dirs = {os.path.dirname(d.loop) for d in devices if d.loop}
+        state = LabState(pool=pool, config={"dataset": dataset, "mountpoint": mountpoint, "adopted": True,
+                                            "import_dir": dirs.pop() if len(dirs) == 1 else "/dev"},
+                         devices=list(devices), complete=True)
+        state.save()
+    roles = ", ".join(f"{len(v)} {k}" for k, v in state.by_role().items())
+    log(f"pool {pool} adopted as a lab ({roles}; dataset {pool}/{dataset} at {mountpoint}); "
+        "`zfsmon lab down` forgets it and removes nothing")
+    return _info(state)
 
 
 def _build(cfg: LabConfig, log) -> LabInfo:
@@ -124,6 +160,10 @@ def down(pool: str, log=print) -> bool:
 
 def _teardown(state: LabState, log) -> None:
     t0 = time.monotonic()
+    if state.adopted:
+        state.remove()
+        log(f"pool {state.pool} is no longer a lab (it was adopted: nothing removed)")
+        return
     if state.pool_created or system.pool_exists(state.pool):
         if state.pool_created and system.pool_exists(state.pool):
             for _ in range(10):
@@ -180,8 +220,9 @@ def cold_cache(pool: str, log=print) -> None:
         for dev in cache:
             run(["zpool", "remove", pool, dev])
         run(["zpool", "export", pool])
-        # import from /dev so the vdevs keep their /dev/loopN names
-        run(["zpool", "import", "-o", "cachefile=none", "-d", "/dev", pool])
+        # import from where the devices were named (/dev for a lab's /dev/loopN, /dev/disk/by-id for an adopted
+        # pool's), so the vdevs keep their names in the recording
+        run(["zpool", "import", "-o", "cachefile=none", "-d", str(state.config.get("import_dir") or "/dev"), pool])
         if cache:
             run(["zpool", "add", "-f", pool, "cache", *cache])
         log(f"lab {pool}: ARC and L2ARC emptied (cache removed, pool exported and imported, cache added back) "
@@ -230,6 +271,10 @@ def status_lines() -> List[str]:
     if not states:
         lines.append("labs: none")
     for st in states:
+        if st.adopted:
+            roles = ", ".join(f"{len(v)} {k}" for k, v in st.by_role().items())
+            lines.append(f"lab {st.pool}: adopted pool ({roles}), dataset {st.pool}/{st.config.get('dataset')}")
+            continue
         alive = system.pool_exists(st.pool) if pid else False
         state = "up" if st.complete and alive else ("incomplete: run `zfsmon lab down`" if not st.complete
                                                    else "pool missing: run `zfsmon lab down`")

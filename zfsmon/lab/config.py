@@ -60,6 +60,11 @@ class LabState:
     cgroup_rules: List[str] = field(default_factory=list)  # "MAJ:MIN" throttled by this lab
     complete: bool = False
 
+    @property
+    def adopted(self) -> bool:
+        """An existing pool registered with ``adopt``: zfsmon created none of it."""
+        return bool(self.config.get("adopted"))
+
     @staticmethod
     def path_for(pool: str) -> Path:
         return RUN_DIR / f"lab-{pool}.json"

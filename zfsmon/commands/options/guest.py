@@ -32,8 +32,19 @@ examples:
   zfsmon guest run -- zpool status                    boot, create the pool, run, power off
   zfsmon guest run --out res -- 'zfsmon doctor --json > doctor.json'
   zfsmon guest shell                                  log in and look around (poweroff to leave)
+  zfsmon guest run --memory 2048 --arc-mb 80 --slow-data 15 --disks d -- CMD
+                                                      the warm-up lab: hard-disk-like data disks, small ARC,
+                                                      the pool kept in d for the next boot
   zfsmon guest status; zfsmon guest clean
 """
+
+
+def _param(text: str) -> str:
+    name, eq, value = text.partition("=")
+    if not eq or not name or not all(c.isalnum() or c == "_" for c in name) or not value or \
+            not all(c.isalnum() or c in "_.-" for c in value):
+        raise argparse.ArgumentTypeError(f"not NAME=VALUE of a module parameter: {text!r}")
+    return text
 
 
 def _zfs(p: argparse.ArgumentParser) -> None:
@@ -50,6 +61,14 @@ def _boot_options(p: argparse.ArgumentParser) -> None:
                    "/mnt/zfsmon, whose zfsmon the guest runs (default: the tree this zfsmon runs from)")
     p.add_argument("--memory", type=positive_int, default=4096, metavar="MIB", help="guest memory (default 4096)")
     p.add_argument("--cpus", type=positive_int, default=2, help="guest CPUs (default 2)")
+    p.add_argument("--disks", metavar="DIR", help="keep the pool's disk files in DIR: created on the first boot, the "
+                   "pool imported from them on the next (a reboot; persistent L2ARC); default fresh disks, removed")
+    p.add_argument("--slow-data", type=positive_int, metavar="IOPS", help="limit each data disk to IOPS reads per "
+                   "second (QEMU throttling), like a hard disk; log and cache stay fast")
+    p.add_argument("--arc-mb", type=positive_int, metavar="MIB", help="zfs_arc_max for this boot (default 256; it "
+                   "must exceed ZFS's minimum, 1/32 of --memory and at least 64)")
+    p.add_argument("--zfs-param", action="append", type=_param, default=[], metavar="NAME=VALUE",
+                   help="a zfs module parameter for this boot (repeatable), e.g. l2arc_rebuild_enabled=0")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -9,6 +9,11 @@ this is what makes L2ARC warm-up visible.
 `cold` empties the ARC and the L2ARC of a lab pool (cache device removed, pool exported and imported, cache
 device added back; stop anything using the pool first), so that a soak can start cold.
 
+`adopt` makes an existing pool (kernel OpenZFS, e.g. the QEMU guest's or a scratch pool of yours) a lab
+without building anything: `soak --lab POOL` and `top --soak --lab POOL` then run zfsmon's PostgreSQL cluster
+on its dataset POOL/DATASET, and `cold` empties its caches as above (with persistent L2ARC, 2.0+, the
+removal is what makes the L2ARC start empty). `down` of an adopted pool only forgets it.
+
 `down` removes exactly what `up` created (pool, loop devices, files, cgroup rules, and the daemon only if
 `up` started it and no pool remains). Both are idempotent and safe after a crash; a second `up` of a lab
 that is up reuses it. A machine-wide lock (/run/zfsmon/lab.lock) serialises lab changes.
@@ -30,6 +35,7 @@ examples:
   zfsmon lab cold                            empty ARC and L2ARC before a soak
   zfsmon lab status
   zfsmon lab down
+  zfsmon lab adopt --pool tank --dataset db  soaks on an existing (kernel OpenZFS) pool's dataset
 """
 
 
@@ -57,4 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     d.add_argument("--pool", type=_pool_name, default=LAB_POOL, help="pool name (default %(default)s)")
     c = sub.add_parser("cold", help="empty the ARC and L2ARC (remove cache, export, import, add cache back)")
     c.add_argument("--pool", type=_pool_name, default=LAB_POOL, help="pool name (default %(default)s)")
+    a = sub.add_parser("adopt", help="use an existing pool as a lab (builds nothing; down only forgets it)")
+    a.add_argument("--pool", type=_pool_name, required=True, help="the pool")
+    a.add_argument("--dataset", default="db", help="its dataset for the soak's PostgreSQL (default %(default)s; "
+                   "recordsize 8k suits PostgreSQL)")
     sub.add_parser("status", help="the daemon, each lab's topology with roles, throttles")

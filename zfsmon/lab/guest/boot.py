@@ -17,9 +17,9 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from zfsmon.defaults import SOURCE_TREE
 from zfsmon.lab.guest import inguest, runner
@@ -75,7 +75,10 @@ def qemu_argv(image: Image, disks_dir: Path, out_dir: Path, src: Path, layout: O
             "-drive", f"if=none,id=root,format=raw,snapshot=on,file={image.root}",
             "-device", "virtio-blk-pci,drive=root"]
     for d in layout.disks if layout else ():
-        argv += ["-drive", f"if=none,id={d.serial},format=raw,cache=unsafe,file={disks_dir / (d.serial + '.img')}",
+        limit = (f",throttling.iops-read={layout.slow_data_iops}"
+                 if layout and layout.slow_data_iops and d.role == "data" else "")
+        argv += ["-drive", f"if=none,id={d.serial},format=raw,cache=unsafe{limit},"
+                           f"file={disks_dir / (d.serial + '.img')}",
                  "-device", f"virtio-blk-pci,drive={d.serial},serial={d.serial}"]
     argv += ["-virtfs", f"local,path={src},mount_tag={inguest.SRC_TAG},security_model=none,readonly=on",
              "-virtfs", f"local,path={out_dir},mount_tag={inguest.OUT_TAG},security_model=none"]
@@ -83,8 +86,28 @@ def qemu_argv(image: Image, disks_dir: Path, out_dir: Path, src: Path, layout: O
     return argv
 
 
-def _prepare(out_dir: Path, command: str, layout: Optional[PoolLayout]) -> None:
+def existing_disks(disks_dir: Path, layout: PoolLayout) -> bool:
+    """Whether ``disks_dir`` holds every disk of the layout (a pool from an earlier boot): then it is imported, not
+    created. Some but not all of them is an error, never a silent new pool over old disks; so is a disk file that
+    is a symbolic link or no regular file (QEMU would write through it)."""
+    files = [disks_dir / f"{d.serial}.img" for d in layout.disks]
+    odd = [f.name for f in files if f.is_symlink() or (f.exists() and not f.is_file())]
+    if odd:
+        raise GuestError(f"{disks_dir}: {', '.join(odd)} not a regular file: refusing to use it as a disk")
+    there = [f for f in files if f.is_file()]
+    if there and len(there) < len(files):
+        raise GuestError(f"{disks_dir} holds only some of the pool's disks ({', '.join(f.name for f in there)}): "
+                         "give an empty directory, or one with all of them")
+    return bool(there)
+
+
+def _prepare(out_dir: Path, command: str, layout: Optional[PoolLayout], params: Sequence[str] = ()) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
+    params_file = out_dir / runner.PARAMS_FILE
+    if params:
+        params_file.write_text(" ".join(params) + "\n")
+    else:
+        params_file.unlink(missing_ok=True)
     for name in (runner.EXIT_FILE, runner.OUTPUT_LOG, "console.log"):
         (out_dir / name).unlink(missing_ok=True)
     (out_dir / inguest.RUNNER_NAME).write_text(runner.RUNNER_SH)
@@ -98,22 +121,35 @@ def _prepare(out_dir: Path, command: str, layout: Optional[PoolLayout]) -> None:
 
 def run(image: Image, command: str, out_dir: Path, *, layout: Optional[PoolLayout] = PoolLayout(),
         src: Path = REPO, machine: Machine = Machine(), timeout: float = 1800, keep: bool = False,
-        log=print, echo: bool = True) -> RunResult:
-    """Boot, run ``command`` (bash) in the guest, power off. ``echo`` streams the guest's output as it comes."""
+        log=print, echo: bool = True, disks: Optional[Path] = None, params: Sequence[str] = ()) -> RunResult:
+    """Boot, run ``command`` (bash) in the guest, power off. ``echo`` streams the guest's output as it comes.
+
+    ``disks``: a directory that keeps the pool's disk files after the run (created on the first boot, the pool
+    imported from them on the next: a reboot); by default they are fresh and removed afterwards. ``params``:
+    the zfs module's parameters (NAME=VALUE) for this boot."""
     check_can_boot(image)
     out_dir = out_dir.resolve()
     progress = Progress(log)
     with signals_raise(), exclusive(LOCK_DIR / "guest.lock", "a zfsmon guest"):
         RUN_ROOT.mkdir(parents=True, exist_ok=True)
-        disks_dir = Path(tempfile.mkdtemp(prefix="disks.", dir=RUN_ROOT))
+        scratch = Path(tempfile.mkdtemp(prefix="disks.", dir=RUN_ROOT))
+        disks_dir = scratch
         try:
-            for d in layout.disks if layout else ():
-                with open(disks_dir / f"{d.serial}.img", "wb") as f:
+            if disks is not None and layout is not None:
+                disks_dir = disks.resolve()
+                disks_dir.mkdir(parents=True, exist_ok=True)
+                if existing_disks(disks_dir, layout):
+                    layout = replace(layout, existing=True)
+                    progress.say(f"the pool's disks from {disks_dir}: importing {layout.pool}")
+            for d in layout.disks if layout and not layout.existing else ():
+                fd = os.open(disks_dir / f"{d.serial}.img", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                             0o600)
+                with os.fdopen(fd, "wb") as f:
                     f.truncate(d.size_mib * 1024 * 1024)
-            _prepare(out_dir, command, layout)
+            _prepare(out_dir, command, layout, params)
             console = None if keep else out_dir / "console.log"
             argv = qemu_argv(image, disks_dir, out_dir, src, layout, machine, keep, console)
-            env = dict(os.environ, TMPDIR=str(disks_dir))  # the root disk's snapshot overlay goes there too
+            env = dict(os.environ, TMPDIR=str(scratch))  # the root disk's snapshot overlay goes there
             if keep:
                 progress.say("booting with the serial console here: root logs in without a password; "
                              "`poweroff` (or Ctrl-A x) leaves")
@@ -122,7 +158,7 @@ def run(image: Image, command: str, out_dir: Path, *, layout: Optional[PoolLayou
             else:
                 qemu_rc = _watch(argv, env, out_dir, console, timeout, progress, echo)
         finally:
-            shutil.rmtree(disks_dir, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
     seconds = progress.elapsed()
     exit_file = out_dir / runner.EXIT_FILE
     if not exit_file.is_file():

@@ -16,6 +16,8 @@ from typing import List, Optional, Tuple
 from zfsmon.lab.guest.inguest import OUT_MOUNT, SRC_MOUNT, VENV
 
 POOL_SCRIPT = "guest-pool.sh"
+#: the zfs module's parameters for this boot (``modprobe zfs`` arguments, after /etc/modprobe.d's)
+PARAMS_FILE = "guest-zfs-params"
 COMMAND_SCRIPT = "guest-command.sh"
 OUTPUT_LOG = "guest-output.log"
 EXIT_FILE = "guest-exit"
@@ -39,8 +41,10 @@ trap finish EXIT
 exec >>"$OUT/{OUTPUT_LOG}" 2>&1
 say() {{ printf '[guest %6.1fs] %s\\n' "$(cut -d' ' -f1 /proc/uptime)" "$*"; }}
 say "booted: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {{print int($2/1024)}}' /proc/meminfo) MiB"
-modprobe zfs || {{ say "modprobe zfs failed"; echo {EXIT_NO_MODULE} > "$OUT/{EXIT_FILE}"; exit 0; }}
-say "zfs module $(cat /sys/module/zfs/version), zfs_arc_max $(cat /sys/module/zfs/parameters/zfs_arc_max)"
+params=()
+[ -f "$OUT/{PARAMS_FILE}" ] && read -r -a params < "$OUT/{PARAMS_FILE}"
+modprobe zfs "${{params[@]}}" || {{ say "modprobe zfs ${{params[*]}} failed"; echo {EXIT_NO_MODULE} > "$OUT/{EXIT_FILE}"; exit 0; }}
+say "zfs module $(cat /sys/module/zfs/version), zfs_arc_max $(cat /sys/module/zfs/parameters/zfs_arc_max)${{params[*]:+ (modprobe zfs ${{params[*]}})}}"
 export ZFSMON_OUT=$OUT ZFSMON_SRC={SRC_MOUNT} PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 HOME=/root LANG=C.UTF-8
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # the shared tree is read-only: compile it once into a cache on the guest's disk (importing from source
@@ -84,12 +88,20 @@ def _default_disks() -> Tuple[Disk, ...]:
 
 @dataclass(frozen=True)
 class PoolLayout:
-    """2 mirrors of data disks + SLOG + L2ARC, and one dataset with PostgreSQL's record size."""
+    """2 mirrors of data disks + SLOG + L2ARC, and one dataset with PostgreSQL's record size.
+
+    ``slow_data_iops`` limits each data disk's reads per second in QEMU (a hard disk's random reads; writes stay
+    fast so a database loads in minutes), log and cache stay fast: what makes an L2ARC warm-up visible.
+    ``existing``: the disks hold the pool from an earlier boot, which is imported instead of created (or, with
+    ``import_existing`` False, left for the command to import: to watch the import itself, the L2ARC rebuild)."""
 
     pool: str = "zguest"
     dataset: str = "db"
     recordsize: str = "8k"
     disks: Tuple[Disk, ...] = field(default_factory=_default_disks)
+    slow_data_iops: Optional[int] = None
+    existing: bool = False
+    import_existing: bool = True
 
     def by_role(self, role: str) -> List[Disk]:
         return [d for d in self.disks if d.role == role]
@@ -115,9 +127,14 @@ class PoolLayout:
             "    [ -e \"$l\" ] || { echo \"missing disk $l\"; exit 1; }",
             "done",
             "set -x",
-            shlex.join(self.create_argv()),
-            shlex.join(["zfs", "create", "-o", f"recordsize={self.recordsize}", f"{self.pool}/{self.dataset}"]),
+            *(["exit 0"] if self.existing and not self.import_existing else []),
+            *([shlex.join(["zpool", "import", "-f", "-d", "/dev/disk/by-id", self.pool])] if self.existing else
+              [shlex.join(self.create_argv()),
+               shlex.join(["zfs", "create", "-o", f"recordsize={self.recordsize}", f"{self.pool}/{self.dataset}"])]),
             f"zpool status {self.pool}",
+            # a lab of zfsmon's: `soak --lab POOL` runs its PostgreSQL cluster on the dataset, `lab cold` empties
+            # the caches
+            shlex.join(["zfsmon", "lab", "adopt", "--pool", self.pool, "--dataset", self.dataset]),
             "",
         ])
 

@@ -35,6 +35,7 @@ TOOL_PACKAGES: Tuple[str, ...] = (
     "python3", "python3-venv", "python3-psutil", "python3-numpy", "python3-psycopg", "python3-prometheus-client",
     "fio", "postgresql", "postgresql-contrib", "bpftrace", "python3-bpfcc", "bpfcc-tools",
     "prometheus-node-exporter",  # bench/bench_peers.py compares zfsmon with its zfs collector
+    "tmux",  # `zfsmon top` runs in a terminal of its own there, its screen captured (tests/guest, bench/)
 )
 ZFS_PACKAGES: Tuple[str, ...] = ("zfs-dkms", "zfsutils-linux")
 

@@ -1,0 +1,171 @@
+"""The warm-up story on kernel OpenZFS, start to end, in the QEMU guest: one command, three boots, one pool.
+
+    python3 bench/bench_guest_warmup.py --zfs 2.3 --out DIR      (about 50 minutes; root, qemu-system-x86)
+
+The lab (``zfsmon guest run`` options, docs/openzfs-guest.md): data disks limited to ``--slow-data`` reads per
+second each (QEMU throttling, like hard disks), log and cache fast, an ARC of ``--arc-mb`` that a pgbench database
+of ``--scale`` does not fit in but the 1 GiB L2ARC does, the pool's disks kept in DIR/disks across boots.
+
+1. first boot: the database loaded; a control soak without the cache device, from cold; the cache device
+   added back and the warm-up from cold in ``zfsmon top`` (tmux 160x50, screens captured, once at 80x24);
+   the soak stopped in the middle of a run and the guest shut down;
+2. second boot, same disks: the pool imported (the L2ARC rebuilt from its log blocks, OpenZFS 2.0+) and the
+   soak resumed in ``zfsmon top``, appending to the same recording;
+3. third boot, the same again with ``l2arc_rebuild_enabled=0``: the L2ARC starts empty after the reboot.
+
+Then ``zfsmon analyze`` of the recordings and the numbers: the warm-up's ratio and time to 90 %, the control's,
+the rebuild (bytes, buffers, seconds, read beside it every 0.5 s) and both recovery times. Everything stays in DIR:
+each boot's share (recordings, screens, arcstats, logs) and summary.json. ``--analyze-only`` prints the numbers
+again from DIR without booting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from zfsmon.lab.guest import boot, build  # noqa: E402
+from zfsmon.lab.guest.runner import PoolLayout  # noqa: E402
+from zfsmon.lab.guest.spec import GuestSpec  # noqa: E402
+
+GUEST_SCRIPT = "bash /mnt/zfsmon/bench/guest_warmup.sh"
+BOOTS = ("first", "rebuild", "cold")
+
+
+def _params(args: argparse.Namespace, extra: Tuple[str, ...] = ()) -> List[str]:
+    return [f"zfs_arc_max={args.arc_mb * 1024 * 1024}", *extra]
+
+
+def run_boots(args: argparse.Namespace, out: Path) -> None:
+    """The three boots, each in its own share under ``out``, the pool's disks in ``out/disks``."""
+    spec = GuestSpec(zfs=args.zfs)
+    img = build.cached(spec) or build.build(spec)
+    disks = out / "disks"
+    if disks.exists():
+        raise SystemExit(f"{disks} exists: give a new --out (the first boot needs fresh disks)")
+    machine = boot.Machine(memory_mib=args.memory, cpus=2)
+    plan = [
+        ("first", f"{GUEST_SCRIPT} first {args.scale} {args.control} {args.warm}",
+         PoolLayout(slow_data_iops=args.slow_data), ()),
+        ("rebuild", f"{GUEST_SCRIPT} restart rebuild {args.restart}",
+         PoolLayout(slow_data_iops=args.slow_data, import_existing=False), ()),
+        ("cold", f"{GUEST_SCRIPT} restart cold {args.restart}",
+         PoolLayout(slow_data_iops=args.slow_data, import_existing=False), ("l2arc_rebuild_enabled=0",)),
+    ]
+    before: Optional[Path] = None
+    for name, command, layout, extra in plan:
+        share = out / name
+        share.mkdir(parents=True)
+        if before is not None:
+            shutil.copyfile(before / "soak.zfsmon", share / "soak.zfsmon")
+        res = boot.run(img, command, share, layout=layout, machine=machine, timeout=args.timeout, disks=disks,
+                       params=_params(args, extra))
+        if res.exit_code != 0:
+            raise SystemExit(f"boot {name}: the guest's command exited {res.exit_code}; see {share}")
+        before = share
+    shutil.rmtree(disks, ignore_errors=True)  # 6 sparse GiB: the recordings and captures are what is kept
+
+
+def _analyze(recording: Path) -> Dict[str, Any]:
+    cp = subprocess.run([sys.executable, "-m", "zfsmon", "analyze", "--json", str(recording)], capture_output=True,
+                        text=True, cwd=REPO, timeout=600)
+    if cp.returncode != 0:
+        raise SystemExit(f"zfsmon analyze {recording} failed: {cp.stderr.strip()}")
+    return json.loads(cp.stdout)
+
+
+def _topic(report: Dict[str, Any], topic: str) -> List[Dict[str, Any]]:
+    return [f for f in report.get("findings", []) if f.get("topic") == topic]
+
+
+def rebuild_from_poll(text: str, import_start: float) -> Dict[str, Optional[float]]:
+    """From the 0.5 s reads of arcstats beside the import: what the rebuild restored, and when it was done (the
+    first read at which ``l2_rebuild_success`` counted it), in seconds after the import began."""
+    done_at: Optional[float] = None
+    last: Dict[str, float] = {}
+    for line in text.splitlines():
+        ts_text, _, rest = line.partition(" ")
+        try:
+            ts = float(ts_text)
+            vals = {k: float(v) for k, v in (kv.split("=", 1) for kv in rest.split() if "=" in kv)}
+        except ValueError:
+            continue
+        if vals:
+            last = vals
+        if done_at is None and vals.get("l2_rebuild_success", 0) >= 1:
+            done_at = ts
+    return {"rebuild_success": last.get("l2_rebuild_success"), "rebuilt_bytes": last.get("l2_rebuild_size"),
+            "rebuilt_bufs": last.get("l2_rebuild_bufs"), "rebuilt_log_blks": last.get("l2_rebuild_log_blks"),
+            "rebuild_done_s": done_at - import_start if done_at is not None else None}
+
+
+def summarize(out: Path) -> Dict[str, Any]:
+    """The numbers of a finished run, from its shares."""
+    first, rebuild, cold = (out / b for b in BOOTS)
+    summary: Dict[str, Any] = {}
+    warm = _analyze(first / "soak-after-first.zfsmon")
+    control = _analyze(first / "control.zfsmon")
+    summary["warmup"] = [f.get("numbers", {}) | {"text": f["text"]} for f in _topic(warm, "warmup")]
+    summary["control"] = [f.get("numbers", {}) | {"text": f["text"]} for f in _topic(control, "warmup")] or \
+        [{"text": "no warm-up: TPS stayed flat (no finding)"}]
+    whole = _analyze(cold / "soak.zfsmon")
+    summary["restarts"] = [f.get("numbers", {}) | {"text": f["text"]} for f in _topic(whole, "restart")]
+    for name, share in (("rebuild", rebuild), ("cold", cold)):
+        poll = share / f"rebuild-poll-{name}.txt"
+        start = share / f"import-start-{name}.txt"
+        if poll.is_file() and start.is_file():
+            summary[f"poll_{name}"] = rebuild_from_poll(poll.read_text(), float(start.read_text().strip()))
+    return summary
+
+
+def print_summary(summary: Dict[str, Any]) -> None:
+    for key in ("warmup", "control", "restarts"):
+        for item in summary.get(key, []):
+            print(f"{key}: {item['text']}")
+    for name in ("rebuild", "cold"):
+        poll = summary.get(f"poll_{name}")
+        if poll:
+            size = poll.get("rebuilt_bytes") or 0
+            done = poll.get("rebuild_done_s")
+            print(f"{name} boot, read beside the import: l2_rebuild_success {poll.get('rebuild_success')}, "
+                  f"{size / 2**20:.1f} MiB in {poll.get('rebuilt_bufs')} buffers, "
+                  + (f"done {done:.1f} s after the import began" if done is not None else "no rebuild"))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--zfs", default="2.3", choices=("2.1", "2.3", "2.4"))
+    ap.add_argument("--out", required=True, type=Path, help="a new directory for everything the run keeps")
+    ap.add_argument("--scale", type=int, default=10, help="pgbench -i -s (default 10: ~150 MiB)")
+    ap.add_argument("--control", type=int, default=360, help="seconds of the control soak (default 360)")
+    ap.add_argument("--warm", type=int, default=720, help="seconds of the warm-up soak (default 720)")
+    ap.add_argument("--restart", type=int, default=300, help="seconds of each soak after a reboot (default 300)")
+    ap.add_argument("--slow-data", type=int, default=15, help="reads/s of each data disk (default 15)")
+    ap.add_argument("--arc-mb", type=int, default=80, help="zfs_arc_max in MiB (default 80)")
+    ap.add_argument("--memory", type=int, default=2048, help="guest memory in MiB (default 2048)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds each boot may take (default 3600)")
+    ap.add_argument("--analyze-only", action="store_true", help="no boots: the numbers of the run in --out")
+    args = ap.parse_args(argv)
+    out = args.out.resolve()
+    if not args.analyze_only:
+        if out.exists() and any(out.iterdir()):
+            raise SystemExit(f"{out} is not empty: give a new directory")
+        out.mkdir(parents=True, exist_ok=True)
+        run_boots(args, out)
+    summary = summarize(out)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print_summary(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
