@@ -178,6 +178,6 @@ def test_some_disks_or_a_linked_disk_is_refused(tmp_path: Path) -> None:
 def test_module_parameters_reach_modprobe(tmp_path: Path) -> None:
     boot._prepare(tmp_path, "true", PoolLayout(), ["zfs_arc_max=83886080", "l2arc_rebuild_enabled=0"])
     assert (tmp_path / runner.PARAMS_FILE).read_text() == "zfs_arc_max=83886080 l2arc_rebuild_enabled=0\n"
-    assert 'modprobe zfs "${params[@]}"' in runner.RUNNER_SH
+    assert 'f=/sys/module/zfs/parameters/${p%%=*}' in runner.RUNNER_SH
     boot._prepare(tmp_path, "true", PoolLayout())
     assert not (tmp_path / runner.PARAMS_FILE).exists()

@@ -225,8 +225,9 @@ def cold_cache(pool: str, log=print) -> None:
         run(["zpool", "import", "-o", "cachefile=none", "-d", str(state.config.get("import_dir") or "/dev"), pool])
         if cache:
             run(["zpool", "add", "-f", pool, "cache", *cache])
-        log(f"lab {pool}: ARC and L2ARC emptied (cache removed, pool exported and imported, cache added back) "
-            f"in {time.monotonic() - t0:.1f} s")
+        how = ("cache removed, pool exported and imported, cache added back" if cache else
+               "no cache device: pool exported and imported")
+        log(f"lab {pool}: ARC{' and L2ARC' if cache else ''} emptied ({how}) in {time.monotonic() - t0:.1f} s")
 
 
 @contextlib.contextmanager

@@ -41,10 +41,20 @@ trap finish EXIT
 exec >>"$OUT/{OUTPUT_LOG}" 2>&1
 say() {{ printf '[guest %6.1fs] %s\\n' "$(cut -d' ' -f1 /proc/uptime)" "$*"; }}
 say "booted: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {{print int($2/1024)}}' /proc/meminfo) MiB"
+modprobe zfs || {{ say "modprobe zfs failed"; echo {EXIT_NO_MODULE} > "$OUT/{EXIT_FILE}"; exit 0; }}
+# this boot's module parameters: written into /sys (the module is loaded early at boot, by udev or
+# zfs-load-module, so modprobe's arguments would come too late); each read back
 params=()
 [ -f "$OUT/{PARAMS_FILE}" ] && read -r -a params < "$OUT/{PARAMS_FILE}"
-modprobe zfs "${{params[@]}}" || {{ say "modprobe zfs ${{params[*]}} failed"; echo {EXIT_NO_MODULE} > "$OUT/{EXIT_FILE}"; exit 0; }}
-say "zfs module $(cat /sys/module/zfs/version), zfs_arc_max $(cat /sys/module/zfs/parameters/zfs_arc_max)${{params[*]:+ (modprobe zfs ${{params[*]}})}}"
+for p in "${{params[@]}}"; do
+    f=/sys/module/zfs/parameters/${{p%%=*}}
+    if [ -w "$f" ] && echo "${{p#*=}}" > "$f"; then
+        say "zfs parameter ${{p%%=*}} = $(cat "$f")"
+    else
+        say "zfs parameter ${{p%%=*}}: cannot be set to ${{p#*=}}"; echo {EXIT_NO_MODULE} > "$OUT/{EXIT_FILE}"; exit 0
+    fi
+done
+say "zfs module $(cat /sys/module/zfs/version), zfs_arc_max $(cat /sys/module/zfs/parameters/zfs_arc_max)"
 export ZFSMON_OUT=$OUT ZFSMON_SRC={SRC_MOUNT} PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 HOME=/root LANG=C.UTF-8
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # the shared tree is read-only: compile it once into a cache on the guest's disk (importing from source
