@@ -3,9 +3,11 @@
 A soak resumed after a reboot appends to the same recording (the store's Recorder appends to a file that
 exists, and says so in a ``recording resumed`` event), so one recording holds the warm plateau, a gap with no
 samples, and the second boot. What marks a restart is the ARC's own counters: ``hits`` and ``misses`` count
-since the zfs module loaded (zfs-fuse: since the daemon started) and never go back otherwise. A gap alone (a
-paused or restarted recorder on the same boot) leaves them where they were and is not a restart, and neither is
-a ``recording resumed`` event without them going back.
+since the zfs module loaded (zfs-fuse: since the daemon started) and never go back otherwise, and across a gap:
+ZFS was not read for longer than :data:`GAP_INTERVALS` of its readings' intervals. A gap alone (a paused or
+restarted recorder on the same boot) leaves the counters where they were and is not a restart, and neither is
+a ``recording resumed`` event without them going back, nor counters going back from one reading to the next
+without a gap (a reset, :mod:`zfsmon.analysis.rates`' new baseline).
 
 After the restart, the persistent L2ARC (OpenZFS 2.0+) is rebuilt from the cache device's log blocks
 asynchronously after import: ``l2_rebuild_size``, ``_asize`` and ``_bufs`` count what rebuilds restored since
@@ -25,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from zfsmon import names
 from zfsmon.analysis import arc
 from zfsmon.analysis.correlate import Cells, median, smooth
-from zfsmon.model import Event, EventKind, Kind, Sample
+from zfsmon.model import Event, EventKind, Kind, Sample, typical_gap
 
 #: the TPS plateau before a restart: the median over this many seconds before the gap
 PLATEAU_S = 180.0
@@ -33,6 +35,8 @@ PLATEAU_S = 180.0
 RECOVERED = 0.9
 #: present TPS cells the plateau needs at least
 PLATEAU_CELLS = 3
+#: a gap: the ARC not read for longer than this many of its typical intervals
+GAP_INTERVALS = 1.5
 
 
 @dataclass(frozen=True)
@@ -95,8 +99,8 @@ def _went_back(before: Tuple[float, float, float], after: Tuple[float, float, fl
 
 
 def _gap(times: Sequence[float], lo: float, hi: float) -> Tuple[float, float]:
-    """The longest stretch without any sample between ``lo`` and ``hi`` (both sample times): when the recorder
-    was down, as every source's readings show it."""
+    """The longest stretch without any sample between ``lo`` and ``hi`` (the ARC readings either side of the
+    restart): when the recorder was down, as every source's readings show it."""
     inside = times[bisect_left(times, lo):bisect_right(times, hi)]
     return max(zip(inside, inside[1:]), key=lambda p: p[1] - p[0], default=(lo, hi))
 
@@ -152,13 +156,19 @@ def restarts(samples: Sequence[Sample], events: Sequence[Event] = (), grid: Sequ
 
     ``grid``/``tps``: TPS on the window's grid (``findings.analyze``'s cells; none: no TPS figures)."""
     counters = _arc_counters(samples)
-    resets = [(a[0], b[0]) for a, b in zip(counters, counters[1:]) if _went_back(a, b)]
+    every = typical_gap(c[0] for c in counters) or 0.0
+    resets = [(a[0], b[0]) for a, b in zip(counters, counters[1:])
+              if b[0] - a[0] > GAP_INTERVALS * every and _went_back(a, b)]
     if not resets:
         return []
     times = sorted({s.ts for s in samples})
     cells = _clean(tps)
     grid = list(grid) if len(grid) == len(cells) else []
-    gaps = [_gap(times, lo, hi) for lo, hi in resets]
+    gaps = []
+    for lo, hi in resets:
+        gap = _gap(times, lo, hi)
+        # other sources read on (the zfs module reloaded under a running recorder): ZFS's own gap is the one
+        gaps.append(gap if gap[1] - gap[0] > every else (lo, hi))
     resumed = [e.ts for e in events if e.kind == EventKind.INFO and e.source == "record"
                and e.text.startswith(names.RECORDING_RESUMED)]
     out: List[Restart] = []

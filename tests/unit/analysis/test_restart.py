@@ -128,6 +128,14 @@ def test_a_gap_without_the_counters_going_back_is_no_restart():
     assert rep.topic("restart") == [] and "restart" not in rep.render()
 
 
+def test_counters_going_back_without_a_gap_are_a_reset_not_a_restart():
+    # the ARC read every 2 s throughout, its counters back near 0 from one reading to the next
+    later = boot(T0 + 600, 300, plateau, _no_rebuild)
+    assert restarts(WARM + later) == []
+    # a reading missed (4 s without one: more than 1.5 intervals), TPS read on: ZFS's own gap is the restart's
+    assert [(r.at, r.down_s) for r in restarts(WARM + later[2:])] == [(T0 + 602, 4.0)]
+
+
 def test_without_tps_the_rebuild_is_still_said():
     after = boot(AT, 100, None, _rebuilt_in(6, 3 * GIB, 40_000))
     no_tps = [s for s in WARM if s.entity.kind is not Kind.WORKLOAD] + after
