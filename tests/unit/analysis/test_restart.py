@@ -18,11 +18,19 @@ import pytest
 from tests.conftest import TEST_DATA
 from zfsmon import metrics, names
 from zfsmon.analysis import findings
-from zfsmon.analysis.findings import analyze, restart_compared, restart_figures, restart_text
+from zfsmon.analysis.findings import (
+    KINDS,
+    analyze,
+    reads_metric,
+    restart_compared,
+    restart_figures,
+    restart_text,
+)
 from zfsmon.analysis.restart import Restart, restarts
 from zfsmon.model import Entity, Event, EventKind, Kind, Sample
 from zfsmon.sources.kstat import arcstats
 from zfsmon.store import Recorder, Recording
+from zfsmon.views.window import read_window
 
 T0 = 1_767_225_600.0  # 2026-01-01 00:00:00Z
 GIB = float(1 << 30)
@@ -249,9 +257,15 @@ def test_a_recording_with_two_sessions_written_by_the_store(tmp_path):
                 rec.write([s for s in part if s.ts == t])
     with Recording.open(path) as rec:
         samples, events = list(rec.samples()), rec.events()
+        folded = read_window(rec, None, None, 10.0, KINDS, reads_metric)  # as analyze reads a long window
     [r] = restart_figures(samples, events)
     assert (r.at, r.down_s, r.rebuilt_bytes, r.rebuild_s, r.new_session) == (AT, 181.0, 1.5 * GIB, 10.0, True)
     assert analyze(samples, events).topic("restart")[0].numbers["new_session"] is True
+    # folded to 10 s steps: a step's last kstat reading stands for it, the gap and the rebuild's total remain
+    [f] = analyze(folded, events, step=10.0).topic("restart")
+    assert f.numbers["rebuilt_bytes"] == 1.5 * GIB and f.numbers["rebuild_ok"] is True
+    assert AT <= f.numbers["at"] < AT + 10 and 181.0 <= f.numbers["down_s"] < 191.0
+    assert f.numbers["rebuild_s"] == pytest.approx(10.0, abs=10.0)
 
 
 def test_the_rebuild_statistics_are_l2arc_counters_and_the_log_blocks_gauges():
