@@ -31,6 +31,8 @@ from zfsmon.analysis.correlate import (
     median,
     smooth,
 )
+from zfsmon.analysis.correlate import level as _level
+from zfsmon.analysis.correlate import present as _present
 from zfsmon.analysis.limits import MAX_CELLS
 from zfsmon.analysis.rates import Deriver, derive_samples
 from zfsmon.analysis.restart import Restart
@@ -254,15 +256,6 @@ def _bytes(v: float) -> str:
         if abs(v) >= div:
             return f"{v / div:.1f} {unit}"
     return f"{v:.0f} B"
-
-
-def _present(cells: Cells) -> List[int]:
-    return [i for i, v in enumerate(cells) if v is not None]
-
-
-def _level(cells: Cells, idx: Sequence[int]) -> Optional[float]:
-    vals = [v for i in idx if (v := cells[i]) is not None]
-    return median(vals) if vals else None
 
 
 def _edge(n: int, frac: float, least: int = 3) -> int:

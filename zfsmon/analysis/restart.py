@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from zfsmon import names
 from zfsmon.analysis import arc
-from zfsmon.analysis.correlate import Cells, median, smooth
+from zfsmon.analysis.correlate import Cells, level, median, present, smooth
 from zfsmon.model import Event, EventKind, Kind, Sample, typical_gap
 
 #: the TPS plateau before a restart: the median over this many seconds before the gap
@@ -130,8 +130,8 @@ def _rebuild(samples: Sequence[Sample], at: float, end: float
 def _plateau(grid: Sequence[float], tps: Cells, lo: float, hi: float) -> Optional[float]:
     """TPS's level over the last :data:`PLATEAU_S` seconds before ``hi`` (not before ``lo``): the median of its
     cells, None with fewer than :data:`PLATEAU_CELLS` of them."""
-    vals = [v for t, v in zip(grid, tps) if v is not None and max(lo, hi - PLATEAU_S) <= t <= hi]
-    return median(vals) if len(vals) >= PLATEAU_CELLS else None
+    idx = [i for i in present(tps) if max(lo, hi - PLATEAU_S) <= grid[i] <= hi]
+    return level(tps, idx) if len(idx) >= PLATEAU_CELLS else None
 
 
 def _back(grid: Sequence[float], tps: Cells, at: float, end: float, plateau: float) -> Optional[float]:
