@@ -635,7 +635,8 @@ def _restarts(window: Sequence[Sample], events: Sequence[Event], grid: List[floa
     for r in restart.restarts(window, events, grid, tps):
         moments = {f"the restart: samples resumed after {duration(r.down_s)} down": r.at}
         if r.rebuilt and r.rebuild_s is not None:
-            moments["the L2ARC rebuild done"] = r.at + r.rebuild_s
+            moments["the L2ARC rebuild done" if r.rebuild_ok else "the L2ARC rebuild stopped growing"] = \
+                r.at + r.rebuild_s
         if r.back_90_s is not None:
             moments["TPS back to 90% of its plateau after the restart"] = r.at + r.back_90_s
         out.append(Finding("restart", restart_text(r), asdict(r), moments))

@@ -164,6 +164,18 @@ def test_a_rebuild_still_growing_at_the_end_has_no_time():
            "every 2 s), but reported no success;" in restart_text(r)
 
 
+def test_an_aborted_rebuild_says_what_it_restored_and_no_success():
+    def aborted(t: float) -> Dict[str, float]:  # stopped at 8 s (an I/O error), success never bumped
+        done = _rebuilt_in(20, 2 * GIB, 30_000)(min(t, 8.0))
+        return {**done, "rebuild_success": 0.0, "rebuild_io_errors": 1.0 if t >= 8 else 0.0}
+    after = boot(AT, 60, None, aborted)
+    [f] = analyze(WARM + after).topic("restart")
+    assert (f.numbers["rebuilt_bytes"], f.numbers["rebuild_s"], f.numbers["rebuild_ok"]) == (0.8 * GIB, 8.0, False)
+    assert "the L2ARC rebuild restored 819.2 MiB (12,000 buffers) in 8 s (L2ARC readings every 2 s), but reported " \
+           "no success" in f.text
+    assert f.moments["the L2ARC rebuild stopped growing"] == AT + 8.0 and "the L2ARC rebuild done" not in f.moments
+
+
 def _damaged(samples: Sequence[Sample]) -> List[Sample]:
     """Every tenth cache reading's counters damaged (nan, negative, infinite, missing), TPS too."""
     bad = [math.nan, -1.0, math.inf]
