@@ -26,6 +26,10 @@ FIO = "fio"
 FIO_PREFIX = "fio:"
 #: the prefix of fio's run results ``fio-run:<job>:<direction>``: its final report, the figures over the whole run
 FIO_RUN_PREFIX = "fio-run:"
+#: the text a recording's session begins with (an ``info`` event from source ``record``): a new recording, or a
+#: process appending to one that exists (a soak resumed after a reboot)
+RECORDING_STARTED = "recording started"
+RECORDING_RESUMED = "recording resumed"
 
 
 def fio_entity(job: str, direction: str) -> str:

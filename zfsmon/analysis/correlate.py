@@ -324,6 +324,17 @@ def correlate(xs: Cells, ys: Cells, step: float, max_lag: int = 0) -> Correlatio
                        note=significance_note(r_main, p, n, n_eff, p_naive))
 
 
+def present(cells: Cells) -> List[int]:
+    """The indices of the cells that hold a value."""
+    return [i for i, v in enumerate(cells) if v is not None]
+
+
+def level(cells: Cells, idx: Sequence[int]) -> Optional[float]:
+    """A series' level over the cells ``idx``: the median of those present (one spike does not move it)."""
+    vals = [v for i in idx if (v := cells[i]) is not None]
+    return median(vals) if vals else None
+
+
 def smooth(cells: Cells, width: int = 3) -> Cells:
     """Centred rolling median over present values (one spike must not decide a threshold crossing)."""
     out: Cells = []

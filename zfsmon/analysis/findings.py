@@ -7,16 +7,20 @@ dashboard and reports all use this one module). The two stories it must tell:
   reads fall (how long until 90% of the plateau, how fast the L2ARC filled,
   when disk reads halved, how closely TPS followed the caches);
 * decay: TPS falls from its early level (a provider's write-back cache filling up).
+
+And a restart inside a soak (:mod:`zfsmon.analysis.restart`): how long it was down, what the persistent L2ARC
+rebuilt, and how fast TPS came back.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import arc, cacheadvice, goose, goose_window, qdsweep, readpath, vdevperf
+from zfsmon.analysis import arc, cacheadvice, goose, goose_window, qdsweep, readpath, restart, vdevperf
 from zfsmon.analysis.correlate import (
     Cells,
     Correlation,
@@ -27,8 +31,11 @@ from zfsmon.analysis.correlate import (
     median,
     smooth,
 )
+from zfsmon.analysis.correlate import level as _level
+from zfsmon.analysis.correlate import present as _present
 from zfsmon.analysis.limits import MAX_CELLS
 from zfsmon.analysis.rates import Deriver, derive_samples
+from zfsmon.analysis.restart import Restart
 from zfsmon.model import Event, EventKind, Kind, Role, Sample
 
 # canonical series names ------------------------------------------------------------------------------------------
@@ -185,7 +192,7 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
 @dataclass
 class Finding:
     topic: str  # warmup | l2arc_fill | disk_reads | correlation | warmup_correlation | decay | read_path | goose_eggs
-    #           | fio_run | qd_sweep | vdev_perf | cache_advice | data
+    #           | fio_run | qd_sweep | vdev_perf | cache_advice | restart | data
     text: str
     numbers: Dict[str, object] = field(default_factory=dict)
     #: the moments the text speaks of, in words -> epoch seconds (the time TPS reached its plateau, a goose egg's
@@ -249,15 +256,6 @@ def _bytes(v: float) -> str:
         if abs(v) >= div:
             return f"{v / div:.1f} {unit}"
     return f"{v:.0f} B"
-
-
-def _present(cells: Cells) -> List[int]:
-    return [i for i, v in enumerate(cells) if v is not None]
-
-
-def _level(cells: Cells, idx: Sequence[int]) -> Optional[float]:
-    vals = [v for i in idx if (v := cells[i]) is not None]
-    return median(vals) if vals else None
 
 
 def _edge(n: int, frac: float, least: int = 3) -> int:
@@ -577,6 +575,82 @@ def _cache_advice(window: Sequence[Sample]) -> List[Finding]:
     return [Finding("cache_advice", adv.text(), dict(adv.numbers))] if adv else []
 
 
+def _clock(ts: float) -> str:
+    """A moment as people read it off a log: ``01:23:45Z`` (UTC, as the timeline labels it)."""
+    return time.strftime("%H:%M:%S", time.gmtime(ts)) + "Z"
+
+
+def _tps_back(r: Restart) -> str:
+    """How long TPS took to be back to 90 % of its plateau after ``r``, in words (a lower bound when it was not
+    back by the end of what was recorded)."""
+    if r.back_90_s is not None:
+        return duration(r.back_90_s)
+    return f"more than {duration(r.recorded_s)} (not back within what was recorded)"
+
+
+def restart_text(r: Restart) -> str:
+    """One restart in words: down for how long, what the L2ARC rebuild restored and when, when TPS was back."""
+    text = f"After the restart at {_clock(r.at)} (down {duration(r.down_s)})"
+    bufs = f" ({r.rebuilt_bufs:,.0f} buffers)" if r.rebuilt_bufs is not None else ""
+    every = f" (L2ARC readings every {duration(r.l2_interval_s)})" if r.l2_interval_s else ""
+    if r.rebuilt_bytes is None:
+        text += " no L2ARC rebuild figures were recorded"
+    elif not r.rebuilt:
+        text += " the L2ARC started empty (no rebuild)"
+    else:
+        size = _bytes(r.rebuilt_bytes or 0.0)
+        if r.rebuild_s is None:
+            when = f", still rebuilding at the end{every}"
+        elif r.rebuild_s == 0:
+            when = f", done by the first L2ARC reading after it{every}"
+        else:
+            when = f" in {duration(r.rebuild_s)}{every}"
+        text += (f" the L2ARC was rebuilt: {size}{bufs}{when}" if r.rebuild_ok else
+                 f" the L2ARC rebuild restored {size}{bufs}{when}, but reported no success")
+    if r.plateau_tps is not None:
+        plateau = f"90 % of its plateau ({_num(r.plateau_tps)} TPS before the restart)"
+        text += (f"; TPS back to {plateau} after {duration(r.back_90_s)}" if r.back_90_s is not None else
+                 f"; TPS not back to {plateau} within the {duration(r.recorded_s)} recorded")
+    return text + "."
+
+
+def restart_compared(rebuilt: Restart, cold: Restart) -> str:
+    """Two recordings' restarts, one with the L2ARC rebuild and one without (``l2arc_rebuild_enabled=0``), in
+    one sentence: what ``bench/`` prints."""
+    if rebuilt.rebuilt:
+        took = f" in {duration(rebuilt.rebuild_s)}" if rebuilt.rebuild_s is not None else ", still rebuilding"
+        what = f"the L2ARC was rebuilt ({_bytes(rebuilt.rebuilt_bytes or 0.0)}{took})"
+    else:
+        what = "the L2ARC was not rebuilt"
+    if rebuilt.plateau_tps is None or cold.plateau_tps is None:
+        return f"After the restart {what}; TPS: no plateau before the restart to compare with."
+    return (f"After the restart {what}; TPS was back to 90 % of its plateau after {_tps_back(rebuilt)}, "
+            f"against {_tps_back(cold)} cold.")
+
+
+def _restarts(window: Sequence[Sample], events: Sequence[Event], grid: List[float],
+              tps: Optional[Cells]) -> List[Finding]:
+    """Each restart in the window (:func:`zfsmon.analysis.restart.restarts`), said by :func:`restart_text`."""
+    out = []
+    for r in restart.restarts(window, events, grid, tps):
+        moments = {f"the restart: samples resumed after {duration(r.down_s)} down": r.at}
+        if r.rebuilt and r.rebuild_s is not None:
+            moments["the L2ARC rebuild done" if r.rebuild_ok else "the L2ARC rebuild stopped growing"] = \
+                r.at + r.rebuild_s
+        if r.back_90_s is not None:
+            moments["TPS back to 90% of its plateau after the restart"] = r.at + r.back_90_s
+        out.append(Finding("restart", restart_text(r), asdict(r), moments))
+    return out
+
+
+def restart_figures(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optional[float] = None
+                    ) -> List[Restart]:
+    """Each restart's figures on the grid :func:`analyze` would use: what ``bench/`` prints and compares."""
+    series = series_from_samples(samples)
+    _step, grid, cells = _on_grid(series, step, None, None)
+    return restart.restarts(samples, events, grid, cells.get(TPS))
+
+
 #: the steps a long window's grid is coarsened to (seconds)
 COARSE_STEPS = (2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0)
 
@@ -618,6 +692,17 @@ def fold_step(interval: Optional[float], span: Optional[float], step: Optional[f
     return grid if grid >= 1.5 * interval else None
 
 
+def _on_grid(series: Dict[str, List[Point]], step: Optional[float], start: Optional[float], end: Optional[float]
+             ) -> Tuple[float, List[float], Dict[str, Cells]]:
+    """The series on one grid: ``step`` (else :func:`choose_step` for the seconds the grid will cover), its times,
+    each series' cells."""
+    if not step:
+        got = bounds(series, start, end)
+        step = choose_step(series, got[1] - got[0] if got else None)
+    grid, cells = align_all(series, step, start, end)
+    return step, grid, cells
+
+
 def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optional[float] = None,
             start: Optional[float] = None, end: Optional[float] = None, decay_threshold: float = 0.2,
             max_lag: Optional[int] = None) -> Report:
@@ -634,10 +719,7 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
                           sweep + _vdev_perf(window), runs)
         return Report(start, end, step or 0.0, counts, [Finding("data", "No workload or ZFS samples in this window.")],
                       runs)
-    if not step:
-        got = bounds(series, start, end)  # the seconds the grid will cover
-        step = choose_step(series, got[1] - got[0] if got else None)
-    grid, cells = align_all(series, step, start, end)
+    step, grid, cells = _on_grid(series, step, start, end)
     findings: List[Finding] = []
     fio = any(s.entity.kind == Kind.WORKLOAD and names.fio_job_direction(s.entity.name) for s in window)
     missing = [w for n, w in ((TPS, "TPS (pgbench)"), (L2_SIZE, "L2ARC"), (ARC_HIT, "ARC"),
@@ -648,6 +730,7 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     lag = max_lag if max_lag is not None else max(0, min(10, len(grid) // 4))
     warm = _warmup(grid, cells[TPS]) if TPS in cells else []
     findings += warm
+    findings += _restarts(window, events, grid, cells.get(TPS))
     if L2_SIZE in cells:
         findings += _l2_fill(grid, cells[L2_SIZE])
     if DATA_READS in cells:

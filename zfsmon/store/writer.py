@@ -31,7 +31,7 @@ import time
 from types import TracebackType
 from typing import IO, Dict, Iterable, List, Literal, Mapping, Optional, Set, Tuple, Type
 
-from zfsmon import __version__, metrics
+from zfsmon import __version__, metrics, names
 from zfsmon.model import Entity, Event, EventKind, Kind, Record, Sample, valid_ts
 from zfsmon.outfile import os_message
 from zfsmon.redact import redact
@@ -110,9 +110,8 @@ class Recorder:
             self._db.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",
                                  [(k, v) for k, v in info.items() if k not in have])
             argv = info.get("argv", "")
-            self._event(Event(self.clock(), EventKind.INFO,
-                              "recording " + ("resumed" if existed else "started") + (f": {argv}" if argv else ""),
-                              source="record"))
+            opened = names.RECORDING_RESUMED if existed else names.RECORDING_STARTED
+            self._event(Event(self.clock(), EventKind.INFO, opened + (f": {argv}" if argv else ""), source="record"))
 
     def _refuse_links(self) -> None:
         """A symbolic link where the recording or its -wal/-shm/-journal goes is refused: SQLite writes through a

@@ -8,7 +8,10 @@ TPS correlates with each cache measure (Pearson and Spearman, the best lag,
 and whether it is significant once the series' autocorrelation is accounted
 for), decay (TPS falling more than --decay-threshold from its early level),
 the read path (shares of reads answered by PostgreSQL's buffers, the ARC, the
-L2ARC and the disks) and goose eggs (devices reading zero while ZFS moves data).
+L2ARC and the disks), goose eggs (devices reading zero while ZFS moves data)
+and each restart inside the recording (a reboot a soak resumed after: how
+long ZFS was down, what the persistent L2ARC rebuilt and how fast, and when
+TPS was back to 90% of its plateau from before the restart).
 """
 
 from __future__ import annotations
