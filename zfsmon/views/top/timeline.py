@@ -45,8 +45,14 @@ from zfsmon.store import Recording, arrays
 
 #: buckets held at most (the panel is at most ~200 cells wide: enough to draw every cell from its own bucket)
 MAX_BUCKETS = 256
-#: events shown on the timeline's axis
-EVENT_KINDS = (EventKind.RUN_START, EventKind.RUN_END, EventKind.MARK)
+#: events shown on the timeline's axis (of INFO, only a recording resumed: another process, often after a reboot,
+#: writing on into the same recording)
+EVENT_KINDS = (EventKind.RUN_START, EventKind.RUN_END, EventKind.MARK, EventKind.INFO)
+
+
+def is_resumed(ev: Event) -> bool:
+    """The event a recorder writes when it opens a recording that already has readings (names.RECORDING_RESUMED)."""
+    return ev.kind == EventKind.INFO and ev.text.startswith(names.RECORDING_RESUMED)
 #: series: (name, label, unit for fmt.num, fixed scale or None)
 ROWS: Tuple[Tuple[str, str, str, Optional[Tuple[float, float]]], ...] = (
     ("tps", "TPS per s", "x", None), ("tps_run", "TPS per run", "x", None), ("iops", "IOPS per s", "x", None),
@@ -127,7 +133,7 @@ class Timeline:
         self._open = max(merged) if merged else None
 
     def event(self, ev: Event) -> None:
-        if ev.kind in EVENT_KINDS:
+        if ev.kind in EVENT_KINDS and (ev.kind != EventKind.INFO or is_resumed(ev)):
             self.events.append(ev)
             del self.events[:-MAX_EVENTS]
             self.version += 1

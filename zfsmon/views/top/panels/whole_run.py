@@ -19,7 +19,8 @@ TIMELINE_RIGHT = 19
 def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewOptions, width: int,
              live: bool, extent: Optional[Tuple[float, float]] = None, window_s: float = 0.0) -> Text:
     """The whole run: one row per series (blocks scaled from 0, or 0..100 %, to the row's max, shown at its right),
-    then an axis with run boundaries (``|``; ``┃`` in the window), marks (``M``), the cursor (``▲``) and the window
+    then an axis with run boundaries (``|``; ``┃`` in the window), marks (``M``), where the recording was resumed
+    by another process (``R``: after a reboot, the findings say what the restart cost), the cursor (``▲``) and the window
     the other panels show (``━``, the ``window_s`` before the cursor, or before the end live), and the time at both
     ends.
     ``extent``: the time the row spans (replay: the recording's first to last reading), else the buckets'."""
@@ -45,6 +46,8 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
     # a user's marks are coloured, in the rows and on the axis; run boundaries are only the axis's "|" (a loop soak
     # has one in nearly every cell: coloured, they made the rows one colour)
     marks = [i for i, e in events.items() if e.kind == EventKind.MARK]
+    # (from the events themselves: a run boundary in the same cell must not hide a resume)
+    resumed = sorted({cell(e.ts) for e in tl.events if tl_mod.is_resumed(e) and start <= e.ts <= end + tl.every})
     at = cell(cursor) if cursor is not None else None
     for name, label, unit, fixed, vals in tl_mod.rows(tl, start, end, w, closed_only=live):
         present = [v for v in vals if v is not None]
@@ -75,12 +78,16 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
         ticks[i] = "┃" if ticks[i] == "━" else "|"
     for i in marks:
         ticks[i] = "M"
+    for i in resumed:
+        ticks[i] = "R"
     if at is not None:
         ticks[at] = "▲"
     axis = Text(" " * TIMELINE_LABEL)
     axis.append("".join(ticks), style="dim")
     for i in marks:
         axis.stylize("bold magenta", TIMELINE_LABEL + i, TIMELINE_LABEL + i + 1)
+    for i in resumed:
+        axis.stylize("bold", TIMELINE_LABEL + i, TIMELINE_LABEL + i + 1)
     if at is not None:
         axis.stylize("bold yellow", TIMELINE_LABEL + at, TIMELINE_LABEL + at + 1)
     parts.append(axis)
