@@ -32,7 +32,7 @@ examples:
   zfsmon guest run -- zpool status                    boot, create the pool, run, power off
   zfsmon guest run --out res -- 'zfsmon doctor --json > doctor.json'
   zfsmon guest shell                                  log in and look around (poweroff to leave)
-  zfsmon guest run --memory 2048 --arc-mb 80 --slow-data 15 --disks d -- CMD
+  zfsmon guest run --memory 1536 --arc-mb 64 --slow-data 15 --disks d -- CMD
                                                       the warm-up lab: hard-disk-like data disks, small ARC,
                                                       the pool kept in d for the next boot
   zfsmon guest status; zfsmon guest clean
