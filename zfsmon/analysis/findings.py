@@ -14,6 +14,8 @@ rebuilt, and how fast TPS came back.
 
 from __future__ import annotations
 
+import bisect
+
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -628,11 +630,20 @@ def restart_compared(rebuilt: Restart, cold: Restart) -> str:
             f"against {_tps_back(cold)} cold.")
 
 
-def _restarts(window: Sequence[Sample], events: Sequence[Event], grid: List[float],
-              tps: Optional[Cells]) -> List[Finding]:
+def _before_restart(found: List[Finding], restarts: Sequence[Restart]) -> List[Finding]:
+    """Findings of the first boot's cells, saying so when a restart came after them."""
+    if not restarts:
+        return found
+    for f in found:
+        f.text = f"Before the first restart: {f.text}"
+        f.numbers["before_restart_at"] = restarts[0].at
+    return found
+
+
+def _restarts(found: Sequence[Restart]) -> List[Finding]:
     """Each restart in the window (:func:`zfsmon.analysis.restart.restarts`), said by :func:`restart_text`."""
     out = []
-    for r in restart.restarts(window, events, grid, tps):
+    for r in found:
         moments = {f"the restart: samples resumed after {duration(r.down_s)} down": r.at}
         if r.rebuilt and r.rebuild_s is not None:
             moments["the L2ARC rebuild done" if r.rebuild_ok else "the L2ARC rebuild stopped growing"] = \
@@ -728,13 +739,18 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     if missing:
         findings.append(Finding("data", "Not in this window: " + ", ".join(missing) + ".", {"missing": missing}))
     lag = max_lag if max_lag is not None else max(0, min(10, len(grid) // 4))
-    warm = _warmup(grid, cells[TPS]) if TPS in cells else []
-    findings += warm
-    findings += _restarts(window, events, grid, cells.get(TPS))
+    found = restart.restarts(window, events, grid, cells.get(TPS))
+    # with restarts in the window the warm-up, the L2ARC's fill and the disk reads are the first boot's (a
+    # reboot's cold start is the restart finding's to tell): the cells before the first restart
+    upto = bisect.bisect_left(grid, found[0].at) if found else len(grid)
+    first = {name: col[:upto] for name, col in cells.items()}
+    warm = _warmup(grid[:upto], first[TPS]) if TPS in cells else []
+    findings += _before_restart(warm, found)
+    findings += _restarts(found)
     if L2_SIZE in cells:
-        findings += _l2_fill(grid, cells[L2_SIZE])
+        findings += _before_restart(_l2_fill(grid[:upto], first[L2_SIZE]), found)
     if DATA_READS in cells:
-        findings += _disk_reads(grid, cells[DATA_READS], cells.get(CACHE_READS))
+        findings += _before_restart(_disk_reads(grid[:upto], first[DATA_READS], first.get(CACHE_READS)), found)
     findings += _correlations(cells, step, lag)
     findings += _warmup_correlations(grid, cells, step, warm)
     if TPS in cells:

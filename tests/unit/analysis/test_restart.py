@@ -289,3 +289,21 @@ def test_the_rebuild_statistics_are_l2arc_counters_and_the_log_blocks_gauges():
     for name in ("log_blk_count", "log_blk_asize", "log_blk_avg_asize"):
         assert name in L2_READ.metrics and name not in metrics.COUNTERS[Kind.L2ARC], name
     assert L2_READ.metrics["rebuild_dh_errors"] == 1.0  # as captured
+
+
+def test_the_warm_up_is_the_first_boots_when_a_restart_follows():
+    """A cold first boot warming up from 200 to 800 TPS, then a reboot whose cold start climbs again: the warm-up
+    finding speaks of the first boot alone (its own start and plateau), the restart of the second."""
+    first = boot(T0, 600, ramp(0, 300), _no_rebuild, hits0=5e8)
+    after = boot(AT, 300, ramp(10, 120, lo=100.0), _no_rebuild)
+    rep = analyze(first + after)
+    [warm] = rep.topic("warmup")
+    assert warm.text.startswith("Before the first restart: TPS warmed up from "), warm.text
+    assert 200.0 <= warm.numbers["tps_start"] < 300.0  # the median of the ramp's first tenth
+    assert warm.numbers["tps_plateau"] == pytest.approx(800.0, rel=0.02)
+    assert warm.numbers["before_restart_at"] == AT
+    assert warm.numbers["time_to_90pct_s"] == pytest.approx(250.0, abs=20.0)  # 90 % of 800 at 300*520/600 s
+    assert len(rep.topic("restart")) == 1
+    # without the second boot the same warm-up says nothing of a restart
+    [alone] = analyze(first).topic("warmup")
+    assert alone.text.startswith("TPS warmed up from ") and "before_restart_at" not in alone.numbers
