@@ -15,7 +15,6 @@ rebuilt, and how fast TPS came back.
 from __future__ import annotations
 
 import bisect
-
 import math
 import time
 from dataclasses import asdict, dataclass, field
