@@ -41,6 +41,8 @@ from zfsmon.model import Event, EventKind, Kind, Role, Sample
 
 # canonical series names ------------------------------------------------------------------------------------------
 TPS = "tps"
+#: fio's IOPS (its interval reports, every job and direction summed): the load a fio soak warms up by
+IOPS = "fio_iops"
 LATENCY = "latency_ms"
 ARC_HIT = "arc_hit_pct"
 L2_HIT = "l2arc_hit_pct"
@@ -132,6 +134,7 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
     disk_reads: Dict[Tuple[Role, Kind], Dict[float, List[float]]] = {}
     caches: List[Sample] = []  # ARC and L2ARC, in window order
     workload: List[Sample] = []
+    fio_iops: Dict[float, float] = {}
     leaf, vdev, l2, wl, arc_kind = Kind.LEAF, Kind.VDEV, Kind.L2ARC, Kind.WORKLOAD, Kind.ARC
     data, cache = Role.DATA, Role.CACHE
     for s in samples:
@@ -153,6 +156,9 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
         elif kind is wl:
             workload.append(s)
             group = e.name  # pg_stat_database: _pg_series
+            if "iops" in s.metrics and group.startswith(names.FIO_PREFIX) and names.fio_job_direction(group):
+                fio_iops[s.ts] = fio_iops.get(s.ts, 0.0) + float(s.metrics["iops"])
+                continue
             if group not in (names.PGBENCH, names.PGBENCH_RUN):
                 continue
             for m in ("tps", "latency_avg_ms"):
@@ -176,6 +182,8 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
                 out[LATENCY] = [(t, v, sp or 0.0) if summary else (t, v) for (t, v), sp in
                                 zip(by[(group, "latency_avg_ms")], spans[(group, "latency_avg_ms")])]
             break
+    if fio_iops:
+        out[IOPS] = sorted(fio_iops.items())
     _arc_series(caches, out)
     size = by.get(("l2", "size")) or by.get(("l2", "asize"))
     if size:
@@ -275,10 +283,11 @@ def _early(grid: List[float], idx: Sequence[int]) -> int:
     return max(3, sum(1 for i in first if grid[i] - t0 < EARLY_SECONDS))
 
 
-def _warmup(grid: List[float], tps: Cells) -> List[Finding]:
+def _warmup(grid: List[float], tps: Cells, what: str = "TPS") -> List[Finding]:
+    """TPS (or, for a fio soak, ``what`` = IOPS) from its start level to its plateau, and when it reached 90 %."""
     idx = _present(tps)
     if len(idx) < 6:
-        return [Finding("warmup", f"Too few TPS points ({len(idx)}) to judge a warm-up.", {"points": len(idx)})]
+        return [Finding("warmup", f"Too few {what} points ({len(idx)}) to judge a warm-up.", {"points": len(idx)})]
     sm = smooth(tps)
     start = _level(tps, idx[:_early(grid, idx)])
     plateau = _level(tps, idx[-_edge(len(idx), 0.2):])
@@ -288,13 +297,15 @@ def _warmup(grid: List[float], tps: Cells) -> List[Finding]:
         return []
     hit = next((i for i in idx if (level := sm[i]) is not None and level >= 0.9 * plateau), None)
     nums: Dict[str, object] = {"tps_start": start, "tps_plateau": plateau, "factor": plateau / start if start else None}
-    text = f"TPS warmed up from {_num(start)} to a plateau of {_num(plateau)}"
+    if what != "TPS":
+        nums["of"] = what
+    text = f"{what} warmed up from {_num(start)} to a plateau of {_num(plateau)}"
     if start > 0:
         text += f" (x{plateau / start:.1f})"
-    moments = {"TPS first measured": t0}
+    moments = {f"{what} first measured": t0}
     if hit is not None:
         nums["time_to_90pct_s"] = grid[hit] - t0
-        moments["TPS reached 90% of the plateau"] = grid[hit]
+        moments[f"{what} reached 90% of the plateau"] = grid[hit]
         text += f"; it reached 90% of the plateau after {duration(grid[hit] - t0)}."
     else:
         text += "."
@@ -743,7 +754,8 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     # reboot's cold start is the restart finding's to tell): the cells before the first restart
     upto = bisect.bisect_left(grid, found[0].at) if found else len(grid)
     first = {name: col[:upto] for name, col in cells.items()}
-    warm = _warmup(grid[:upto], first[TPS]) if TPS in cells else []
+    warm = (_warmup(grid[:upto], first[TPS]) if TPS in cells else
+            _warmup(grid[:upto], first[IOPS], "IOPS") if IOPS in cells else [])
     findings += _before_restart(warm, found)
     findings += _restarts(found)
     if L2_SIZE in cells:
