@@ -18,7 +18,7 @@ import bisect
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from zfsmon import names
 from zfsmon.analysis import arc, cacheadvice, goose, goose_window, qdsweep, readpath, restart, vdevperf
@@ -135,6 +135,7 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
     caches: List[Sample] = []  # ARC and L2ARC, in window order
     workload: List[Sample] = []
     fio_iops: Dict[float, float] = {}
+    fio_jobs: Set[str] = set()
     leaf, vdev, l2, wl, arc_kind = Kind.LEAF, Kind.VDEV, Kind.L2ARC, Kind.WORKLOAD, Kind.ARC
     data, cache = Role.DATA, Role.CACHE
     for s in samples:
@@ -156,8 +157,10 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
         elif kind is wl:
             workload.append(s)
             group = e.name  # pg_stat_database: _pg_series
-            if "iops" in s.metrics and group.startswith(names.FIO_PREFIX) and names.fio_job_direction(group):
+            job = names.fio_job_direction(group) if group.startswith(names.FIO_PREFIX) else None
+            if job is not None and "iops" in s.metrics:
                 fio_iops[s.ts] = fio_iops.get(s.ts, 0.0) + float(s.metrics["iops"])
+                fio_jobs.add(job[0])
                 continue
             if group not in (names.PGBENCH, names.PGBENCH_RUN):
                 continue
@@ -182,7 +185,7 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
                 out[LATENCY] = [(t, v, sp or 0.0) if summary else (t, v) for (t, v), sp in
                                 zip(by[(group, "latency_avg_ms")], spans[(group, "latency_avg_ms")])]
             break
-    if fio_iops:
+    if fio_iops and len(fio_jobs) == 1:  # one job: a queue-depth sweep's jobs (qd1, qd2 ...) rise by design
         out[IOPS] = sorted(fio_iops.items())
     _arc_series(caches, out)
     size = by.get(("l2", "size")) or by.get(("l2", "asize"))

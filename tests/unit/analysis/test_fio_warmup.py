@@ -48,3 +48,14 @@ def test_tps_wins_over_fio_iops_when_both_are_there() -> None:
                   source=names.PGBENCH) for i in range(600)]
     [warm] = analyze(_ramp() + tps).topic("warmup")
     assert warm.text.startswith("TPS warmed up") and "of" not in warm.numbers
+
+
+def test_a_queue_depth_sweep_is_no_warm_up() -> None:
+    """qd1, qd2, qd4 ... one after another: IOPS rise with the depth, by design, not as a cache warms."""
+    out = []
+    for n, depth in enumerate((1, 2, 4, 8)):
+        job = Entity(Kind.WORKLOAD, names.FIO_PREFIX + f"qd{depth}:read")
+        out += [Sample(T0 + 100 * n + i, job, {"iops": 100.0 * depth}, interval=2.0, source=names.FIO)
+                for i in range(0, 100, 2)]
+    assert IOPS not in series_from_samples(out)
+    assert analyze(out).topic("warmup") == []
