@@ -43,16 +43,20 @@ first)
     CONTROL_S=${2:?control seconds}; WARM_S=${3:?warm-up seconds}
     step "versions"
     { zfs version; uname -r; } > "$OUT/versions.txt"
-    step "control: the cache device removed; $CONTROL_S s from cold (data disks throttled from this boot on)"
+    # the warm-up's cache device is always a new one (removed, added back): its log blocks, which the persistent
+    # L2ARC rebuilds from, are written as this boot's module parameters say
     zpool remove "$POOL" "$cache_dev"
     zfsmon lab adopt --pool "$POOL" --dataset db
-    arc control-before
-    zfsmon soak --lab "$POOL" --cold --duration "${CONTROL_S}s" --interval 2 \
-        --out /var/tmp/control.zfsmon --quiet -- "${PGB[@]}" > "$OUT/control.log" 2>&1
-    echo "control exit $?" >> "$OUT/control.log"
-    arc control-after
-    cp /var/tmp/control.zfsmon "$OUT/control.zfsmon"
-    cp /var/tmp/control*.pgbench.log "$OUT/" 2>/dev/null
+    if [ "$CONTROL_S" -gt 0 ]; then
+        step "control: no cache device; $CONTROL_S s from cold (data disks throttled from this boot on)"
+        arc control-before
+        zfsmon soak --lab "$POOL" --cold --duration "${CONTROL_S}s" --interval 2 \
+            --out /var/tmp/control.zfsmon --quiet -- "${PGB[@]}" > "$OUT/control.log" 2>&1
+        echo "control exit $?" >> "$OUT/control.log"
+        arc control-after
+        cp /var/tmp/control.zfsmon "$OUT/control.zfsmon"
+        cp /var/tmp/control*.pgbench.log "$OUT/" 2>/dev/null
+    fi
     step "warm-up: the cache device added back; $WARM_S s from cold (ARC and L2ARC empty) in zfsmon top"
     zpool add -f "$POOL" cache "$cache_dev"
     zfsmon lab adopt --pool "$POOL" --dataset db
