@@ -96,6 +96,8 @@ class ReportData:
     events: List[Event]
     findings: List[str]
     entity_counts: Dict[str, int]
+    #: (epoch s, short label) of each restart ``analyze`` found (a reboot inside the recording): a line on every panel
+    restarts: List[Tuple[float, str]] = field(default_factory=list)
 
     def panel(self, title: str) -> Optional[Panel]:
         return next((p for s in self.sections for p in s.panels if p.title == title), None)
@@ -114,7 +116,8 @@ class ReportData:
         out.append("events: " + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none"))
         out.append(f"panels: green shading = {EventKind.RUN_START.value}..{EventKind.RUN_END.value} of a workload "
                    "run; purple dashed = mark; orange dotted = topology change; grey dotted = counter reset; "
-                   "red = source error")
+                   "red = source error; black = a restart (a reboot: the findings' restart line); a gap in a line = "
+                   "nothing read")
         return out
 
 
@@ -362,7 +365,18 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     for e in rec.topology(at=hi):
         label = f"{e.role.value} {e.kind.value}" if e.role else e.kind.value
         counts[label] = counts.get(label, 0) + 1
-    return ReportData(rec.path, dict(rec.meta), lo, hi, sections, events, findings, counts)
+    restarts = [(float(at), restart_label(f.numbers)) for f in report.topic("restart")
+                if isinstance(at := f.numbers.get("at"), (int, float))]
+    return ReportData(rec.path, dict(rec.meta), lo, hi, sections, events, findings, counts, restarts)
+
+
+def restart_label(numbers: Mapping[str, object]) -> str:
+    """A restart's few words on the panels: whether the L2ARC was rebuilt, and when TPS was back."""
+    size, back = numbers.get("rebuilt_bytes"), numbers.get("back_90_s")
+    rebuilt = bool(numbers.get("rebuild_ok")) and isinstance(size, (int, float)) and size > 0
+    what = f"restart: L2ARC rebuilt {human_size(float(size))}" if rebuilt and isinstance(size, (int, float)) \
+        else "restart: L2ARC empty"
+    return what + (f", TPS back in {duration(float(back))}" if isinstance(back, (int, float)) else "")
 
 
 # --------------------------------------------------------------------------------------------------- drawing
@@ -379,6 +393,24 @@ def thin(ts: Sequence[float], values: Sequence[float], max_points: int = MAX_POI
         chunk_t, chunk_v = ts[i:i + per], values[i:i + per]
         out_t.append(sum(chunk_t) / len(chunk_t))
         out_v.append(sum(chunk_v) / len(chunk_v))
+    return out_t, out_v
+
+
+def break_gaps(ts: Sequence[float], values: Sequence[float], least_s: float = 30.0
+               ) -> Tuple[List[float], List[float]]:
+    """A NaN between two points further apart than ``least_s`` and 5 times the usual step, so a line is not drawn
+    across the time nothing was read (a reboot), as if it had been."""
+    if len(ts) < 3:
+        return list(ts), list(values)
+    steps = sorted(b - a for a, b in zip(ts, ts[1:]))
+    gap = max(least_s, 5.0 * steps[len(steps) // 2])
+    out_t, out_v = [ts[0]], [values[0]]
+    for i in range(1, len(ts)):
+        if ts[i] - ts[i - 1] > gap:
+            out_t.append((ts[i] + ts[i - 1]) / 2.0)
+            out_v.append(float("nan"))
+        out_t.append(ts[i])
+        out_v.append(values[i])
     return out_t, out_v
 
 
@@ -419,6 +451,11 @@ def _draw_events(ax, data: ReportData, label_marks: bool) -> None:
             marks += 1
             ax.text(_dt([e.ts])[0], 0.02, plot_text(" " + e.text[:40]), transform=ax.get_xaxis_transform(), fontsize=6,
                     rotation=90, va="bottom", color=style[0])
+    for at, label in data.restarts[:10]:
+        ax.axvline(_dt([at])[0], color="black", ls="-", lw=1.0, alpha=0.9)
+        if label_marks:
+            ax.text(_dt([at])[0], 0.98, plot_text(" " + label), transform=ax.get_xaxis_transform(), fontsize=6,
+                    rotation=90, va="top", color="black")
 
 
 def _format_y(ax, unit: str) -> None:
@@ -494,7 +531,7 @@ def draw_panel(ax, panel: Panel, data: ReportData) -> None:
             ax.hlines([v for *_, v in segs], [a for a, _, _ in segs], [b for _, b, _ in segs], lw=2,
                       label=plot_text(ln.label))
         else:
-            t, v = thin(ln.ts, ln.values)
+            t, v = break_gaps(*thin(ln.ts, ln.values))
             ax.plot(_dt(t), v, lw=1, marker="." if len(t) < 30 else None, ms=3, label=plot_text(ln.label))
     if not panel.lines:
         ax.text(0.5, 0.5, plot_text(panel.empty_note), transform=ax.transAxes, ha="center", va="center", fontsize=8,

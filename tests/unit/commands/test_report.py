@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.conftest import fixtures_root
+from tests.conftest import TEST_DATA, fixtures_root, gunzip
 from tests.unit import report_data as rd
 from zfsmon.cli import main
 from zfsmon.model import Kind, Role, Sample
@@ -252,3 +252,25 @@ def test_a_recording_without_samples_is_a_clear_error(tmp_path, capsys):
 def test_a_run_still_open_at_the_end_is_shaded_to_the_end(data):
     start = [e for e in data.events if e.kind.value == "run_start"]
     assert report.run_spans(start, data.start, data.end) == [(rd.T0, data.end, "run 1")]
+
+
+def test_a_line_breaks_where_nothing_was_read():
+    t, v = report.break_gaps([0.0, 2.0, 4.0, 200.0, 202.0, 204.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert t[:3] == [0.0, 2.0, 4.0] and t[3] == 102.0 and t[4:] == [200.0, 202.0, 204.0]
+    assert v[3] != v[3] and v[:3] == [1.0, 2.0, 3.0] and v[4:] == [4.0, 5.0, 6.0]  # NaN: no line drawn there
+    # readings every 60 s have no gap at 90 s; a short series is left as it is
+    assert float("nan") not in report.break_gaps([0.0, 60.0, 120.0, 210.0], [1.0, 1.0, 1.0, 1.0])[1]
+    assert report.break_gaps([0.0, 500.0], [1.0, 2.0]) == ([0.0, 500.0], [1.0, 2.0])
+
+
+def test_a_reboot_inside_the_recording_is_a_restart_line_with_its_words(tmp_path):
+    """The guest's warm-up, then a reboot whose L2ARC did not survive (tests/data/openzfs-2.3/warmup)."""
+    path = gunzip(TEST_DATA / "openzfs-2.3" / "warmup" / "soak-small-cache.zfsmon.gz", tmp_path)
+    with Recording.open(path) as rec:
+        d = report.build(rec)
+    [(at, label)] = d.restarts
+    assert d.start < at < d.end and label == "restart: L2ARC empty"
+    assert any(f.startswith("After the restart at ") for f in d.findings)
+    assert "black = a restart" in " ".join(d.summary_lines())
+    assert report.restart_label({"rebuild_ok": True, "rebuilt_bytes": 3 * 2**30, "back_90_s": 12.0}) == \
+        "restart: L2ARC rebuilt 3G, TPS back in 12 s"
