@@ -37,6 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from zfsmon.analysis.findings import restart_compared  # noqa: E402
+from zfsmon.analysis.restart import Restart  # noqa: E402
 from zfsmon.lab.guest import boot, build  # noqa: E402
 from zfsmon.lab.guest.runner import PoolLayout  # noqa: E402
 from zfsmon.lab.guest.spec import GuestSpec  # noqa: E402
@@ -148,6 +150,15 @@ def rebuild_from_poll(text: str, import_start: float) -> Dict[str, Optional[floa
             "rebuild_done_s": done_at - import_start if done_at is not None else None}
 
 
+def as_restart(numbers: Dict[str, Any]) -> Optional[Restart]:
+    """A restart finding's numbers (``analyze --json``) as the figures they were made from, None if they are not."""
+    names = set(Restart.__dataclass_fields__)
+    try:
+        return Restart(**{k: v for k, v in numbers.items() if k in names})
+    except TypeError:
+        return None
+
+
 def summarize(out: Path) -> Dict[str, Any]:
     """The numbers of a finished run, from its shares."""
     first, rebuild, cold = (out / b for b in BOOTS[1:4])
@@ -159,6 +170,11 @@ def summarize(out: Path) -> Dict[str, Any]:
         [{"text": "no warm-up: TPS stayed flat (no finding)"}]
     whole = _analyze(cold / "soak.zfsmon")
     summary["restarts"] = [f.get("numbers", {}) | {"text": f["text"]} for f in _topic(whole, "restart")]
+    found = [as_restart(f.get("numbers", {})) for f in _topic(whole, "restart")]
+    warm_r = next((r for r in found if r is not None and r.rebuilt), None)
+    cold_r = next((r for r in found if r is not None and not r.rebuilt), None)
+    if warm_r is not None and cold_r is not None:
+        summary["compared"] = restart_compared(warm_r, cold_r)
     fio = out / "fio" / "fio.zfsmon"
     if fio.is_file():
         summary["fio"] = [f.get("numbers", {}) | {"text": f["text"]} for f in _topic(_analyze(fio), "warmup")]
@@ -174,6 +190,8 @@ def print_summary(summary: Dict[str, Any]) -> None:
     for key in ("warmup", "control", "restarts", "fio"):
         for item in summary.get(key, []):
             print(f"{key}: {item['text']}")
+    if summary.get("compared"):
+        print(f"compared: {summary['compared']}")
     for name in ("rebuild", "cold"):
         poll = summary.get(f"poll_{name}")
         if poll:

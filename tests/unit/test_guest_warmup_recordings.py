@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_guest_warmup import rebuild_from_poll
+from bench.bench_guest_warmup import as_restart, rebuild_from_poll
 from tests.conftest import TEST_DATA, gunzip
-from zfsmon.analysis.findings import analyze
+from zfsmon.analysis.findings import analyze, restart_compared
 from zfsmon.model import Kind, Role
 from zfsmon.store import Recording
 
@@ -87,3 +87,37 @@ def test_the_recordings_hold_the_kernel_modules_l2arc_statistics(tmp_path) -> No
         l2 = [s for s in rec.samples(kinds=[Kind.L2ARC]) if not s.since_boot]
     assert l2 and {"rebuild_success", "rebuild_bufs", "log_blk_writes"} <= set(l2[-1].metrics)
     assert max(s.metrics["log_blk_writes"] for s in l2) == 0  # no log block: the device is under 1 GiB
+
+
+def test_the_rebuild_read_beside_the_import() -> None:
+    """Run B: OpenZFS restored the L2ARC from its 474 log blocks while `zpool import` ran (9.5 s under emulation),
+    done by the first read after it returned."""
+    poll = rebuild_from_poll((WARMUP / "rebuild-poll-rebuild.txt").read_text(),
+                             float((WARMUP / "import-start-rebuild.txt").read_text()))
+    assert poll["rebuild_success"] == 1.0 and poll["rebuilt_bytes"] == 281_303_040.0
+    assert poll["rebuilt_bufs"] == 29_862.0 and poll["rebuilt_log_blks"] == 474.0
+    assert poll["rebuild_done_s"] is not None and 5.0 < poll["rebuild_done_s"] < 15.0
+    cold = rebuild_from_poll((WARMUP / "rebuild-poll-cold.txt").read_text(),
+                             float((WARMUP / "import-start-cold.txt").read_text()))
+    assert cold["rebuild_success"] == 0.0 and cold["rebuilt_bytes"] == 0.0 and cold["rebuild_done_s"] is None
+
+
+def test_one_recording_holds_the_warm_up_and_both_restarts(tmp_path) -> None:
+    """Run B's recording: the warm-up, a reboot with the L2ARC rebuilt, a reboot with l2arc_rebuild_enabled=0."""
+    rep, ents = _report("soak-restarts.zfsmon.gz", tmp_path)
+    [warm] = rep.topic("warmup")
+    assert warm.text.startswith("Before the first restart: TPS warmed up") and warm.numbers["factor"] > 2.0
+    rebuilt, cold = rep.topic("restart")
+    assert rebuilt.numbers["rebuild_ok"] is True and rebuilt.numbers["rebuilt_bytes"] == 281_303_040.0
+    assert rebuilt.numbers["rebuilt_bufs"] == 29_862.0
+    assert "the L2ARC was rebuilt: 268.3 MiB (29,862 buffers)" in rebuilt.text
+    assert cold.numbers["rebuild_ok"] is False and cold.numbers["rebuilt_bytes"] == 0.0
+    assert "the L2ARC started empty (no rebuild)" in cold.text
+    back, slow = rebuilt.numbers["back_90_s"], cold.numbers["back_90_s"]
+    assert back is not None and back < 60.0, rebuilt.text
+    assert slow is None or slow > 3 * back, cold.text
+    assert rebuilt.numbers["at"] < cold.numbers["at"]
+    said = restart_compared(as_restart(rebuilt.numbers), as_restart(cold.numbers))
+    assert said.startswith("After the restart the L2ARC was rebuilt (268.3 MiB in "), said
+    assert said.endswith(" cold."), said
+    assert as_restart({"at": "not a restart"}) is None
