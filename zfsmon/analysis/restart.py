@@ -70,6 +70,12 @@ class Restart:
         return bool(self.rebuilt_bytes)
 
 
+def is_resumed(ev: Event) -> bool:
+    """The event a recorder writes when it opens a recording that already has readings: another process (often
+    after a reboot) writing on into the same file. The dashboard's timeline marks it; a restart notes it."""
+    return ev.kind == EventKind.INFO and ev.source == "record" and ev.text.startswith(names.RECORDING_RESUMED)
+
+
 def _finite(v: object) -> Optional[float]:
     """A recorded value as a number a counter can be: finite and not negative, else None (damaged input)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -169,8 +175,7 @@ def restarts(samples: Sequence[Sample], events: Sequence[Event] = (), grid: Sequ
         gap = _gap(times, lo, hi)
         # other sources read on (the zfs module reloaded under a running recorder): ZFS's own gap is the one
         gaps.append(gap if gap[1] - gap[0] > every else (lo, hi))
-    resumed = [e.ts for e in events if e.kind == EventKind.INFO and e.source == "record"
-               and e.text.startswith(names.RECORDING_RESUMED)]
+    resumed = [e.ts for e in events if is_resumed(e)]
     out: List[Restart] = []
     for k, (lo, at) in enumerate(gaps):
         end = gaps[k + 1][0] if k + 1 < len(gaps) else times[-1]

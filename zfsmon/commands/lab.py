@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 from typing import List
 
 from zfsmon import lab
 from zfsmon.errors import UserError
 from zfsmon.lab.config import Device, LabConfig
-from zfsmon.sources.zpool.status import Topology, read_topology
+from zfsmon.sources.zpool.status import Topology, read_topology, run_zpool
 
 
 def devices_of(paths: Topology, names: Topology, pool: str) -> List[Device]:
@@ -34,12 +33,10 @@ def devices_of(paths: Topology, names: Topology, pool: str) -> List[Device]:
 
 def _mountpoint(dataset: str) -> str:
     try:
-        cp = subprocess.run(["zfs", "get", "-H", "-o", "value", "mountpoint", dataset], capture_output=True,
-                            text=True, timeout=60, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        where = run_zpool(["zfs", "get", "-H", "-o", "value", "mountpoint", dataset], timeout=60).strip()
+    except OSError as exc:  # missing, failing or hanging: its own reason
         raise UserError(f"cannot ask zfs for {dataset}'s mountpoint: {exc}") from None
-    where = cp.stdout.strip()
-    if cp.returncode != 0 or not where.startswith("/"):
+    if not where.startswith("/"):
         raise UserError(f"dataset {dataset} does not exist or is not mounted (create it: zfs create -o "
                         f"recordsize=8k {dataset})")
     return where

@@ -81,8 +81,7 @@ def adopt(pool: str, dataset: str, mountpoint: str, devices: List[Device], log=p
                                             "import_dir": dirs.pop() if len(dirs) == 1 else "/dev"},
                          devices=list(devices), complete=True)
         state.save()
-    roles = ", ".join(f"{len(v)} {k}" for k, v in state.by_role().items())
-    log(f"pool {pool} adopted as a lab ({roles}; dataset {pool}/{dataset} at {mountpoint}); "
+    log(f"pool {pool} adopted as a lab ({state.roles_text()}; dataset {pool}/{dataset} at {mountpoint}); "
         "`zfsmon lab down` forgets it and removes nothing")
     return _info(state)
 
@@ -273,8 +272,7 @@ def status_lines() -> List[str]:
         lines.append("labs: none")
     for st in states:
         if st.adopted:
-            roles = ", ".join(f"{len(v)} {k}" for k, v in st.by_role().items())
-            lines.append(f"lab {st.pool}: adopted pool ({roles}), dataset {st.pool}/{st.config.get('dataset')}")
+            lines.append(f"lab {st.pool}: adopted pool ({st.roles_text()}), dataset {st.pool}/{st.config.get('dataset')}")
             continue
         alive = system.pool_exists(st.pool) if pid else False
         state = "up" if st.complete and alive else ("incomplete: run `zfsmon lab down`" if not st.complete

@@ -94,6 +94,10 @@ class LabState:
         except FileNotFoundError:
             pass
 
+    def roles_text(self) -> str:
+        """``4 data, 1 log, 1 cache``: its devices counted by role, for messages."""
+        return ", ".join(f"{len(v)} {k}" for k, v in self.by_role().items())
+
     def by_role(self) -> Dict[str, List[str]]:
         out: Dict[str, List[str]] = {}
         for d in self.devices:

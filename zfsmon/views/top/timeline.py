@@ -40,6 +40,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from zfsmon import names
+from zfsmon.analysis.restart import is_resumed
 from zfsmon.model import Column, Entity, Event, EventKind, Kind, Record, Role, Sample, column_item
 from zfsmon.store import Recording, arrays
 
@@ -49,10 +50,6 @@ MAX_BUCKETS = 256
 #: writing on into the same recording)
 EVENT_KINDS = (EventKind.RUN_START, EventKind.RUN_END, EventKind.MARK, EventKind.INFO)
 
-
-def is_resumed(ev: Event) -> bool:
-    """The event a recorder writes when it opens a recording that already has readings (names.RECORDING_RESUMED)."""
-    return ev.kind == EventKind.INFO and ev.text.startswith(names.RECORDING_RESUMED)
 #: series: (name, label, unit for fmt.num, fixed scale or None)
 ROWS: Tuple[Tuple[str, str, str, Optional[Tuple[float, float]]], ...] = (
     ("tps", "TPS per s", "x", None), ("tps_run", "TPS per run", "x", None), ("iops", "IOPS per s", "x", None),

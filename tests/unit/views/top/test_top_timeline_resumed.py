@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from zfsmon import names
+from zfsmon.analysis.restart import is_resumed
 from zfsmon.model import Entity, Event, EventKind, Kind, Sample
 from zfsmon.store import Recorder
 from zfsmon.views.top import timeline
@@ -36,7 +37,7 @@ def test_the_resumed_recording_shows_r_where_the_second_session_began(tmp_path) 
     _session(path, T0, 300, 100.0)
     _session(path, T0 + 600, 300, 40.0)  # ten minutes later: a reboot's gap
     tl = timeline.read_timeline(path)
-    resumed = [e for e in tl.events if timeline.is_resumed(e)]
+    resumed = [e for e in tl.events if is_resumed(e)]
     assert [round(e.ts) for e in resumed] == [round(T0 + 599)]
     axis = _axis(tl)
     cells = axis[TIMELINE_LABEL:].rstrip()
@@ -51,8 +52,9 @@ def test_the_resumed_recording_shows_r_where_the_second_session_began(tmp_path) 
 
 def test_other_info_events_and_a_fresh_recording_show_no_r(tmp_path) -> None:
     tl = timeline.Timeline(1.0)
-    tl.event(Event(T0, EventKind.INFO, names.RECORDING_STARTED + ": zfsmon top"))
+    tl.event(Event(T0, EventKind.INFO, names.RECORDING_STARTED + ": zfsmon top", source="record"))
     tl.event(Event(T0 + 1, EventKind.INFO, "arcstats: a field is new"))
+    tl.event(Event(T0 + 1, EventKind.INFO, names.RECORDING_RESUMED + ": an imported log's text", source="import"))
     assert tl.events == []
-    tl.event(Event(T0 + 2, EventKind.INFO, names.RECORDING_RESUMED + ": zfsmon top"))
+    tl.event(Event(T0 + 2, EventKind.INFO, names.RECORDING_RESUMED + ": zfsmon top", source="record"))
     assert [e.ts for e in tl.events] == [T0 + 2]

@@ -7,6 +7,7 @@ from typing import List, Optional, Tuple
 
 from rich.text import Text
 
+from zfsmon.analysis.restart import is_resumed
 from zfsmon.model import EventKind, Kind
 from zfsmon.views.top import fmt
 from zfsmon.views.top import timeline as tl_mod
@@ -47,7 +48,7 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
     # has one in nearly every cell: coloured, they made the rows one colour)
     marks = [i for i, e in events.items() if e.kind == EventKind.MARK]
     # (from the events themselves: a run boundary in the same cell must not hide a resume)
-    resumed = sorted({cell(e.ts) for e in tl.events if tl_mod.is_resumed(e) and start <= e.ts <= end + tl.every})
+    resumed = sorted({cell(e.ts) for e in tl.events if is_resumed(e) and start <= e.ts <= end + tl.every})
     at = cell(cursor) if cursor is not None else None
     for name, label, unit, fixed, vals in tl_mod.rows(tl, start, end, w, closed_only=live):
         present = [v for v in vals if v is not None]
