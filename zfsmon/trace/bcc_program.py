@@ -36,53 +36,53 @@ NAME_INDEX: Dict[str, int] = {n: i for i, n in enumerate(NAMES)}
 # ARC header flags: the same two values, with the same provenance, as bpftrace/arc.bt's CONSTANTS header
 # (tests/unit/trace/test_bcc_program.py checks that they equal arc.bt's #defines). The catalog refuses `arc` on an
 # OpenZFS module older than 0.8, whose flags are elsewhere (arc.bt's header lists them).
-# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.16,zfs-2.2.11,zfs-2.3.9: ARC_FLAG_PREFETCH = 1 << 2
+# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.16,zfs-2.2.11,zfs-2.3.9,zfs-2.4.4: ARC_FLAG_PREFETCH = 1 << 2
 ARC_FLAG_PREFETCH = 1 << 2
-# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.16,zfs-2.2.11,zfs-2.3.9: ARC_FLAG_BUFC_METADATA = 1 << 17
+# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.16,zfs-2.2.11,zfs-2.3.9,zfs-2.4.4: ARC_FLAG_BUFC_METADATA = 1 << 17
 ARC_FLAG_BUFC_METADATA = 1 << 17
 # provenance: torvalds/linux include/trace/events/block.h 4981f05faf36: SECTOR_SIZE = 512 (as blklat.bt)
 SECTOR_SIZE = 512
 
 # The kprobe ARC variant (a module without zfs tracepoints): the numbers of bpftrace/arc_kprobe.bt, with the same
 # provenance (tests/unit/trace/test_bcc_program.py checks that they equal its #defines).
-# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: ARC_FLAG_CACHED = 1 << 3
+# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: ARC_FLAG_CACHED = 1 << 3
 ARC_FLAG_CACHED = 1 << 3
-# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: ARC_FLAG_CACHED_ONLY = 1 << 22
+# provenance: openzfs/zfs include/sys/arc.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: ARC_FLAG_CACHED_ONLY = 1 << 22
 ARC_FLAG_CACHED_ONLY = 1 << 22
 # arc_read's 8th argument (arc_flags) on x86_64: return address at sp, 7th argument at sp + 8, 8th at sp + 16
-# provenance: openzfs/zfs module/zfs/arc.c zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: ARC_FLAGS_STACK_OFFSET = 16
+# provenance: openzfs/zfs module/zfs/arc.c zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: ARC_FLAGS_STACK_OFFSET = 16
 ARC_FLAGS_STACK_OFFSET = 16
 # arc_buf_hdr_t's b_flags after b_dva (16), b_birth (8), b_type (4), b_complevel/reserved (4), b_hash_next (8)
-# provenance: openzfs/zfs include/sys/arc_impl.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: HDR_FLAGS_OFFSET = 40
+# provenance: openzfs/zfs include/sys/arc_impl.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: HDR_FLAGS_OFFSET = 40
 HDR_FLAGS_OFFSET = 40
-# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BLK_PROP_OFFSET = 48
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: BLK_PROP_OFFSET = 48
 BLK_PROP_OFFSET = 48
-# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_EMBEDDED_SHIFT = 39
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: BP_EMBEDDED_SHIFT = 39
 BP_EMBEDDED_SHIFT = 39
-# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_EMBEDDED_MASK = 1
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: BP_EMBEDDED_MASK = 1
 BP_EMBEDDED_MASK = 1
-# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_TYPE_SHIFT = 48
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: BP_TYPE_SHIFT = 48
 BP_TYPE_SHIFT = 48
-# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_TYPE_MASK = 0xff
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: BP_TYPE_MASK = 0xff
 BP_TYPE_MASK = 0xFF
-# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_LEVEL_SHIFT = 56
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: BP_LEVEL_SHIFT = 56
 BP_LEVEL_SHIFT = 56
-# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: BP_LEVEL_MASK = 0x1f
+# provenance: openzfs/zfs include/sys/spa.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: BP_LEVEL_MASK = 0x1f
 BP_LEVEL_MASK = 0x1F
-# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_NEWTYPE = 0x80
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: DMU_OT_NEWTYPE = 0x80
 DMU_OT_NEWTYPE = 0x80
-# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_METADATA = 0x40
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: DMU_OT_METADATA = 0x40
 DMU_OT_METADATA = 0x40
 # the legacy object types whose dmu_ot[] entry (module/zfs/dmu.c) has ot_metadata FALSE; all others are metadata
-# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_PLAIN_FILE_CONTENTS = 19
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: DMU_OT_PLAIN_FILE_CONTENTS = 19
 DMU_OT_PLAIN_FILE_CONTENTS = 19
-# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_ZVOL = 23
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: DMU_OT_ZVOL = 23
 DMU_OT_ZVOL = 23
-# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_PLAIN_OTHER = 25
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: DMU_OT_PLAIN_OTHER = 25
 DMU_OT_PLAIN_OTHER = 25
-# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_UINT64_OTHER = 26
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: DMU_OT_UINT64_OTHER = 26
 DMU_OT_UINT64_OTHER = 26
-# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9: DMU_OT_DEDUP = 49
+# provenance: openzfs/zfs include/sys/dmu.h zfs-2.1.11,zfs-2.1.16,zfs-2.3.2,zfs-2.3.9,zfs-2.4.4: DMU_OT_DEDUP = 49
 DMU_OT_DEDUP = 49
 #: the #defines of the kprobe ARC variant's C code, by name (the same names as arc_kprobe.bt's)
 ARC_KPROBE_DEFINES: Dict[str, int] = {n: globals()[n] for n in (
