@@ -1,6 +1,6 @@
-"""The warm-up story on kernel OpenZFS, start to end, in the QEMU guest: one command, three boots, one pool.
+"""The warm-up story on kernel OpenZFS, start to end, in the QEMU guest: one command, five boots.
 
-    python3 bench/bench_guest_warmup.py --zfs 2.3 --out DIR      (about 50 minutes; root, qemu-system-x86)
+    python3 bench/bench_guest_warmup.py --zfs 2.3 --out DIR      (about an hour; root, qemu-system-x86)
 
 The lab (``zfsmon guest run`` options, docs/openzfs-guest.md): data disks limited to ``--slow-data`` reads per
 second each (QEMU throttling, like hard disks), log and cache fast, an ARC of ``--arc-mb`` that a pgbench database

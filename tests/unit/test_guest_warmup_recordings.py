@@ -121,3 +121,26 @@ def test_one_recording_holds_the_warm_up_and_both_restarts(tmp_path) -> None:
     assert said.startswith("After the restart the L2ARC was rebuilt (268.3 MiB in "), said
     assert said.endswith(" cold."), said
     assert as_restart({"at": "not a restart"}) is None
+
+
+def test_data_disks_at_their_limit_are_no_fall_by_half(tmp_path) -> None:
+    """Run B's data disks were throttled to 15 reads/s: they served about as many reads at the end as at the start
+    (TPS rose because each transaction needed fewer), so a dip on the way is not reported as a fall by half."""
+    rep, _ents = _report("soak-restarts.zfsmon.gz", tmp_path)
+    [disk] = rep.topic("disk_reads")
+    assert 10.0 < disk.numbers["early_per_disk"] <= 15.5 and disk.numbers["late_per_disk"] > 10.0
+    assert "time_to_half_s" not in disk.numbers and disk.moments == {}
+    assert "no lasting fall: they were as busy at the end" in disk.text and "fell by half" not in disk.text
+
+
+def test_a_gzipped_recording_is_opened_as_it_is() -> None:
+    """The committed recordings open without unpacking them by hand: the same samples as the unpacked file."""
+    src = WARMUP / "control.zfsmon.gz"
+    before = src.stat()
+    with Recording.open(str(src)) as rec:
+        n = sum(1 for _ in rec.samples())
+        copy = rec._copy_dir
+        assert copy is not None and Path(copy).is_dir()
+    assert not Path(copy).exists() and n > 1000
+    after = src.stat()
+    assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns, before.st_size)

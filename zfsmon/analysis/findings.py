@@ -352,12 +352,15 @@ def _disk_reads(grid: List[float], reads: Cells, cache: Optional[Cells]) -> List
     text = f"Data-disk reads went from {_num(early)}/s to {_num(late)}/s per disk"
     sm = smooth(reads)
     moments: Dict[str, float] = {}
-    if early > 0:
+    # a fall that did not last (a dip of disks busy to the end, e.g. at their IOPS limit) is no fall by half
+    if early > 0 and late <= early / 2:
         half = next((i for i in idx[k:] if (level := sm[i]) is not None and level <= early / 2), None)
         if half is not None:
             nums["time_to_half_s"] = grid[half] - grid[idx[0]]
             moments["data-disk reads fell by half"] = grid[half]
             text += f"; they fell by half after {duration(grid[half] - grid[idx[0]])}"
+    elif early > 0 and late >= early * 0.8:
+        text += "; no lasting fall: they were as busy at the end"
     if cache is not None and _present(cache):
         vals = [v for v in cache if v is not None]
         lo, hi = min(vals), max(vals)

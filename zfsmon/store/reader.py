@@ -9,11 +9,13 @@ one line, no traceback) instead of a sqlite3 exception.
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import os
 import shutil
 import sqlite3
 import tempfile
+import zlib
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
@@ -155,6 +157,39 @@ def _private_copy(path: str) -> str:
     return tmp
 
 
+#: a gzipped recording (``zfsmon export``-free sharing, the project's test data) is unpacked to at most this many
+#: times its own size (recordings pack 1.5-4x; gzip's utmost is about 1000x) plus :data:`GUNZIP_SLACK` bytes
+GUNZIP_RATIO = 64
+GUNZIP_SLACK = 64 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _private_gunzip(path: str) -> str:
+    """A gzipped recording unpacked into a private temporary directory (removed on close; the file itself is only
+    read). Bounded: an archive that unpacks past :data:`GUNZIP_RATIO` times its size is refused, not followed to
+    the end of the disk."""
+    limit = os.path.getsize(path) * GUNZIP_RATIO + GUNZIP_SLACK
+    tmp = tempfile.mkdtemp(prefix="zfsmon-read.")
+    name = os.path.basename(path)
+    out = os.path.join(tmp, name[:-3] if name.endswith(".gz") and len(name) > 3 else name + ".unpacked")
+    written = 0
+    try:
+        with gzip.open(path, "rb") as src, open(out, "xb") as dst:
+            while chunk := src.read(1 << 20):
+                written += len(chunk)
+                if written > limit:
+                    raise RecordingError(f"{path}: a gzip file that unpacks to more than {limit >> 20} MiB "
+                                         f"({GUNZIP_RATIO} times its size): not unpacked")
+                dst.write(chunk)
+    except (OSError, EOFError, zlib.error) as exc:
+        _remove_tree(tmp)
+        raise RecordingError(f"{path}: a damaged gzip file: {exc}") from None
+    except BaseException:
+        _remove_tree(tmp)
+        raise
+    return out
+
+
 def _remove_tree(path: Optional[str]) -> None:
     if path:
         shutil.rmtree(path, ignore_errors=True)
@@ -200,13 +235,23 @@ class Recording:
                 head = f.read(100)  # the SQLite header
         except OSError as exc:
             raise RecordingError(f"{path}: cannot read: {exc.strerror}") from None
-        if head[:16] != b"SQLite format 3\x00":
-            raise RecordingError(f"{path}: not a zfsmon recording (not an SQLite file)")
         copy_dir: Optional[str] = None
+        file = path  # the SQLite file read: the recording itself, or its unpacked copy
+        if head[:2] == GZIP_MAGIC:
+            file = _private_gunzip(path)
+            copy_dir = os.path.dirname(file)
+            with open(file, "rb") as f:
+                head = f.read(100)
+        if head[:16] != b"SQLite format 3\x00":
+            _remove_tree(copy_dir)
+            raise RecordingError(f"{path}: not a zfsmon recording (not an SQLite file"
+                                 f"{', once unpacked' if copy_dir else ''})")
         try:
             try:
-                db = _connect(path, head)
+                db = _connect(file, head)
             except sqlite3.OperationalError:
+                if copy_dir:
+                    raise
                 # a WAL recording on read-only media, or one whose -shm another user owns: SQLite cannot open
                 # it in place read-only; a private copy (file and its write-ahead log) reads the same data
                 copy_dir = _private_copy(path)

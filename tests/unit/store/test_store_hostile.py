@@ -7,18 +7,21 @@ hold. The commands run in a child process, so a hang is a timeout of the test, n
 
 from __future__ import annotations
 
+import gzip as gz
 import resource
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import tracemalloc
 import zlib
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
 from tests.unit.store_data import records
-from zfsmon.store import Recorder, Recording, RecordingError, arrays, codec, schema
+from zfsmon.store import Recorder, Recording, RecordingError, arrays, codec, reader, schema
 
 #: a view that yields nothing and never ends (UNION ALL streams: no memory grows while it runs)
 _ENDLESS = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT {cols} FROM c WHERE x < 0")
@@ -172,3 +175,28 @@ def test_a_varint_longer_than_any_number_is_damage_at_once():
     with pytest.raises(ValueError, match="beyond what a recording holds"):
         codec.pack([2 ** 200])
     assert codec.normalise([2 ** 200, -(2 ** 136), 2 ** 64 - 1]) == [float(2 ** 200), float(-(2 ** 136)), 2 ** 64 - 1]
+
+
+def test_gzipped_recordings_unpack_bounded_and_damage_is_one_line(tmp_path) -> None:
+    """A gzipped recording is read through a private unpacked copy; a gzip bomb, a truncated gzip file and a
+    gzipped non-recording are each refused in one line, leaving no copy behind (and the file unchanged)."""
+    before = set(Path(tempfile.gettempdir()).glob("zfsmon-read.*"))
+    path = str(tmp_path / "r.zfsmon")
+    _write(path, 20)
+    packed = tmp_path / "r.zfsmon.gz"
+    packed.write_bytes(gz.compress(Path(path).read_bytes()))
+    with Recording.open(str(packed)) as rec, Recording.open(path) as plain:
+        assert [s.ts for s in rec.samples()] == [s.ts for s in plain.samples()]
+    bomb = tmp_path / "bomb.zfsmon.gz"
+    bomb.write_bytes(gz.compress(b"SQLite format 3\x00" + bytes(2 * reader.GUNZIP_SLACK)))
+    with pytest.raises(RecordingError, match=r"bomb.zfsmon.gz: a gzip file that unpacks to more than \d+ MiB"):
+        Recording.open(str(bomb))
+    cut = tmp_path / "cut.zfsmon.gz"
+    cut.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    with pytest.raises(RecordingError, match="cut.zfsmon.gz: a damaged gzip file"):
+        Recording.open(str(cut))
+    text = tmp_path / "notes.gz"
+    text.write_bytes(gz.compress(b"not a recording\n" * 10))
+    with pytest.raises(RecordingError, match=r"notes.gz: not a zfsmon recording \(not an SQLite file, once unpacked\)"):
+        Recording.open(str(text))
+    assert set(Path(tempfile.gettempdir()).glob("zfsmon-read.*")) == before
