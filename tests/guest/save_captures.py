@@ -27,7 +27,7 @@ MAX_BYTES = 256 * 1024
 #: subdirectories of a version's data written by other scripts or runs, each with its own PROVENANCE.md (the bcc
 #: backend's capture, the pgbench capture, a second run's captures, the zpool_influxdb run's), and a version's own
 #: capture script: kept as they are
-KEEP = ("bcc", "pgbench", "run2", "influxdb", "capture.sh")
+KEEP = ("bcc", "pgbench", "run2", "influxdb", "slow", "capture.sh", "capture-slow.sh")
 #: raw reads the scenario takes outside captures/, also worth keeping (command, what)
 EXTRA = {
     "arcstats.before": ("cat /proc/spl/kstat/zfs/arcstats", "before the recorded fio workload"),

@@ -251,3 +251,40 @@ def test_zilstat_rows():
     assert rows[0].metrics["commits_per_s"] == 67 and rows[0].metrics["itx_per_s"] == 1100
     assert rows[0].metrics["slog_write_bytes_per_s"] == 9 * M and rows[0].metrics["normal_itx_per_s"] == 0
     assert rows[1].interval == 2 and rows[1].metrics["itx_direct_bytes_per_s"] == 2 * M
+
+
+# --- a slow leaf of a raidz pool: slow I/Os in zpool status -s / -j (tests/data/openzfs-2.4/slow) -----------------
+
+SLOW = V24 / "slow"
+#: the slow I/O counts of the leaves other than vdev.9 (delayed 200 ms by zinject; zio_slow_io_ms 100): TCG's
+SLOW_S = {0: 0, 1: 0, 2: 1, 3: 1, 4: 0, 5: 0, 6: 3, 7: 0, 8: 1}
+
+
+@pytest.mark.parametrize("name, vdev9", [("zpool-status-s-raidz.txt", 47), ("zpool-status-sp-raidz.txt", 49),
+                                         ("zpool-status-s-raidz-cleared.txt", 53)])
+def test_status_s_gives_each_raidz_leaf_its_slow_ios(name: str, vdev9: int):
+    path = SLOW / name
+    records, kind = parse_log_text(path.read_text(), str(path), None, 2.0, ParseOptions())
+    by = {s.entity.name: s for s in _samples(records)}
+    assert kind == "zpool-status" and len(by) == 12
+    assert by["zslow"].entity.kind == Kind.POOL and by["raidz1-0"].entity.kind == Kind.VDEV
+    leaves = {n: s for n, s in by.items() if s.entity.kind == Kind.LEAF}
+    assert {s.entity.parent for s in leaves.values()} == {"raidz1-0"}
+    assert {s.entity.role.value for s in leaves.values() if s.entity.role} == {"data"}
+    slow = {n: s.metrics["slow_ios"] for n, s in leaves.items()}
+    # the delayed leaf's count went on growing between the three reads; the others' stayed
+    assert slow.pop("/var/tmp/zslow/vdev.9") == vdev9
+    assert slow == {f"/var/tmp/zslow/vdev.{i}": float(v) for i, v in SLOW_S.items() if i != 9}
+    # ZFS counts slow I/Os on leaves only: `-` on the pool and the raidz vdev, `0` with -p (the vdev's 0 kept)
+    assert "slow_ios" not in by["zslow"].metrics
+    assert by["raidz1-0"].metrics.get("slow_ios") == (0 if "-sp-" in name else None)
+
+
+def test_status_json_slow_ios_while_the_leaf_sat_out():
+    path = SLOW / "zpool-status-j-flat-int-raidz.json"
+    records, kind = parse_log_text(path.read_text(), str(path), None, 2.0, ParseOptions())
+    by = {s.entity.name: s for s in _samples(records)}
+    assert kind == "zpool-status-json" and by["/var/tmp/zslow/vdev.9"].entity.parent == "raidz1-0"
+    slow = {n: s.metrics["slow_ios"] for n, s in by.items() if "slow_ios" in s.metrics}
+    assert slow["/var/tmp/zslow/vdev.9"] == 50 and len(slow) == 10  # read a moment after status -s's 47
+    assert sum(slow.values()) - slow["/var/tmp/zslow/vdev.9"] <= 10

@@ -55,5 +55,17 @@ for _ in $(seq 1 60); do  # the sit-out ends read_sit_out_secs after the last sl
 done
 capture zpool-get-all-vdevs-raidz-cleared.txt zpool get -p all "$POOL" all-vdevs
 capture zpool-status-s-raidz-cleared.txt zpool status -s "$POOL"
+# bpftrace/arc_kprobe.bt on this release's bpftrace, under reads from cold (the pool exported and imported)
+zpool export "$POOL" && zpool import -d "$DIR" "$POOL"
+bpftrace --version > "$OUT/bpftrace-version.txt" 2>&1
+timeout 150 bpftrace "$(dirname "${BASH_SOURCE[0]}")/../../../bpftrace/arc_kprobe.bt" 5 > "$OUT/arc_kprobe.txt" \
+    2> "$OUT/arc_kprobe.err" &
+BT=$!
+for _ in $(seq 1 120); do grep -q '^interval ' "$OUT/arc_kprobe.txt" 2>/dev/null && break; sleep 1; done
+cat /proc/spl/kstat/zfs/arcstats > "$OUT/arcstats.bt-before"
+dd if="/$POOL/bigfile" bs=1M count=300 of=/dev/null status=none
+sleep 12
+cat /proc/spl/kstat/zfs/arcstats > "$OUT/arcstats.bt-after"
+kill -INT "$BT"; wait "$BT"; echo "bpftrace exit $?" >> "$OUT/arc_kprobe.err"
 zpool destroy "$POOL"
 rm -rf "$DIR"

@@ -37,7 +37,9 @@ TOOL_PACKAGES: Tuple[str, ...] = (
     "prometheus-node-exporter",  # bench/bench_peers.py compares zfsmon with its zfs collector
     "tmux",  # `zfsmon top` runs in a terminal of its own there, its screen captured (tests/guest, bench/)
 )
-ZFS_PACKAGES: Tuple[str, ...] = ("zfs-dkms", "zfsutils-linux")
+#: zfs-test carries zinject (injected I/O errors and delays: the slow-leaf and fault captures; Debian installs it
+#: nowhere else)
+ZFS_PACKAGES: Tuple[str, ...] = ("zfs-dkms", "zfsutils-linux", "zfs-test")
 
 #: PyPI wheels (pure Python) carried into the guest in a wheelhouse and installed there with --no-index;
 #: with TOOL_PACKAGES they cover setup.cfg's install_requires (tests/guest/test_plan.py checks it)
