@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"zfsmon arcstat: {e}", file=sys.stderr)
             if state.fresh_arc is not None:
                 if cols is None:
-                    cols = view.select_columns(args.fields, l2=Kind.L2ARC in state.levels,
+                    cols = view.select_columns(args.fields, l2=view.has_l2(state.levels),
                                                zil=Kind.ZIL in state.levels)
                     print(view.csv_header(cols) if args.csv else view.header_line(cols))
                 values = view.merge(state.levels, state.derived)

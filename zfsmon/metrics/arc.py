@@ -5,7 +5,9 @@ statistics go to the ``l2arc`` entity without the ``l2_`` prefix
 (``l2_hits`` -> ``l2arc`` ``hits``). Names differ across ZFS versions: every
 row here is optional, a reader exposes what the kernel has, and a statistic
 missing from this table passes through under its raw name as a gauge (never
-differentiated). So the table must list every *counter* we know of.
+differentiated), which the collector says once (:mod:`zfsmon.sources.fields`).
+So the table must list every *counter* we know of, and lists every statistic
+of the captures (OpenZFS 2.4, 2.3, 2.1, ZoL 0.6, FreeBSD 14, illumos).
 
 ``ARCSTAT_COLUMNS`` is the column table of ``zfsmon arcstat`` (modelled on
 OpenZFS ``cmd/arcstat``: same column names where they exist there, so
@@ -101,6 +103,17 @@ RAW_ARC: List[MetricSpec] = [
     _raw("mfu_ghost_size", "B", GAUGE, "bytes described by the MFU ghost list"),
     _raw("arc_meta_used", "B", GAUGE, "ARC bytes used for metadata (all kinds)"),
     _raw("arc_meta_limit", "B", GAUGE, "ARC metadata limit (before 2.2)"),
+    _raw("arc_meta_max", "B", GAUGE, "most ARC bytes metadata has used (high-water mark of arc_meta_used; before 2.2)"),
+    _raw("arc_meta_min", "B", GAUGE, "ARC bytes of metadata below which data is evicted first (ZoL 0.6.5 to 2.1)"),
+    _raw("meta_size", "B", GAUGE, "ARC bytes holding metadata (ZoL 0.6.4; metadata_size later)"),
+    *[_raw(f"{state}_evict_{what}", "B", GAUGE, f"evictable bytes of {what} in the {words} (ZoL 0.6.4; "
+           f"{state}_evictable_{what} later)")
+      for state, words in (("anon", "anonymous buffers"), ("mru", "MRU list"), ("mru_ghost", "MRU ghost list"),
+                           ("mfu", "MFU list"), ("mfu_ghost", "MFU ghost list"))
+      for what in ("data", "metadata")],
+    _raw("duplicate_buffers", "count", GAUGE, "buffers holding a copy of a block another buffer holds (illumos, "
+         "ZoL 0.6)"),
+    _raw("duplicate_buffers_size", "B", GAUGE, "bytes of those duplicate buffers (illumos, ZoL 0.6)"),
     _raw("arc_no_grow", "count", GAUGE, "1 while the ARC may not grow (memory pressure)"),
     _raw("arc_need_free", "B", GAUGE, "bytes the ARC is asked to free"),
     _raw("arc_sys_free", "B", GAUGE, "memory the ARC tries to leave free"),
@@ -189,6 +202,7 @@ RAW_L2ARC: List[MetricSpec] = [
     _l2("rebuild_lowmem", "count", COUNTER, "rebuilds aborted for low system memory"),
     _l2("rebuild_size", "B", COUNTER, "logical bytes L2ARC rebuilds restored since the module loaded"),
     _l2("rebuild_asize", "B", COUNTER, "aligned bytes L2ARC rebuilds restored since the module loaded"),
+    _l2("ndev", "count", GAUGE, "L2ARC devices (OpenZFS 2.4+): cache devices attached, across all pools"),
     _l2("size", "B", GAUGE, "logical (uncompressed) bytes held by the L2ARC"),
     _l2("asize", "B", GAUGE, "allocated bytes on the cache devices (absent on old ZFS)"),
     _l2("hdr_size", "B", GAUGE, "ARC memory used by L2ARC headers"),

@@ -2,7 +2,7 @@
 
 Linux OpenZFS >= 0.8 keeps a named kstat per dataset
 (``/proc/spl/kstat/zfs/POOL/objset-0xID``, 7 fields, 27 with the per-dataset
-ZIL counters of 2.2+); illumos reports the same file-level operations per
+ZIL counters of 2.2+, 28 in 2.4); illumos reports the same file-level operations per
 filesystem type or mount point through ``fsstat``. Both are cumulative, so
 counters (fsstat's interval rows are summed onto its first, since-boot row).
 
@@ -61,12 +61,13 @@ SPECS: List[MetricSpec] = [
     _ds("rmdirs", "ops", "directory removal calls", illumos=f"{_FS} -n rmdir"),
     _ds("symlinks", "ops", "symlink creation calls", illumos=f"{_FS} -n symlnk"),
     _ds("readlinks", "ops", "symlink read calls", illumos=f"{_FS} -n rdlnk"),
-    # per-dataset ZIL (objset kstat, 27-field version)
+    # per-dataset ZIL (objset kstat, 27-field version; 2.4's 28th: zil_commit_crash_count)
     _zil("zil_commit_count", "count", "zil_commit() calls (fsync, O_DSYNC, sync=always)"),
     _zil("zil_commit_writer_count", "count", "commits that wrote the log themselves (not piggy-backed)"),
     _zil("zil_commit_error_count", "count", "commits that failed and fell back to a txg sync"),
     _zil("zil_commit_stall_count", "count", "commits that waited for a txg sync"),
     _zil("zil_commit_suspend_count", "count", "commits made while the ZIL was suspended"),
+    _zil("zil_commit_crash_count", "count", "commits that bypassed a crashed ZIL and waited for a txg sync (2.4+)"),
     _zil("zil_itx_count", "count", "intent-log transactions created"),
     _zil("zil_itx_indirect_count", "count", "transactions logged indirectly (data written in place)"),
     _zil("zil_itx_indirect_bytes", "B", "bytes of indirectly logged data"),

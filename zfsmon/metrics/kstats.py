@@ -11,7 +11,9 @@ which this row names.
 
 The model is node_exporter's per-OS path map, made into data that drives the
 code. A family is read by presence, never by version: whatever statistics the
-kernel has are kept, and the metrics table says what it knows of them.
+kernel has are kept, and the metrics table says what it knows of them; a
+statistic it has no row for, or one that comes or goes while a collector runs,
+is said once (:mod:`zfsmon.sources.fields`).
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ ARCSTATS = KstatFamily(
 ZIL = KstatFamily(
     name="zil", label="ZIL", metrics="zil", kind=Kind.ZIL, entity="zil",
     places={LINUX: f"{LINUX_ROOT}/zil", FREEBSD: "kstat.zfs.misc.zil", ILLUMOS: "zfs:0:zil"},
-    releases={LINUX: "ZoL 0.7+ (13 statistics; 20 from 2.3)", FREEBSD: "OpenZFS 2.0+", ILLUMOS: "all"},
+    releases={LINUX: "ZoL 0.7+ (13 statistics; 20 from 2.3, 21 from 2.4)", FREEBSD: "OpenZFS 2.0+", ILLUMOS: "all"},
     required=("zil_commit_count", "zil_itx_count"), probe="zil_commit_count",
     # 2.2+ objset kstats have per-dataset zil_* counters too
     excludes={"dataset_name": "a dataset's objset kstat"},

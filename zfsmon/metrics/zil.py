@@ -3,7 +3,7 @@
 The kstat's statistics are named ``zil_*``; on the ``zil`` entity the prefix
 is dropped (``zil_commit_count`` -> ``commit_count``), as ``l2_`` is for the
 L2ARC. ZoL 0.7 had 13 statistics; OpenZFS 2.3 has 20 (``commit_error``/
-``stall``/``suspend`` counts and the ``metaslab_*_write``/``_alloc`` bytes).
+``stall``/``suspend`` counts and the ``metaslab_*_write``/``_alloc`` bytes); 2.4 has 21 (``commit_crash``).
 Every statistic of this kstat is a cumulative counter. zfs-fuse (pool v23)
 has no ZIL kstat at all.
 """
@@ -34,6 +34,7 @@ RAW: List[MetricSpec] = [
     _raw("commit_error_count", "ops", "commits that fell back to txg sync after a ZIL error (2.3+)"),
     _raw("commit_stall_count", "ops", "commits that stalled waiting for a txg (2.3+)"),
     _raw("commit_suspend_count", "ops", "commits while the ZIL was suspended (2.3+)"),
+    _raw("commit_crash_count", "ops", "commits that bypassed a crashed ZIL and waited for a txg sync (2.4+)"),
     _raw("itx_count", "ops", "intent-log transactions created"),
     _raw("itx_indirect_count", "ops", "write itxs logged by reference (data written in place)"),
     _raw("itx_indirect_bytes", "B", "bytes of indirect write itxs"),

@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Tuple
 
 from zfsmon.metrics.arc import ARCSTAT_COLUMNS, BYTES, COUNT, PERCENT, TIME
 from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
+from zfsmon.sources.fields import unknown_text
 from zfsmon.sources.spec import Source, TextKind
 from zfsmon.units import parse_size
 
@@ -639,11 +640,14 @@ def _parse_capture(text: str, source: str, interval: Optional[float]) -> List[Re
         reading = read_arc_summary(text, 0.0, source=SOURCE_NAME, where=source)
         return _with_note(list(reading.samples), reading.notice(source), "arcstat")
     records: List[Record] = list(parse_arcstat(text, 0.0, source=SOURCE_NAME, where=source, interval=interval))
+    return _with_note(records, _unknown_columns(text, _ARCSTAT_KNOWN, source, "arcstat"), "arcstat")
+
+
+def _unknown_columns(text: str, known: frozenset[str], source: str, tool: str) -> Optional[str]:
+    """The note naming the header's columns the tool's table does not have (read under their own names)."""
     head = next((ln.split() for ln in text.splitlines() if ln.strip()), [])
-    unknown = [c for c in head if c not in _ARCSTAT_KNOWN]
-    note = (f"{source}: arcstat column(s) zfsmon does not know, kept under their own names: {', '.join(unknown)}"
-            if unknown else None)
-    return _with_note(records, note, "arcstat")
+    unknown = [c for c in head if c not in known]
+    return unknown_text(source, unknown, f"{tool} column") if unknown else None
 
 
 def looks_like_zilstat(text: str) -> bool:
@@ -654,7 +658,8 @@ def looks_like_zilstat(text: str) -> bool:
 
 
 def _parse_zilstat(text: str, source: str, interval: Optional[float]) -> List[Record]:
-    return list(parse_zilstat(text, 0.0, source=SOURCE_NAME, where=source, interval=interval))
+    records: List[Record] = list(parse_zilstat(text, 0.0, source=SOURCE_NAME, where=source, interval=interval))
+    return _with_note(records, _unknown_columns(text, _ZILSTAT_KNOWN, source, "zilstat"), "arcstat")
 
 
 SOURCE = Source(

@@ -27,6 +27,14 @@ from zfsmon.units import MISSING, human_count, human_size
 Values = Mapping[Kind, Mapping[str, float]]
 
 
+def has_l2(levels: Values) -> bool:
+    """Whether the L2ARC's columns are among the defaults: as OpenZFS 2.4's zarcstat decides, by ``l2_ndev`` (the
+    cache devices attached) or, on a kernel without it, ``l2_size``, so a host without an L2ARC shows none. zarcstat
+    has no column of the device count, so neither has ``zfsmon arcstat``."""
+    l2 = levels.get(Kind.L2ARC) or {}
+    return bool(l2.get("ndev") or l2.get("size"))
+
+
 def select_columns(fields: Optional[str], l2: bool = False, zil: bool = False) -> List[Column]:
     """``-f a,b,c`` -> columns (ValueError naming unknown ones); default: arcstat's set + L2ARC/ZIL if present."""
     if fields:

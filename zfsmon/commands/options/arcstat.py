@@ -2,7 +2,8 @@
 
 Like OpenZFS's arcstat, but the same command on Linux (/proc/spl/kstat/zfs), zfs-fuse (/zfs-kstat),
 FreeBSD (sysctl kstat.zfs.misc) and illumos (kstat -p), and with the L2ARC and ZIL columns shown by
-default when the machine has them. Rates and percentages are computed from counter deltas over the
+default when the machine has them (an L2ARC: cache devices in l2_ndev, or bytes in l2_size where the
+kernel does not count devices, as OpenZFS 2.4's zarcstat decides). Rates and percentages are computed from counter deltas over the
 real elapsed time; a column whose statistic this ZFS version lacks shows `-`, and a percentage of an
 interval without accesses shows `-` rather than 0. A counter that goes backwards (pool re-imported,
 zfs-fuse restarted) starts a new baseline and is reported on stderr.

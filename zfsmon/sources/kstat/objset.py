@@ -2,7 +2,7 @@
 
 * ``objset-0xID`` (OpenZFS >= 0.8): one named kstat per mounted dataset, 7
   fields (reads/writes and their bytes, unlinks) or 27 with the per-dataset
-  ZIL counters of 2.2+. The dataset is named by its ``dataset_name`` string,
+  ZIL counters of 2.2+ (28 in 2.4: ``zil_commit_crash_count``). The dataset is named by its ``dataset_name`` string,
   not the file name (IDs are reused after a destroy).
 * ``io`` (ZoL 0.6-0.8): the pool as one KSTAT_TYPE_IO "disk" (column line +
   value line), read by :mod:`zfsmon.sources.kstat.text`.
@@ -23,6 +23,7 @@ from typing import List, Mapping, Optional, Sequence
 from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources.base import Collector
+from zfsmon.sources.fields import FieldWatch
 from zfsmon.sources.kstat import text as kstat_text
 from zfsmon.sources.kstat.pool import ROOT, PoolDirCollector, pool_of_file, read_text
 from zfsmon.sources.spec import Source, TextKind
@@ -122,7 +123,7 @@ class ObjsetCollector(PoolDirCollector):
                     out.append(rec)
         if not errors:
             self._ok()
-        return out
+        return self._watched(out)
 
     def _read_one(self, fname: str, path: str, pool: str, ts: float) -> Optional[Sample]:
         if _OBJSET_FILE.match(fname):
@@ -175,7 +176,12 @@ def looks_like(text: str) -> bool:
 def parse_dumps(text: str, source: str, interval: Optional[float] = None) -> List[Record]:
     """``cat /proc/spl/kstat/zfs/*/objset-*`` once or in a loop: one dataset sample per dump, named by its
     ``dataset_name``; timed by snaptime as :func:`zfsmon.sources.kstat.text.timed_proc_dumps` says. With
-    ``interval``, dumps are numbered per dataset: a loop's *i*-th round is at ``i * interval``."""
+    ``interval``, dumps are numbered per dataset: a loop's *i*-th round is at ``i * interval``. Statistics zfsmon
+    has no row for, and those that came or went, are notes (:class:`~zfsmon.sources.fields.FieldWatch`)."""
+    return FieldWatch(RECORD_SOURCE, source).watched(_dumps(text, source, interval))
+
+
+def _dumps(text: str, source: str, interval: Optional[float]) -> List[Record]:
     if interval is None:
         return kstat_text.timed_proc_dumps(text, source, None, lambda dump, ts, where: [parse_objset(dump, ts, where)])
     out: List[Record] = []

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, ClassVar, List, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
 from zfsmon.metrics.kstats import LINUX_ROOT
 from zfsmon.model import ParseError, Record
 from zfsmon.sources.base import Clock, Collector
+from zfsmon.sources.fields import FieldWatch
 
 ROOT = LINUX_ROOT
 
@@ -77,11 +78,23 @@ class PoolDirCollector(Collector):
     """A collector of the pools' kstat directories under ``root`` (all of them, or the ``pools`` asked for)."""
 
     reads_in_poll = True
+    #: the statistics zfsmon has no row for, and those that come or go while it runs, are said once
+    #: (:class:`~zfsmon.sources.fields.FieldWatch`); off for a source whose readings leave a figure out by design
+    watch_fields: ClassVar[bool] = True
 
     def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
         super().__init__(clock)
         self.root = root
         self.pools = list(pools) if pools else None
+        self._watch: Optional[FieldWatch] = None
+
+    def _watched(self, records: List[Record]) -> List[Record]:
+        """A poll's records, and what its :class:`FieldWatch` says of them."""
+        if not self.watch_fields:
+            return records
+        if self._watch is None:  # made at the first poll: the subclass names the collector after this __init__
+            self._watch = FieldWatch(self.name)
+        return self._watch.watched(records)
 
     def _listed(self) -> Tuple[Optional[List[str]], List[Record]]:
         """The pools to read now, and an error event for each pool asked for that is not there; None (and the
@@ -127,4 +140,4 @@ class PoolKstatCollector(PoolDirCollector):
                 out.append(self._error(f"{self.name}: {exc}"))
         if not errors:
             self._ok()
-        return out
+        return self._watched(out)

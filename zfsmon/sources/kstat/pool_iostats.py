@@ -14,6 +14,7 @@ from typing import List, Sequence
 from zfsmon.host import Check, Host
 from zfsmon.model import Entity, Kind, ParseError, Record, Sample
 from zfsmon.sources.base import Collector
+from zfsmon.sources.fields import FieldWatch
 from zfsmon.sources.kstat import text as kstat_text
 from zfsmon.sources.kstat.pool import ROOT, PoolKstatCollector, check_pool_file, pool_of_file
 from zfsmon.sources.spec import Source, TextKind
@@ -53,8 +54,9 @@ def looks_like(text: str) -> bool:
 
 
 def parse_text(text: str, source: str, interval: object = None) -> List[Record]:
-    """A saved ``cat /proc/spl/kstat/zfs/POOL/iostats``: one sample at time 0 of a pool named after the file."""
-    return [parse_iostats(text, 0.0, pool_of_file(source), source)]
+    """A saved ``cat /proc/spl/kstat/zfs/POOL/iostats``: one sample at time 0 of a pool named after the file (and
+    a note naming the statistics zfsmon has no row for, :class:`~zfsmon.sources.fields.FieldWatch`)."""
+    return FieldWatch(NAME, source).watched([parse_iostats(text, 0.0, pool_of_file(source), source)])
 
 
 SOURCE = Source(

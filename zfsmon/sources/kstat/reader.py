@@ -15,13 +15,14 @@ import re
 import shutil
 import sys
 import time
-from typing import ClassVar, Dict, List, Mapping, Optional, Sequence, Type
+from typing import Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Type
 
 from zfsmon.host import Check, Host, run_probe
 from zfsmon.metrics.kstats import FREEBSD, FUSE, FUSE_ROOT, ILLUMOS, LINUX, KstatFamily
 from zfsmon.model import Entity, ParseError, Record, Sample
 from zfsmon.sources.base import Clock, Collector
 from zfsmon.sources.child import StreamCollector
+from zfsmon.sources.fields import FieldWatch
 from zfsmon.sources.kstat import text as kstat_text
 from zfsmon.sources.kstat.text import CommandCollector, KstatFileCollector, KstatPBlock, KstatTable
 from zfsmon.sources.spec import TextKind
@@ -124,22 +125,28 @@ class KstatReader:
         return self.to_samples(kstat_text.parse_stat_files(files, where), ts, source or self.name, where)
 
     # --- collectors -------------------------------------------------------------------------------------------
+    # Each collector has a FieldWatch of its own: the statistics it has no row for, and those that come or go
+    # while it runs, are said once in its run (zfsmon.sources.fields).
+
+    def _watched(self, parse: Callable[..., List[Sample]]) -> kstat_text.TextParser:
+        """A collector's parser: ``parse``'s samples and what its :class:`FieldWatch` says of them."""
+        watch = FieldWatch(self.name)
+        return lambda t, ts, n, w: watch.watched(list(parse(t, ts, n, w)))
 
     def linux_collector(self, path: Optional[str] = None, clock: Clock = time.time) -> KstatFileCollector:
         """Reads ``/proc/spl/kstat/zfs/NAME`` each poll."""
-        return KstatFileCollector(self.name, path or self.linux,
-                                  lambda t, ts, n, w: list(self.parse_linux(t, ts, n, w)), clock)
+        return KstatFileCollector(self.name, path or self.linux, self._watched(self.parse_linux), clock)
 
     def freebsd_collector(self, clock: Clock = time.time) -> CommandCollector:
         """Runs ``sysctl -q kstat.zfs.misc.NAME`` each poll."""
-        return CommandCollector(self.name, ["sysctl", "-q", self.freebsd],
-                                lambda t, ts, n, w: list(self.parse_freebsd(t, ts, n, w)), clock)
+        return CommandCollector(self.name, ["sysctl", "-q", self.freebsd], self._watched(self.parse_freebsd), clock)
 
     def illumos_collector(self, interval: float = 1.0, clock: Clock = time.time) -> StreamCollector:
         """One persistent ``kstat -p zfs:0:NAME INTERVAL``; each printed block is one reading."""
+        watch = FieldWatch(self.name)
         return kstat_text.kstat_p_collector(
             self.name, self.illumos, interval,
-            lambda blk, ts: list(self.illumos_block(blk, ts, self.name, "kstat -p")), clock)
+            lambda blk, ts: watch.watched(list(self.illumos_block(blk, ts, self.name, "kstat -p"))), clock)
 
     def fuse_collector(self, directory: Optional[str] = None, clock: Clock = time.time) -> StatDirCollector:
         """Reads zfs-fuse's folder of the kstat each poll."""
@@ -214,7 +221,12 @@ class KstatReader:
 
     def parse_dumps(self, text: str, source: str, interval: Optional[float] = None) -> List[Record]:
         """One or more saved dumps. Linux dumps are timed by their kstat snaptime (seconds since boot, relative;
-        :func:`zfsmon.sources.kstat.text.timed_proc_dumps`), the others by ``interval`` (1 s if not given)."""
+        :func:`zfsmon.sources.kstat.text.timed_proc_dumps`), the others by ``interval`` (1 s if not given). The
+        statistics zfsmon has no row for, and those that came or went between dumps, are notes
+        (:class:`~zfsmon.sources.fields.FieldWatch`)."""
+        return FieldWatch(self.name, source).watched(self._dumps(text, source, interval))
+
+    def _dumps(self, text: str, source: str, interval: Optional[float]) -> List[Record]:
         head = kstat_text.head(text)
         if head and kstat_text.HEADER_RE.match(head[0]):
             return kstat_text.timed_proc_dumps(
@@ -261,6 +273,7 @@ class StatDirCollector(Collector):
         self.directory = directory or self.reader.fuse
         self._dir = kstat_text.StatDir(self.directory)
         self._polls = 0
+        self._watch = FieldWatch(self.name)
 
     def _read(self) -> Dict[str, str]:
         self._polls += 1
@@ -278,7 +291,7 @@ class StatDirCollector(Collector):
             self._dir.close()  # a restarted daemon is a new mount: list it afresh
             return [self._error(f"{self.name}: {exc}")]
         self._ok()
-        return records
+        return self._watch.watched(records)
 
     def stop(self) -> None:
         self._dir.close()

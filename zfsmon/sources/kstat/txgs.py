@@ -154,7 +154,12 @@ class TxgCounter:
 
 
 class TxgsCollector(PoolKstatCollector):
-    """Reads every pool's ``txgs`` each poll, one :class:`TxgCounter` per pool."""
+    """Reads every pool's ``txgs`` each poll, one :class:`TxgCounter` per pool.
+
+    Its metrics are zfsmon's own sums over the ring's fixed columns (a ring of other columns is refused), and a
+    reading without a committed txg has no ``txg_sync_max_ns``: no field watch."""
+
+    watch_fields = False
 
     def __init__(self, root: str = ROOT, pools: Optional[Sequence[str]] = None, clock: Clock = time.time) -> None:
         self._counters: Dict[str, TxgCounter] = {}

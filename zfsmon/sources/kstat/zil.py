@@ -4,7 +4,7 @@ Where it lives on Linux, illumos and FreeBSD (zfs-fuse has none) is its
 row of the kstat table (:data:`zfsmon.metrics.kstats.ZIL`); the readers are
 :class:`zfsmon.sources.kstat.reader.KstatReader`'s. Statistic names lose
 their ``zil_`` prefix on the ``zil`` entity. ZoL 0.7 has 13 statistics,
-OpenZFS 2.3 has 20; both read the same way. Per-dataset ZIL counters
+OpenZFS 2.3 has 20, 2.4 has 21; all read the same way. Per-dataset ZIL counters
 (``objset-*`` kstats, 2.x) belong to the dataset reader, not here.
 """
 

@@ -30,8 +30,13 @@ def _parse(path: Path, ts: float = 100.0):
     raise AssertionError(f"no reader for fixture {path.name}")
 
 
-def _by_kind(samples):
-    return {s.entity.kind: s for s in samples}
+def _by_kind(records):
+    return {s.entity.kind: s for s in records if isinstance(s, Sample)}
+
+
+def _said(records):
+    """The info events a poll carries (what its field watch says)."""
+    return [r.text for r in records if isinstance(r, Event) and r.kind == EventKind.INFO]
 
 
 def _stat_rows(path: Path) -> int:
@@ -220,7 +225,8 @@ def _open_fds() -> int:
 
 def test_fuse_collector_follows_statistics_that_come_and_go(tmp_path, fixtures, monkeypatch):
     """The statistics are held between polls and read afresh each poll; the periodic listing picks up ones that
-    came or went, and one that cannot be opened any more (a restarted daemon) forces a listing at once."""
+    came or went, and one that cannot be opened any more (a restarted daemon) forces a listing at once. Each
+    statistic that came or went is said once, as it is seen."""
     src = [p for p in ARC_FILES if "zol-0.6.5" in p.name][0]
     d = _fuse_dir(tmp_path, src)
     (d / "subdir").mkdir()  # not a statistic
@@ -231,12 +237,21 @@ def test_fuse_collector_follows_statistics_that_come_and_go(tmp_path, fixtures, 
     assert _by_kind(c.poll())[Kind.ARC].metrics["hits"] == 43
     (d / "hits").unlink()
     (d / "l2_new").write_text("7\n")
+    said = []
     for _ in range(c.RELIST_EVERY):  # until the listing: the held statistic is still read, the new one not yet
-        m = _by_kind(c.poll())[Kind.ARC].metrics
+        recs = c.poll()
+        said += _said(recs)
+        m = _by_kind(recs)[Kind.ARC].metrics
         if "hits" not in m:
             break
         assert m["hits"] == 43
-    assert "hits" not in m and "misses" in m and _by_kind(c.poll())[Kind.L2ARC].metrics["new"] == 7
+    assert said == ["arcstats: 1 statistic zfsmon has no row for, recorded as a gauge: l2arc new"]
+    recs = c.poll()
+    assert "hits" not in m and "misses" in m and _by_kind(recs)[Kind.L2ARC].metrics["new"] == 7
+    # gone from two readings in a row: said once (one torn read is not a removal), then never again
+    assert _said(recs) == ["arcstats: 1 statistic an earlier reading had is gone (the module reloaded? another "
+                           "version?); the others are read on: arc hits"]
+    assert not _said(c.poll())
     real = kstat_text._read_small
 
     def gone(path, size=kstat_text.READ_MAX):  # what a held statistic of a daemon that went away gives

@@ -48,7 +48,8 @@ class ArcFold(Fold):
     def values(self, view: StateView) -> Dict[str, Optional[float]]:
         """ARC/L2ARC numbers: interval hit % if two readings exist, else since-boot % from the counters
         (both from :mod:`zfsmon.analysis.arc`, as every other view computes them), each with the accesses it is of
-        (``reads``, ``demand_data_reads``, ..., ``l2_reads``: in the interval, or since boot)."""
+        (``reads``, ``demand_data_reads``, ..., ``l2_reads``: in the interval, or since boot); ``l2_ndev``: the
+        L2ARC's devices, where the kernel counts them (OpenZFS 2.4+)."""
         out: Dict[str, Optional[float]] = {}
         raw = view.newest("arc:arc")
         d = view.derived.get("arc:arc", {})
@@ -78,4 +79,5 @@ class ArcFold(Fold):
                 else arc.since_boot_reads(Kind.L2ARC, l2.metrics).get("reads")
             out["l2_write_bps"] = ld.get("write_bytes_per_s")
             out["l2_read_bps"] = ld.get("read_bytes_per_s")
+            out["l2_ndev"] = l2.metrics.get("ndev")  # OpenZFS 2.4+: the cache devices of all pools
         return out

@@ -52,7 +52,11 @@ def arc(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
     sep = " " if compact else " / "
     parts.append(Text(f"{'ARC' if compact else 'size'} {fmt.num(a.get('size'), 'B', raw)}{sep}c {fmt.num(a.get('c'), 'B', raw)}{sep}"
                       f"max {fmt.num(a.get('c_max'), 'B', raw)}", overflow="ellipsis", no_wrap=True))
-    if state.has_cache_device() is False:
+    # the kernel's own count of cache devices (OpenZFS 2.4+), else the vdev tree's: the L2ARC counters outlive the
+    # last device
+    ndev = a.get("l2_ndev")
+    no_device = ndev == 0 if ndev is not None else state.has_cache_device() is False
+    if no_device:
         parts.append(Text("L2ARC: no cache device", style="dim"))
     elif "l2_size" in a:
         l2 = Text("L2 hit ")
@@ -61,8 +65,11 @@ def arc(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
         if not compact:
             l2.append_text(fmt.sparkline(state.spark("l2arc", "size"), max(3, width - len(l2) - 1), lo, hi))
         parts.append(l2)
-        parts.append(Text(f"L2 feed {fmt.num(a.get('l2_write_bps'), 'B', raw)}/s read "
-                          f"{fmt.num(a.get('l2_read_bps'), 'B', raw)}/s", no_wrap=True, overflow="ellipsis"))
+        feed = f"L2 feed {fmt.num(a.get('l2_write_bps'), 'B', raw)}/s read {fmt.num(a.get('l2_read_bps'), 'B', raw)}/s"
+        if ndev is not None:  # where it fits: a narrow cell keeps the rates whole
+            devices = f"  {fmt.num(ndev, 'ops', raw)} device{'' if ndev == 1 else 's'}"
+            feed += devices if len(feed) + len(devices) <= width else ""
+        parts.append(Text(feed, no_wrap=True, overflow="ellipsis"))
     else:
         parts.append(Text("no L2ARC", style="dim"))
     return _lines(parts, width)
