@@ -129,6 +129,7 @@ def test_a_saved_listing_is_detected_and_read_with_a_zpool_status_beside_it():
     assert note.kind == EventKind.INFO and note.data["note"] == "pool zguest: roles and parents from status.txt"
     assert [s.entity for s in beside if isinstance(s, Sample)] == [s.entity for s in plain]
     assert all(r.ts == 0.0 for r in plain)
+    assert kind.read(TEXT.replace("\n", "\r\n"), "vdevs.txt", None) == plain  # CRLF line ends read the same
 
 
 # --- hostile and damaged input ----------------------------------------------------------------------------------
