@@ -1,4 +1,4 @@
-"""What every collector promises, and the two ways they get their text.
+"""What every collector promises, and the ways they get their text.
 
 A collector never raises out of :meth:`Collector.poll`: a failing command, a
 missing kstat or a vanished pool becomes an ``error`` :class:`Event` and the
@@ -8,12 +8,17 @@ collector keeps going, so one broken source never stops the others.
 from __future__ import annotations
 
 import abc
+import threading
 import time
+from queue import Queue
 from typing import Callable, List, Optional
 
 from zfsmon.model import Event, EventKind, ParseError, Record
+from zfsmon.queues import drain
 
 Clock = Callable[[], float]
+#: seconds a stop waits for a reading in flight (a command of :class:`PeriodicCollector`; its records then count)
+STOP_WAIT_S = 3.0
 
 
 class Collector(abc.ABC):
@@ -83,3 +88,51 @@ class PolledCollector(Collector):
             return [self._error(f"{self.name}: {exc}")]
         self._ok()
         return records
+
+
+class PeriodicCollector(Collector):
+    """Reads in its own thread every ``every`` seconds (:meth:`read_once`); :meth:`poll` hands over what it read.
+
+    For a one-shot command run every few seconds or minutes (``zpool status``, ``zpool get``): a run that hangs
+    (a suspended pool) delays only this source, never the sampler.
+    """
+
+    #: the reading thread's name (what ``ps -T`` and a debugger show)
+    thread_name = "zfsmon-periodic"
+
+    def __init__(self, every: float, clock: Clock = time.time) -> None:
+        super().__init__(clock)
+        self.every = every
+        self._q: Queue = Queue()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    @abc.abstractmethod
+    def read_once(self) -> List[Record]:
+        """One reading: its records, a failure as an error event (never an exception)."""
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for rec in self.read_once():
+                self._q.put(rec)
+            self._wait()
+
+    def _wait(self) -> None:
+        """Until the next reading (``every`` seconds; a subclass may wait otherwise), or until stopped."""
+        self._stop.wait(self.every)
+
+    def poll(self) -> List[Record]:
+        return drain(self._q)
+
+    def stop(self) -> None:
+        """Stop reading; a command still running after :data:`STOP_WAIT_S` (a wedged daemon) is left to the
+        collector's daemonic thread: a stop never waits for its timeout."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=STOP_WAIT_S)
+            self._thread = None

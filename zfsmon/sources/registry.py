@@ -32,6 +32,7 @@ MODULES: Dict[str, str] = {
     "zpool-influxdb": "zfsmon.sources.zpool.influxdb_collector",
     "latency": "zfsmon.sources.zpool.latency",
     "status": "zfsmon.sources.zpool.health",
+    "vdevprops": "zfsmon.sources.zpool.vdev_props",
     "arcstats": "zfsmon.sources.kstat.arcstats",
     "arcstat": "zfsmon.sources.arcstat_tool",
     "zil": "zfsmon.sources.kstat.zil",

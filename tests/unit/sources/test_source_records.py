@@ -161,9 +161,9 @@ def test_naming_a_source_imports_its_module_alone():
 
 def test_behaviour_the_commands_depend_on_is_kept():
     """`record SOURCES` names and the parse/import kinds, in their order."""
-    assert registry.NAMES == ("zpool", "zpool-influxdb", "latency", "status", "arcstats", "zil", "zio_stats", "objset", "iostats", "txgs",
+    assert registry.NAMES == ("zpool", "zpool-influxdb", "latency", "status", "vdevprops", "arcstats", "zil", "zio_stats", "objset", "iostats", "txgs",
                               "diskstats", "iostat", "fsstat")
-    assert list(detect.KINDS) == ["zpool-iostat", "zpool-status-json", "zpool-status", "pool-state-kstat", "arcstats",
+    assert list(detect.KINDS) == ["zpool-iostat", "zpool-status-json", "zpool-status", "pool-state-kstat", "zpool-get-vdevs", "arcstats",
                                   "zilstat", "arcstat", "zil-kstat", "zio-kstat", "objset-kstat", "pool-io-kstat", "iostats-kstat", "txgs-kstat", "diskstats",
                                   "iostat-xn", "iostat-x", "fsstat", "bcc-hist", "bcc-slower", "bpftrace-hist",
                                   "pgbench", "fio"]
@@ -339,9 +339,9 @@ def test_a_collector_without_a_check_is_refused():
 
 
 def test_unknown_source_name_lists_the_known_ones():
-    with pytest.raises(UserError, match="unknown source nope .known: zpool, zpool-influxdb, latency, status, arcstats"):
+    with pytest.raises(UserError, match="unknown source nope .known: zpool, zpool-influxdb, latency, status, vdevprops, arcstats"):
         registry.build_collectors(_host(), 1.0, names=["nope"])
-    with pytest.raises(UserError, match="unknown source fio .known: zpool, zpool-influxdb, latency, status, arcstats"):
+    with pytest.raises(UserError, match="unknown source fio .known: zpool, zpool-influxdb, latency, status, vdevprops, arcstats"):
         registry.build_collectors(_host(), 1.0, names=["diskstats", "fio"])  # a source, but parse-only
 
 

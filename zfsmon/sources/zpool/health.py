@@ -39,16 +39,13 @@ every 10 s again).
 from __future__ import annotations
 
 import shutil
-import threading
 import time
-from queue import Queue
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
 from zfsmon.metrics.health import HEALTHY_STATES, SCAN_FUNCTIONS, SCAN_STATES, STATE_CODES
 from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
-from zfsmon.queues import drain
-from zfsmon.sources.base import Clock, Collector
+from zfsmon.sources.base import STOP_WAIT_S, Clock, Collector, PeriodicCollector
 from zfsmon.sources.kstat import pool as pool_kstat
 from zfsmon.sources.spec import Source, TextKind
 from zfsmon.sources.zpool.status import PoolHealth, parse_health, run_zpool
@@ -60,8 +57,6 @@ NAME = "status"
 EVERY_S = 10.0
 #: seconds between two runs while every pool is healthy and not scanning, where the pools' state files are watched
 CALM_EVERY_S = 60.0
-#: seconds a stop waits for a `zpool status` in flight (its readings then still count)
-STOP_WAIT_S = 3.0
 JSON_ARGS = ("-j", "--json-flat-vdevs", "--json-int")
 #: OpenZFS versions: ``zpool status -j`` (2.3.0), ``-p``/``-s`` (0.8.0)
 JSON_SINCE = (2, 3)
@@ -159,20 +154,20 @@ class HealthTracker:
 
 # --- the collector -----------------------------------------------------------------------------------------------
 
-class StatusCollector(Collector):
+class StatusCollector(PeriodicCollector):
     """Runs ``zpool status`` in its own thread every ``every`` seconds; :meth:`poll` hands over what it read."""
 
     name = NAME
+    thread_name = "zfsmon-status"
 
     def __init__(self, pools: Sequence[str] = (), options: Sequence[str] = (), every: float = EVERY_S,
                  zpool: str = "zpool", clock: Clock = time.time, timeout: float = 60.0,
                  watch: Optional[Callable[[], Optional[object]]] = None, calm_every: float = CALM_EVERY_S) -> None:
         """``watch``: a cheap reading of the pools' states (None: unknown); with it, calm pools are read every
         ``calm_every`` seconds, and at once when the reading changes."""
-        super().__init__(clock)
+        super().__init__(every, clock)
         self.pools = list(pools)
         self.options = list(options)
-        self.every = every
         self.watch = watch
         self.calm_every = max(calm_every, every)
         #: the last reading showed every pool and vdev healthy and no scrub or resilver running
@@ -182,9 +177,6 @@ class StatusCollector(Collector):
         self.tracker = HealthTracker(self.name)
         self.runs = 0
         self.last_run_s: Optional[float] = None
-        self._q: Queue = Queue()
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
 
     @property
     def argv(self) -> List[str]:
@@ -216,17 +208,6 @@ class StatusCollector(Collector):
         self._ok()
         return records
 
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="zfsmon-status", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for rec in self.read_once():
-                self._q.put(rec)
-            self._wait()
-
     def _wait(self) -> None:
         """Until the next run: ``every`` seconds, or while the pools are calm and their state files say the same,
         up to ``calm_every``."""
@@ -245,17 +226,6 @@ class StatusCollector(Collector):
             return self.watch()
         except OSError:
             return None
-
-    def poll(self) -> List[Record]:
-        return drain(self._q)
-
-    def stop(self) -> None:
-        """Stop reading; a `zpool status` still running after :data:`STOP_WAIT_S` (a wedged daemon) is left to
-        the collector's daemonic thread: a stop never waits for its timeout."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=STOP_WAIT_S)
-            self._thread = None
 
 
 def _calm(pool: PoolHealth) -> bool:
@@ -338,4 +308,4 @@ SOURCE = Source(
     feeds=(Kind.POOL, Kind.VDEV, Kind.LEAF),
 )
 
-__all__ = ["SOURCE", "StatusCollector", "HealthTracker", "choose", "parse_any", "samples"]
+__all__ = ["SOURCE", "STOP_WAIT_S", "StatusCollector", "HealthTracker", "choose", "parse_any", "samples"]

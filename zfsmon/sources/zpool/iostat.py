@@ -58,7 +58,13 @@ from zfsmon.sources.zpool.iostat_columns import (
 )
 from zfsmon.sources.zpool.iostat_histogram import HistogramTable, owner_entity
 from zfsmon.sources.zpool.iostat_tree import guess_topology
-from zfsmon.sources.zpool.status import Topology, TreeBuilder, indent_depth, parse_status, valid_pool_name
+from zfsmon.sources.zpool.status import (
+    Topology,
+    TreeBuilder,
+    indent_depth,
+    status_for,
+    valid_pool_name,
+)
 from zfsmon.units import is_missing
 
 __all__ = ["ZpoolIostatParser", "parse_text", "read_capture", "looks_like"]
@@ -492,20 +498,6 @@ def _headerless_rows(text: str) -> List[List[str]]:
     return rows
 
 
-def _status_for(pool: str, candidates: Sequence[Tuple[str, str]]) -> Optional[Tuple[str, Topology]]:
-    """The first ``zpool status`` text among ``candidates`` that lists ``pool``: (its name, its tree)."""
-    for name, text in candidates:
-        if "pool:" not in text or "NAME" not in text:
-            continue
-        try:
-            topo = parse_status(text, name)
-        except ParseError:
-            continue
-        if pool in topo.pools:
-            return name, topo
-    return None
-
-
 def read_capture(text: str, source: str, interval: Optional[float], options: ParseOptions) -> List[Record]:
     """A captured log with what the user and the files beside it say (``zfsmon parse`` / ``zfsmon import``).
 
@@ -536,11 +528,11 @@ def read_capture(text: str, source: str, interval: Optional[float], options: Par
     pools: Sequence[str] = ()
     if guess is not None:
         pool = guess.topology.pools[0]
-        found = _status_for(pool, options.beside)
+        found = status_for(pool, options.beside)
         if found is None and options.host_text is not None:
             live = options.host_text(["zpool", "status", pool])
             if live is not None:
-                hit = _status_for(pool, [("zpool status on this host", live)])
+                hit = status_for(pool, [("zpool status on this host", live)])
                 if hit is not None and all(hit[1].lookup(pool, e.name) for e in guess.topology.of_pool(pool)):
                     found = hit
         if found is not None:
@@ -555,7 +547,7 @@ def read_capture(text: str, source: str, interval: Optional[float], options: Par
         # a zpool status given for one of its pools is still the authority
         names = {ln.split()[0] for ln in text.splitlines()[:5000] if ln.strip() and not ln[0].isspace()}
         found = next((hit for pool in sorted(names) if valid_pool_name(pool)
-                      for hit in [_status_for(pool, options.beside)] if hit is not None), None)
+                      for hit in [status_for(pool, options.beside)] if hit is not None), None)
         if found is not None:
             topology = found[1]
             pools = topology.pools if rows else ()

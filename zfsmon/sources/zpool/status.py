@@ -25,7 +25,7 @@ from zfsmon.model import SECTION_ROLES, Entity, Kind, ParseError, Role
 from zfsmon.units import parse_count, parse_size
 
 __all__ = ["TreeBuilder", "Topology", "parse_status", "read_topology", "run_zpool", "indent_depth", "PoolHealth",
-           "VdevHealth", "ScanStatus", "parse_health", "parse_scan"]
+           "VdevHealth", "ScanStatus", "parse_health", "parse_scan", "status_for"]
 
 #: top-level vdev types that old ZFS prints without their ``-N`` index
 _UNNUMBERED_TOP = {"mirror": "mirror", "raidz": "raidz1", "raidz1": "raidz1", "raidz2": "raidz2",
@@ -438,6 +438,20 @@ def parse_health(text: str, source: str = "zpool status") -> List[PoolHealth]:
                               parse_scan(scan_text) if scan_text is not None else ScanStatus(),
                               _data_errors(tail.get("errors"))))
     return out
+
+
+def status_for(pool: str, candidates: Sequence[Tuple[str, str]]) -> Optional[Tuple[str, Topology]]:
+    """The first ``zpool status`` text among ``candidates`` that lists ``pool``: (its name, its tree)."""
+    for name, text in candidates:
+        if "pool:" not in text or "NAME" not in text:
+            continue
+        try:
+            topo = parse_status(text, name)
+        except ParseError:
+            continue
+        if pool in topo.pools:
+            return name, topo
+    return None
 
 
 def run_zpool(argv: Sequence[str], timeout: float = 15.0) -> str:

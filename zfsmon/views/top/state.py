@@ -31,6 +31,7 @@ from zfsmon.analysis.rates import Deriver
 from zfsmon.metrics.health import HEALTHY_STATES, STATE_NAMES
 from zfsmon.model import Derived, Entity, Event, EventKind, Kind, Record, Role, Sample, derived_of
 from zfsmon.sources import registry
+from zfsmon.sources.zpool import vdev_props
 from zfsmon.views import thresholds
 from zfsmon.views.top.folds import (
     FOLDS,
@@ -59,6 +60,8 @@ TREE_KINDS: Tuple[Kind, ...] = (Kind.POOL, Kind.VDEV, Kind.LEAF)
 #: whole samples held at most (64 leaves at 1 Hz for an hour is ~300k: bounded memory beats a longer window)
 MAX_SAMPLES = 200_000
 F = TypeVar("F", bound=Fold)
+#: a row's error counters, as the status source names them (READ, WRITE, CKSUM of ``zpool status``)
+ERROR_COUNTS: Tuple[str, ...] = ("read_errors", "write_errors", "checksum_errors")
 #: the kinds whose derived figures the panels read by entity (:attr:`TopState.derived`)
 SHOWN_DERIVED: Tuple[Kind, ...] = (Kind.ARC, Kind.L2ARC, Kind.ZIL, Kind.ZIO, Kind.DEVICE)
 
@@ -87,6 +90,10 @@ class TreeRow:
     verdict: Optional[str] = None  # goose.* constant
     why: str = ""
     state: str = ""  # health from the status source (ONLINE, DEGRADED, OFFLINE, ...); "" when not known
+    #: READ, WRITE, CKSUM error counts from the status source (:data:`ERROR_COUNTS`); () when not known
+    errors: Tuple[float, ...] = ()
+    slow_ios: Optional[float] = None  # zpool status -s SLOW (the status source); None when not known
+    sit_out: bool = False  # a RAIDZ/dRAID leaf sitting out reads (the vdevprops source's ``sit_out``)
 
 
 @dataclass
@@ -138,6 +145,8 @@ class TopState:
         self.latest: Dict[str, Dict[str, Sample]] = {}
         #: each pool/vdev/leaf's newest health sample (the status source), kept apart from its I/O sample
         self.health: Dict[str, Sample] = {}
+        #: each pool/vdev/leaf's newest vdev properties (the vdevprops source, every minute), kept apart likewise
+        self.props: Dict[str, Sample] = {}
         self.boot: Dict[str, Sample] = {}  # since-import first reports, shown until an interval arrives
         self.entities: Dict[str, Entity] = {}
         self.derived: Dict[str, Dict[str, float]] = {}
@@ -219,6 +228,7 @@ class TopState:
                 self.latest.pop(key, None)
                 self.boot.pop(key, None)
                 self.health.pop(key, None)
+                self.props.pop(key, None)
 
     def _sample(self, s: Sample) -> bool:
         e = s.entity
@@ -236,6 +246,10 @@ class TopState:
             # zpool status every few seconds, for the same entities zpool iostat reports: as the latest sample
             # it would blank the row's I/O columns and feed the goose-egg judgement zero ops
             self.health[key] = s
+            return False
+        if source_name(s.source) == vdev_props.NAME:
+            # once a minute: in the window's samples it would drop out of a short window between two readings
+            self.props[key] = s
             return False
         self.samples.append(s)
         self._totals.add(s)
@@ -421,8 +435,14 @@ class TopState:
             boot = False
         row = TreeRow(kind, e.name, depth, e.role, vals, boot)
         h = self.health.get(e.key)
-        if h is not None and "state" in h.metrics:
-            row.state = STATE_NAMES.get(int(h.metrics["state"]), "?")
+        if h is not None:
+            if "state" in h.metrics:
+                row.state = STATE_NAMES.get(int(h.metrics["state"]), "?")
+            if any(k in h.metrics for k in ERROR_COUNTS):
+                row.errors = tuple(h.metrics.get(k, 0.0) for k in ERROR_COUNTS)
+            row.slow_ios = h.metrics.get("slow_ios")
+        p = self.props.get(e.key)
+        row.sit_out = p is not None and p.metrics.get("sit_out") == 1.0
         if e.kind == Kind.LEAF or (e.kind == Kind.VDEV and not any(
                 x.kind == Kind.LEAF and x.parent == e.name and x.pool == e.pool for x in self.entities.values())):
             v = self.verdicts.get((e.pool, e.name))

@@ -20,7 +20,7 @@ import pytest
 from rich.text import Text
 
 from tests.conftest import wait_until_async
-from tests.unit import top_data
+from tests.unit import top_data, vdevprops_data
 from zfsmon import gcpolicy
 from zfsmon.model import EventKind, Kind, Role
 from zfsmon.store import Recorder, Recording
@@ -549,6 +549,27 @@ def test_resize_relayouts(recording):
             assert not app.query_one("#body").has_class("narrow")
             text = screen_text(app)
             assert all(f" {h} " in text for h in HEADINGS)
+    run(go())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 50)])
+def test_replay_shows_errors_slow_ios_and_a_sit_out_in_both_layouts(tmp_path, size):
+    """The raidz guest with counts (tests/unit/vdevprops_data.py) recorded and replayed: the marks after the
+    names, every heading whole, no line past the screen."""
+    path = str(tmp_path / "marks.zfsmon")
+    with Recorder(path, {"host": "fixture-host", "interval": "2"}) as rec:
+        rec.write(vdevprops_data.records(1795332000.0))
+    # the sources' entities agree: the recorder saw no vdev change role or parent
+    assert not [e for e in Recording.open(path).events() if e.kind == EventKind.TOPOLOGY]
+
+    async def go():
+        app = replay_app(path)
+        async with app.run_test(size=size) as pilot:
+            text = await _until(pilot, lambda: _showing(app, "SIT-OUT", "err 0/0/3 2 slow"), "the marks")
+            lines = text.splitlines()
+            assert len(lines) == size[1] and all(len(line) <= size[0] for line in lines)
+            assert all(f" {h} " in text for h in HEADINGS)
+            assert "virtio-data0 SIT-OUT" in text
     run(go())
 
 

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.unit import top_data
+from tests.unit import top_data, vdevprops_data
 from zfsmon.analysis import goose
 from zfsmon.model import Entity, Event, EventKind, Kind, Role, Sample
 from zfsmon.sources.devices import diskstats
@@ -207,6 +207,54 @@ def test_health_shows_beside_the_io_and_never_replaces_it():
     assert rows["virtio-data0"].state == "ONLINE"
     text = panels.tree(st, panels.ViewOptions(pool="zguest"), 140).plain
     assert "virtio-data1 OFFLINE" in text and "mirror-0 DEGRADED" in text and "virtio-data0 ONLINE" not in text
+
+
+def test_errors_slow_ios_and_a_sit_out_follow_the_name_in_words():
+    """A leaf with error counts or slow I/Os (status source) or sitting out reads (vdevprops) says so after its
+    name, in words, with its state; the two sources' samples neither move a vdev in the tree (same entities as
+    zpool iostat's) nor touch its I/O figures, and the vdev properties, read once a minute, stay beside the rows
+    while newer I/O comes. The OpenZFS 2.4 guest's captures, made a raidz pool with counts
+    (tests/unit/vdevprops_data.py)."""
+    t0 = 1795332000.0
+    recs = vdevprops_data.records(t0)
+    io = [r for r in recs if r.source not in ("status", "vdevprops")]
+    st = TopState()
+    st.feed(io)
+    entities, before = dict(st.entities), {r.name: dict(r.metrics) for r in st.tree("zguest")}
+    st.feed([r for r in recs if r.source in ("status", "vdevprops")])
+    assert st.entities == entities
+    rows = {r.name: r for r in st.tree("zguest")}
+    assert {n: dict(r.metrics) for n, r in rows.items()} == before
+    assert (rows["virtio-data2"].errors, rows["virtio-data2"].slow_ios) == ((0.0, 0.0, 3.0), 2.0)
+    assert rows["virtio-data0"].sit_out and not rows["virtio-data1"].sit_out
+    assert rows["virtio-data3"].errors == (0.0, 0.0, 0.0) and rows["zguest"].slow_ios is None  # pools: no SLOW
+    wide = panels.tree(st, panels.ViewOptions(pool="zguest"), 140).plain.splitlines()
+    assert any(ln.startswith("    virtio-data2 err 0/0/3 2 slow ") for ln in wide)
+    assert any(ln.startswith("    virtio-data0 SIT-OUT ") for ln in wide)
+    assert [ln for ln in wide if " err " in ln or " slow " in ln or "SIT-OUT" in ln] == [
+        ln for ln in wide if "virtio-data2" in ln or "virtio-data0" in ln]
+    narrow = panels.tree(st, panels.ViewOptions(pool="zguest"), 80).plain.splitlines()
+    [row] = [ln for ln in narrow if " slow " in ln]
+    assert row.startswith("    virtio-dat… err 0/0/3 2 slow ")  # the name is cut, not what is wrong with it
+    assert {len(ln) for ln in narrow[1:]} == {80}  # the columns stay where the header has them
+    later = [dataclasses.replace(s, ts=s.ts + 400.0) for s in io if isinstance(s, Sample) and not s.since_boot]
+    st.feed(later)  # 400 s on: the window holds none of the status and vdevprops samples
+    text = panels.tree(st, panels.ViewOptions(pool="zguest"), 140).plain
+    assert "virtio-data0 SIT-OUT" in text and "virtio-data2 err 0/0/3 2 slow" in text
+    blind = panels.tree(st, panels.ViewOptions(pool="zguest", theme="colorblind"), 140)
+    crit = thresholds.THEMES["colorblind"]["crit"]
+    assert any(str(sp.style) == crit and blind.plain[sp.start:sp.end] == " err 0/0/3" for sp in blind.spans)
+
+
+def test_a_real_capture_with_errors_shows_them_on_the_leaf(fixtures):
+    """jc's Solaris-era `zpool status -v` fixture: c1t1d0 UNAVAIL with 4 read and 1 write error; the pool's row
+    (0 0 0) shows its state only."""
+    text = (fixtures / "peers" / "jc" / "zpool-status-v3.out").read_text()
+    st = TopState()
+    st.feed(zpool_health.samples(zpool_health.parse_any(text, "v3"), 100.0))
+    lines = panels.tree(st, panels.ViewOptions(pool="tank"), 80).plain.splitlines()
+    assert any(ln.startswith("  c1t1d0 UNAVAIL err 4/1/0 ") for ln in lines)
+    assert any(ln.startswith("tank UNAVAIL ") for ln in lines) and sum(" err " in ln for ln in lines) == 1
 
 
 def test_l2arc_panel_says_no_cache_device_once_the_last_one_is_removed():

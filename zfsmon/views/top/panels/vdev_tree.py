@@ -1,8 +1,8 @@
-"""The vdev tree: the pool, its role groups, top-level vdevs and leaves, with the goose-egg verdicts."""
+"""The vdev tree: the pool, its role groups, top-level vdevs and leaves, with their health and the goose-egg verdicts."""
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from rich.text import Text
 
@@ -55,25 +55,34 @@ def tree_lines(state: TopState, opts: ViewOptions, width: int, shown: Optional[r
     name_w = max(10, width - sum(widths) - len(widths))
     parts.append(_columns([Text("vdev")] + [Text(h) for h in heads], name_w, widths, "bold"))
     for i, r in enumerate(rows, len(parts)):
-        parts.append(_columns(_tree_cells(r, opts, wide), name_w, widths) if shown is None or i in shown else Text())
+        parts.append(_columns(_tree_cells(r, opts, wide, name_w), name_w, widths) if shown is None or i in shown
+                     else Text())
     eggs = [r for r in rows if r.verdict == goose.GOOSE_EGG]
     if eggs and wide:
         parts.append(Text(f"GOOSE: {eggs[0].why}", style="yellow", overflow="ellipsis", no_wrap=True))
     return _fit(parts, width)
 
 
-def _tree_cells(r: TreeRow, opts: ViewOptions, wide: bool) -> List[Text]:
+def _tree_cells(r: TreeRow, opts: ViewOptions, wide: bool, name_w: int) -> List[Text]:
+    """The row's cells; in the first, the name and after it what is wrong (state, errors, slow I/Os, sit-out),
+    the name cut short rather than those words when the column is too narrow for both."""
     indent = "  " * r.depth
     if r.kind == "role":
         name = Text(f"{'  ' * (r.depth - 1)}{r.name}", style="bold underline")
         n = 9 if wide else 7
         return [name] + [Text("")] * n
     style = "bold" if r.kind in ("pool", "vdev") else ""
-    name = Text(indent[:-2] + r.name if r.depth else r.name, style=style)
+    name = fmt.inert(Text(indent[:-2] + r.name if r.depth else r.name, style=style))
     if r.since_boot:
         name.append("*", style="dim")
+    tail = Text()
     if unhealthy(r.state):
-        name.append(f" {r.state}", style="bold red")
+        tail.append(f" {r.state}", style="bold red")
+    for word, level in row_marks(r, opts.raw):
+        tail.append(word, style=thresholds.THEMES[opts.theme][level])
+    if tail.plain and name.cell_len + tail.cell_len > name_w:
+        name.truncate(max(name_w - tail.cell_len, len(indent)), overflow="ellipsis")
+    name.append_text(tail)
     m = r.metrics
     raw = opts.raw
     cells = [Text(fmt.num(m.get("read_ops"), "ops", raw)), Text(fmt.num(m.get("write_ops"), "ops", raw)),
@@ -97,6 +106,20 @@ def _tree_cells(r: TreeRow, opts: ViewOptions, wide: bool) -> List[Text]:
     else:
         cells.append(Text(""))
     return [name] + cells
+
+
+def row_marks(r: TreeRow, raw: bool = False) -> List[Tuple[str, str]]:
+    """What follows a row's name besides its state, as (words, level): errors ``err READ/WRITE/CKSUM`` (crit)
+    when any is above 0, slow I/Os ``N slow`` (warn), ``SIT-OUT`` (warn) while a RAIDZ/dRAID leaf sits out reads.
+    Words, so that the colour never says it alone."""
+    out: List[Tuple[str, str]] = []
+    if any(n > 0 for n in r.errors):
+        out.append((" err " + "/".join(fmt.num(n, "ops", raw) for n in r.errors), "crit"))
+    if r.slow_ios is not None and r.slow_ios > 0:
+        out.append((f" {fmt.num(r.slow_ios, 'ops', raw)} slow", "warn"))
+    if r.sit_out:
+        out.append((" SIT-OUT", "warn"))
+    return out
 
 
 def _render(f: Frame) -> Text:
