@@ -255,26 +255,25 @@ def test_a_recording_of_zio_stats_serves_its_four_counters(served, tmp_path):
 
 
 def test_vdev_properties_are_served_on_the_series_of_zpool_status_and_iostat(served, tmp_path):
-    """The raidz guest (tests/unit/vdevprops_data.py): the vdevprops metrics under the table's names and units,
-    on the same label sets as the status source's error counters and zpool iostat's rates (one series per vdev,
-    not one per source)."""
+    """The OpenZFS 2.4 slow-leaf captures (tests/unit/vdevprops_data.py): the vdevprops metrics under the table's
+    names and units, on the same label sets as the status source's counters and zpool iostat's rates (one series
+    per vdev, not one per source)."""
     path = str(tmp_path / "props.zfsmon")
     with Recorder(path, {"host": "guest", "interval": "2"}) as rec:
         rec.write(vdevprops_data.records(1_800_000_000.0))
     with Recording.open(path) as rec:
         fams = scrape(served(latest_from_recording(rec)))
-    data0 = {"pool": "zguest", "device": "virtio-data0", "role": "data", "parent": "raidz1-0"}
-    assert value(fams, "zfsmon_leaf_sit_out", **data0) == 1.0
-    assert value(fams, "zfsmon_leaf_sit_out", device="virtio-data1") == 0.0
-    assert value(fams, "zfsmon_leaf_trim_errors", **data0) == 0.0
+    bad = {"pool": "zslow", "device": vdevprops_data.BAD, "role": "data", "parent": "raidz1-0"}
+    assert value(fams, "zfsmon_leaf_sit_out", **bad) == 1.0
+    assert value(fams, "zfsmon_leaf_sit_out", device=vdevprops_data.GOOD) == 0.0
+    assert value(fams, "zfsmon_leaf_trim_errors", **bad) == 0.0
     assert fams["zfsmon_leaf_trim_errors"][0] == "counter"
-    assert value(fams, "zfsmon_vdev_capacity_ratio", vdev="virtio-log0", role="log") == pytest.approx(0.13)
-    assert value(fams, "zfsmon_vdev_autosit", vdev="raidz1-0", role="data", parent="zguest") == 1.0
-    assert value(fams, "zfsmon_pool_size_bytes", pool="zguest") == 2013265920.0
-    assert value(fams, "zfsmon_leaf_checksum_errors", device="virtio-data2") == 3.0  # the status source's
-    for family in ("zfsmon_leaf_sit_out", "zfsmon_leaf_checksum_errors", "zfsmon_leaf_read_ops_per_second"):
-        labels = [lab for _n, lab, _v in fams[family][2] if lab.get("device") == "virtio-data0"]
-        assert labels == [data0], (family, labels)
+    assert value(fams, "zfsmon_vdev_capacity_ratio", vdev="raidz1-0", role="data") == pytest.approx(0.39)
+    assert value(fams, "zfsmon_vdev_autosit", vdev="raidz1-0", role="data", parent="zslow") == 1.0
+    assert value(fams, "zfsmon_leaf_slow_ios", **bad) == 49.0  # the status source's
+    for family in ("zfsmon_leaf_sit_out", "zfsmon_leaf_slow_ios", "zfsmon_leaf_read_ops_per_second"):
+        labels = [lab for _n, lab, _v in fams[family][2] if lab.get("device") == vdevprops_data.BAD]
+        assert labels == [bad], (family, labels)
 
 
 def test_live_scrape_through_the_engine(served, fixtures):

@@ -89,9 +89,18 @@ class PoolProps:
 
 # --- the text ------------------------------------------------------------------------------------------------
 
+def _scripted(line: str) -> bool:
+    """A row of ``zpool get -H``: four tab-separated fields, no header (a name may hold spaces there)."""
+    return len(line.split("\t")) == 4
+
+
 def looks_like(text: str) -> bool:
-    """The header, then a row of ``root-0`` (``zpool get all POOL`` and ``zfs get all`` have the same header)."""
+    """The header, then a row of ``root-0`` (``zpool get all POOL`` and ``zfs get all`` have the same header);
+    or ``-H``'s tab-separated rows from ``root-0``'s ``capacity`` on (a pool's own ``zpool get -H all`` starts
+    with the pool's name)."""
     lines = [ln for ln in text[:2000].splitlines() if ln.strip()][:2]
+    if lines and _scripted(lines[0]):
+        return lines[0].split("\t")[0] == ROOT
     return len(lines) == 2 and tuple(lines[0].split()) == HEADER and lines[1].split()[:1] == [ROOT]
 
 
@@ -100,15 +109,19 @@ def parse_listing(text: str, source: str = "zpool get", pool: Optional[str] = No
     the ``parent`` that names no vdev of it). Raises ParseError, naming the line, for anything else."""
     lines = text.splitlines()
     rows = [(no, ln) for no, ln in enumerate(lines, 1) if ln.strip()]
-    if not rows or tuple(rows[0][1].split()) != HEADER:
+    scripted = bool(rows) and _scripted(rows[0][1])  # `zpool get -H`: tab-separated, no header
+    if not rows or not (scripted or tuple(rows[0][1].split()) == HEADER):
         raise ParseError(source, rows[0][0] if rows else None,
-                         "not `zpool get all POOL all-vdevs` output (no NAME PROPERTY VALUE SOURCE header)",
-                         rows[0][1] if rows else None)
+                         "not `zpool get all POOL all-vdevs` output (no NAME PROPERTY VALUE SOURCE header, no "
+                         "-H rows)", rows[0][1] if rows else None)
     vdevs: Dict[str, VdevProps] = {}
-    for no, line in rows[1:]:
-        tokens = line.split()
-        if len(tokens) < 4:
-            raise ParseError(source, no, "a row needs NAME PROPERTY VALUE SOURCE", line)
+    for no, line in rows if scripted else rows[1:]:
+        tokens = line.split("\t") if scripted else line.split()
+        if len(tokens) < 4 or (scripted and len(tokens) != 4):
+            raise ParseError(source, no, "a row needs NAME PROPERTY VALUE SOURCE" +
+                             (" (tab-separated: zpool get -H)" if scripted else ""), line)
+        if scripted:  # the value alone between the tabs: join below takes tokens[2:-1]
+            tokens = [tokens[0], tokens[1].strip(), tokens[2], tokens[3]]
         name, prop = tokens[0], tokens[1]
         if not _PROPERTY.match(prop):
             raise ParseError(source, no, f"not a property name: {prop!r}", line)
@@ -285,7 +298,7 @@ class VdevPropsCollector(PeriodicCollector):
         self._topologies: Dict[str, Tuple[Tuple[str, ...], Optional[Topology]]] = {}
 
     def argv(self, pool: str) -> List[str]:
-        return [self.zpool, "get", "-p", "all", pool, "all-vdevs"]
+        return [self.zpool, "get", "-H", "-p", "all", pool, "all-vdevs"]  # -H: a name with a space is one field
 
     def read_once(self) -> List[Record]:
         """Every pool's listing as samples; a failing command or a text it cannot read is an error event (the

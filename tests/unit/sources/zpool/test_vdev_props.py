@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import TEST_DATA, wait_until
+from tests.unit import vdevprops_data as slow
 from tests.unit.mangle import variants
-from tests.unit.vdevprops_data import raidz, raidz_listing
 from zfsmon import metrics
 from zfsmon.host import Host
 from zfsmon.model import Entity, EventKind, Kind, ParseError, Role, Sample
@@ -105,18 +105,38 @@ def test_what_other_sources_own_or_the_kernel_never_fills_is_left_out():
 
 
 def test_a_raidz_leaf_sitting_out_lands_on_the_leaf_zpool_status_names():
-    """The capture made a raidz pool by OpenZFS's rules (tests/unit/vdevprops_data.py: not a capture, none of a
-    raidz pool is in tests/data): `sit_out` on its leaves, `autosit` on the vdev, the leaves' parent the name
-    zpool status gives, not the kernel's `raidz-0`."""
-    listing = parse_listing(raidz_listing(TEXT), SOURCE, "zguest")
-    got = _by_name(samples(listing, 0.0))
-    assert got["virtio-data0"].metrics["sit_out"] == 1.0 and got["virtio-data1"].metrics["sit_out"] == 0.0
-    assert got["raidz1-0"].metrics["autosit"] == 1.0
-    assert "sit_out" not in got["virtio-data2"].metrics and "autosit" not in got["mirror-1"].metrics
-    [pool] = zpool_health.parse_any(raidz(STATUS), "status")
-    status = {row.entity.name: row.entity for row in pool.vdevs}
-    for name in ("raidz1-0", "virtio-data0", "virtio-data1"):
-        assert got[name].entity == status[name]  # parent raidz1-0, as zpool status has it, not the kernel's raidz-0
+    """The raidz1 pool of the slow-leaf capture (tests/data/openzfs-2.4/slow): `sit_out` on each raidz leaf (on for
+    the delayed vdev.9 only), `autosit` on the raidz vdev, the leaves' parent the name zpool status gives
+    (`raidz1-0`), not the kernel's `raidz-0` the listing's `parent` property says."""
+    assert "/var/tmp/zslow/vdev.9  parent             raidz-0" in slow.LISTING
+    for text, bad in ((slow.BEFORE, 0.0), (slow.LISTING, 1.0)):
+        got = _by_name(samples(parse_listing(text, SOURCE, slow.POOL), 0.0))
+        leaves = {n: s for n, s in got.items() if s.entity.kind == Kind.LEAF}
+        assert len(leaves) == 10 and {s.entity.parent for s in leaves.values()} == {"raidz1-0"}
+        assert {n: s.metrics["sit_out"] for n, s in leaves.items()} == {
+            f"/var/tmp/zslow/vdev.{i}": (bad if i == 9 else 0.0) for i in range(10)}
+        assert got["raidz1-0"].metrics["autosit"] == 1.0 and got["raidz1-0"].entity.kind == Kind.VDEV
+        assert "autosit" not in got[slow.POOL].metrics and got[slow.POOL].entity.kind == Kind.POOL
+        [pool] = zpool_health.parse_any(slow.STATUS, "status")
+        status = {row.entity.name: row.entity for row in pool.vdevs}
+        for name in ("raidz1-0", slow.BAD, slow.GOOD):
+            assert got[name].entity == status[name]  # parent raidz1-0, as zpool status has it
+
+
+def test_the_header_less_listing_reads_as_the_aligned_one():
+    """`zpool get -H -p` (tab separated, no header: what the collector runs, a name with a space in it one field)
+    of the same pool, before the delay: detected as the same kind, the same samples as the aligned listing."""
+    h = (slow.SLOW / "zpool-get-all-vdevs-raidz-H.txt").read_text()
+    assert h.startswith("root-0\tcapacity\t39\t-\n")
+    assert detect.detect(h).name == "zpool-get-vdevs"
+    got = samples(parse_listing(h, SOURCE, slow.POOL), 0.0)
+    assert len(got) == 12 and {s.entity.key: s.metrics for s in got} == {
+        s.entity.key: s.metrics for s in samples(parse_listing(slow.BEFORE, SOURCE, slow.POOL), 0.0)}
+    spaced = h.replace("/var/tmp/zslow/vdev.3", "/var/tmp/z slow/vdev 3")
+    names = {s.entity.name for s in samples(parse_listing(spaced, SOURCE, slow.POOL), 0.0)}
+    assert "/var/tmp/z slow/vdev 3" in names
+    with pytest.raises(ParseError, match=r"x:2: a row needs NAME PROPERTY VALUE SOURCE \(tab-separated"):
+        parse_listing(h.replace("root-0\tstate\t7\t-", "root-0\tstate\t7"), "x")
 
 
 def test_a_saved_listing_is_detected_and_read_with_a_zpool_status_beside_it():
@@ -178,7 +198,7 @@ def test_names_with_escapes_are_kept_as_they_are_and_never_interpreted():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.sampled_from([TEXT, raidz_listing(TEXT)]), st.data())
+@given(st.sampled_from([TEXT, slow.LISTING]), st.data())
 def test_mangled_input_only_raises_parse_error(text, data):
     for variant in variants(text, data):
         try:
@@ -221,7 +241,7 @@ def test_collector_reads_every_pool_in_its_thread_and_zpool_status_once(tmp_path
     assert {s.entity for s in got if s.entity.name == "virtio-log0"} == {
         Entity(Kind.VDEV, "virtio-log0", "zguest", Role.LOG, "zguest")}
     calls = _calls(tmp_path)
-    assert calls[:3] == ["list -H -o name", "get -p all zguest all-vdevs", "status zguest"]
+    assert calls[:3] == ["list -H -o name", "get -H -p all zguest all-vdevs", "status zguest"]
     assert calls.count("status zguest") == 1  # the vdevs did not change: their roles are not asked again
 
 
