@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
 from zfsmon import outfile
+from zfsmon.analysis.restart import is_resumed
 from zfsmon.commands import _serve
 from zfsmon.commands.record import default_out, host_meta
 from zfsmon.engine import Session, check_output_path, pick_collectors
@@ -114,8 +115,12 @@ def dashboard(args: argparse.Namespace) -> Iterator[Dashboard]:
                             " (see `zfsmon doctor`)")
         served = _listen(args.listen, session, feed, args.interval) if args.listen else None  # before a soak starts
         extra_meta = _soak(args, path, session) if args.soak else {}
+        earlier = None
         if path is not None:
-            session.record_into(path, {**host_meta(args.interval), **extra_meta})
+            opened = session.record_into(path, {**host_meta(args.interval), **extra_meta}).opened
+            if is_resumed(opened):  # writing on into a recording (after a reboot): the timeline shows it all
+                feed.sink([opened])  # its R on the timeline's axis, its line among the events
+                earlier = (path, opened.ts)
         info = panels.HeaderInfo(host=host.hostname, platform=f"{host.system} {host.release}",
                                  zfs=f"{host.flavour} {host.zfs_version}".strip(),
                                  recording=os.path.abspath(path) if path else "", mode="live", started=time.time(),
@@ -124,7 +129,8 @@ def dashboard(args: argparse.Namespace) -> Iterator[Dashboard]:
         if skipped:
             state.feed([Event(time.time(), EventKind.INFO, f"skipped {s}", source="top") for s in skipped])
         app = TopApp(state, info, args.interval, feed=feed, on_mark=session.mark if path is not None else None,
-                     export_dir=os.path.dirname(os.path.abspath(path)) if path else os.getcwd(), theme=args.theme)
+                     export_dir=os.path.dirname(os.path.abspath(path)) if path else os.getcwd(), theme=args.theme,
+                     earlier=earlier)
         yield Dashboard(session, app, path, _serve.url(*served) if served else None)
 
 

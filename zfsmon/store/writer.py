@@ -111,7 +111,10 @@ class Recorder:
                                  [(k, v) for k, v in info.items() if k not in have])
             argv = info.get("argv", "")
             opened = names.RECORDING_RESUMED if existed else names.RECORDING_STARTED
-            self._event(Event(self.clock(), EventKind.INFO, opened + (f": {argv}" if argv else ""), source="record"))
+            #: the event written on opening: ``recording resumed`` when the file existed (``top`` reads the readings
+            #: from before it into its timeline), else ``recording started``
+            self.opened = Event(self.clock(), EventKind.INFO, opened + (f": {argv}" if argv else ""), source="record")
+            self._event(self.opened)
 
     def _refuse_links(self) -> None:
         """A symbolic link where the recording or its -wal/-shm/-journal goes is refused: SQLite writes through a

@@ -141,10 +141,18 @@ def test_append_to_existing_recording(recording):
     path, batches = recording
     with Recorder(path, {"host": "other"}) as rec:
         rec.write(records(17)[16])
+        opened = rec.opened  # what it wrote on opening: the cut `top` reads the earlier readings up to
     with Recording.open(path) as r:
         assert r.meta["host"] == "h1"  # the first run's description stays
         assert r.time_range() == (T0, T0 + 16)
-        assert any(e.text.startswith("recording resumed") for e in r.events())
+        [resumed] = [e for e in r.events() if e.text.startswith("recording resumed")]
+        assert (resumed.ts, resumed.text, resumed.source) == (opened.ts, opened.text, opened.source) == (
+            opened.ts, "recording resumed", "record")
+
+
+def test_a_new_recording_says_it_started(tmp_path):
+    with Recorder(str(tmp_path / "new.zfsmon"), {"argv": "zfsmon record"}) as rec:
+        assert (rec.opened.kind, rec.opened.text) == (EventKind.INFO, "recording started: zfsmon record")
 
 
 # --- versions --------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Deque, Iterable, List, Optional, Sequence
+from typing import Callable, Deque, Iterable, List, Optional, Sequence, Tuple
 
 from rich.text import Text
 from textual import events
@@ -224,7 +224,10 @@ class TopApp(App):
     def __init__(self, state: TopState, info: panels.HeaderInfo, interval: float,
                  feed: Optional[LiveFeed] = None, replay: Optional[ReplayCursor] = None,
                  on_mark: Optional[Callable[[str], None]] = None, export_dir: str = ".",
-                 clock: Callable[[], float] = time.time, theme: str = thresholds.DEFAULT_THEME) -> None:
+                 clock: Callable[[], float] = time.time, theme: str = thresholds.DEFAULT_THEME,
+                 earlier: Optional[Tuple[str, float]] = None) -> None:
+        """``earlier``: live, (a recording this process writes on into, the moment it opened it): the readings and
+        events the file held from before then are read into the timeline (:meth:`_read_earlier`)."""
         super().__init__()
         self.state = replay.state if replay is not None else state
         self.info = info
@@ -257,6 +260,12 @@ class TopApp(App):
         self._findings_lines = 0
         #: the whole run in coarse buckets: live, fed with the records; replay, read from the recording in a worker
         self.timeline: Optional[Timeline] = Timeline() if replay is None else None
+        self.earlier = earlier if replay is None else None
+        if self.timeline is not None and self.earlier is not None:
+            # a run summary of this process reaches back to when it opened the recording, not only to its first
+            # reading: as far as replay's would (the earlier runs' readings end before then)
+            self.timeline.floor = self.earlier[1]
+        self._reading_earlier = False  # the earlier run(s) are being read (the timeline's heading says so)
         self._timeline_key: Optional[tuple] = None
         self._frozen = False  # the heap left out of the cyclic collector's passes (_freeze_heap)
         self._gc = contextlib.ExitStack()  # fewer collections while the app runs (on_mount)
@@ -317,6 +326,8 @@ class TopApp(App):
         self.set_interval(1.0, self.redraw)
         if self.replay is not None:
             self._read_timeline(self.replay.rec.path)
+        elif self.earlier is not None:
+            self._read_earlier(*self.earlier)
         self.redraw()
 
     def _read_timeline(self, path: str) -> None:
@@ -336,6 +347,30 @@ class TopApp(App):
             tl = Timeline()
         self.timeline = tl
         self._freeze_heap()
+        if self._panels_mounted():
+            self.redraw()
+
+    def _read_earlier(self, path: str, before: float) -> None:
+        """Live, writing on into a recording that held readings: its earlier run(s) (the readings and events before
+        ``before``, when this process opened it; its own are fed live, so none is counted twice) read once in a
+        worker thread, with its own read-only connection beside the recorder's, and merged into the timeline."""
+        self._reading_earlier = True
+
+        def work() -> None:
+            try:
+                tl, err = read_timeline(path, before=before), None
+            except Exception as exc:  # a damaged recording must not end the dashboard: the live timeline goes on
+                tl, err = None, exc
+            self.call_from_thread(self._earlier_read, tl, err)
+
+        self.run_worker(work, thread=True, group="timeline")
+
+    def _earlier_read(self, tl: Optional[Timeline], err: Optional[Exception]) -> None:
+        self._reading_earlier = False
+        if err is not None:
+            self.say(f"earlier runs of the recording not shown: {type(err).__name__}: {err}", severity="warning")
+        elif tl is not None and self.timeline is not None:
+            self.timeline.merge(tl)
         if self._panels_mounted():
             self.redraw()
 
@@ -544,7 +579,7 @@ class TopApp(App):
         tl = self.timeline
         cursor = self.replay.cursor if self.replay is not None else None
         key = (id(tl), tl.version if tl is not None else -1, tl.every if tl is not None else 0.0, width,
-               None if cursor is None else int(cursor), self.opts.raw, self.state.window_s)
+               None if cursor is None else int(cursor), self.opts.raw, self.state.window_s, self._reading_earlier)
         if key == self._timeline_key:
             return
         self._timeline_key = key
@@ -552,7 +587,7 @@ class TopApp(App):
         p = panels.panel("timeline")
         self._put(p.widget_id, p.render(panels.Frame(self.state, self.opts, width, extra={
             "timeline": tl, "cursor": cursor, "live": self.replay is None, "extent": extent,
-            "window_s": self.state.window_s})))
+            "window_s": self.state.window_s, "reading_earlier": self._reading_earlier})))
 
     def _width(self, selector: str, guess: int) -> int:
         got = self.query_one(selector).size.width

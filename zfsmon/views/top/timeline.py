@@ -26,7 +26,10 @@ them only the metrics it draws, once, in a worker thread, a store block at a
 time with its compacted columns as numpy arrays (:func:`zfsmon.store.arrays.blocks`;
 :meth:`Timeline.sample_block` sums each bucket's part of a column with numpy,
 so a week of one-second readings is read in seconds, not a Python object per
-reading: docs/performance.md, "Long soaks"). :attr:`Timeline.version` changes only when a bucket closes, the
+reading: docs/performance.md, "Long soaks"). Both at once when live ``top`` writes on into a recording that
+holds readings (a soak resumed after a reboot): the earlier part, read with ``before`` (the moment this process
+opened the file), is added to the live buckets (:meth:`Timeline.merge`).
+:attr:`Timeline.version` changes only when a bucket closes, the
 buckets merge or an event arrives: the panel is redrawn only then (or when the
 cursor moves).
 """
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -91,8 +94,11 @@ class Timeline:
         self._l2: Optional[Tuple[float, float]] = None  # the previous L2ARC (hits, misses) counters
         #: pools with special or dedup vdevs: their data reads are their data vdevs', not the pool line's
         self.split_pools: Set[str] = set()
-        #: no run summary reaches back before this (replay: the recording's first reading; live: None)
+        #: no run summary reaches back before this (replay: the recording's first reading; live: None, or the moment
+        #: it opened a recording it writes on into; after :meth:`merge`, the earlier of the two)
         self.floor: Optional[float] = None
+        #: readings of earlier runs are in the buckets (:meth:`merge`: live ``top`` writing on into a recording)
+        self.earlier = False
         self._cache: Dict[tuple, List[Optional[float]]] = {}
         self._cache_version: Tuple[int, float] = (-1, 0.0)
 
@@ -100,11 +106,11 @@ class Timeline:
     def add(self, ts: float, part: str, total: float, n: float = 1.0) -> None:
         i = int(ts // self.every)  # the bucket [i * every, (i + 1) * every), as downsample.bucket_start aligns
         b = self.buckets.get(i)
+        if self._open is None or i > self._open:  # (a bucket merged in may be there already: the cut inside it)
+            self._open = i
+            self.version += 1  # the bucket before it is complete
         if b is None:
             b = self.buckets[i] = {}
-            if self._open is None or i > self._open:
-                self._open = i
-                self.version += 1  # the bucket before it is complete
             if len(self.buckets) > 1 and max(self.buckets) - min(self.buckets) >= self.max_buckets:
                 self._coarsen()
                 i = int(ts // self.every)
@@ -128,6 +134,41 @@ class Timeline:
                 _accumulate(m, part, t, n)
         self.buckets = merged
         self._open = max(merged) if merged else None
+
+    def merge(self, other: Timeline) -> None:
+        """Add ``other``'s buckets, events and bounds to these (live: the earlier run(s) of the recording ``top``
+        resumed, read by :func:`read_timeline` with ``before`` so no reading is in both). Widths are powers of two
+        seconds (both start at one and double, or come from :func:`every_for`): the finer side is halved to the
+        coarser width, each bucket's (sum, count) pairs are added, and the result widened again to
+        :attr:`max_buckets`; the bucket still filling (live) stays the open one. ``other`` is left unchanged."""
+        if not (self.every > 0 and other.every > 0 and math.log2(max(self.every, other.every)
+                                                                  / min(self.every, other.every)).is_integer()):
+            raise ValueError(f"bucket widths {self.every:g} s and {other.every:g} s are not a power of two apart")
+        open_ts = None if self._open is None else self._open * self.every
+        while self.every < other.every:
+            self._halve()
+        theirs: Dict[int, Dict[str, List[float]]] = other.buckets
+        if other.every < self.every:
+            k = round(math.log2(self.every / other.every))
+            theirs = {}
+            for i, b in other.buckets.items():
+                m = theirs.setdefault(i // (1 << k), {})
+                for part, (t, n) in b.items():
+                    _accumulate(m, part, t, n)
+        for i, b in theirs.items():
+            mine = self.buckets.setdefault(i, {})
+            for part, (t, n) in b.items():
+                _accumulate(mine, part, t, n)
+        self.events = sorted(other.events + self.events, key=lambda e: e.ts)[-MAX_EVENTS:]
+        self.first = _bound(min, self.first, other.first)
+        self.last = _bound(max, self.last, other.last)
+        self.floor = _bound(min, self.floor, other.floor)
+        self.split_pools |= other.split_pools
+        self.earlier = self.earlier or bool(other.buckets)
+        if self.buckets and max(self.buckets) - min(self.buckets) >= self.max_buckets:
+            self._coarsen()
+        self._open = None if open_ts is None else int(open_ts // self.every)
+        self.version += 1
 
     def event(self, ev: Event) -> None:
         if ev.kind in EVENT_KINDS and (ev.kind != EventKind.INFO or is_resumed(ev)):
@@ -402,12 +443,17 @@ def every_for(span_s: float, max_buckets: int = MAX_BUCKETS) -> float:
     return float(2 ** max(0, math.ceil(math.log2(need))))
 
 
-def read_timeline(path: str, max_buckets: int = MAX_BUCKETS) -> Timeline:
+def read_timeline(path: str, max_buckets: int = MAX_BUCKETS, before: Optional[float] = None) -> Timeline:
     """Replay: the whole recording's timeline, from the rows of only the streams (and metrics) it draws.
 
+    ``before``: only the readings and events earlier than that (live ``top`` writing on into a recording: what
+    the earlier processes wrote, for :meth:`Timeline.merge`; a recorder may be writing meanwhile).
     Opens its own :class:`Recording` (the caller runs this in a worker thread: a connection is not shared)."""
+    end = None if before is None else math.nextafter(before, -math.inf)  # the store's bounds are inclusive
     with Recording.open(path) as rec:
         rng = rec.time_range()
+        if rng is not None and end is not None:
+            rng = (rng[0], min(rng[1], end)) if rng[0] <= end else None
         tl = Timeline(every_for(rng[1] - rng[0] if rng else 1.0, max_buckets), max_buckets)
         if rng is None:
             return tl
@@ -423,10 +469,10 @@ def read_timeline(path: str, max_buckets: int = MAX_BUCKETS) -> Timeline:
                 plan[sid] = (ents[st.entity_key], want)
         if plan:
             kept = {(e.kind, n) for e, want in plan.values() for n, _i in want}
-            for group in arrays.blocks(rec, list(plan), metrics=lambda kind, name: (kind, name) in kept):
+            for group in arrays.blocks(rec, list(plan), end=end, metrics=lambda kind, name: (kind, name) in kept):
                 for sb in group:
                     tl.sample_block(sb.ts, ents[sb.entity.key], dict(zip(sb.names, sb.cols)), sb.intervals)
-        for ev in rec.events(kinds=EVENT_KINDS):
+        for ev in rec.events(end=end, kinds=EVENT_KINDS):
             tl.event(ev)
         tl._open = None  # a recording's buckets are all complete
     return tl
@@ -472,6 +518,11 @@ def _cell_values(points: Sequence[Tuple[int, float]], every: float, start: float
         hi = bisect.bisect_left(idx, math.ceil(b / every))
         out.append([v for i, v in points[lo:hi] if i * every < b and (i + 1) * every > a])
     return out
+
+
+def _bound(pick: Callable[[float, float], float], a: Optional[float], b: Optional[float]) -> Optional[float]:
+    """``pick`` (min or max) of the bounds that are known."""
+    return b if a is None else a if b is None else pick(a, b)
 
 
 def _accumulate(bucket: Dict[str, List[float]], part: str, total: float, n: float) -> None:

@@ -18,13 +18,17 @@ TIMELINE_RIGHT = 19
 
 
 def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewOptions, width: int,
-             live: bool, extent: Optional[Tuple[float, float]] = None, window_s: float = 0.0) -> Text:
+             live: bool, extent: Optional[Tuple[float, float]] = None, window_s: float = 0.0,
+             reading_earlier: bool = False) -> Text:
     """The whole run: one row per series (blocks scaled from 0, or 0..100 %, to the row's max, shown at its right),
     then an axis with run boundaries (``|``; ``┃`` in the window), marks (``M``), where the recording was resumed
     by another process (``R``: after a reboot, the findings say what the restart cost), the cursor (``▲``) and the window
     the other panels show (``━``, the ``window_s`` before the cursor, or before the end live), and the time at both
     ends.
-    ``extent``: the time the row spans (replay: the recording's first to last reading), else the buckets'."""
+    ``extent``: the time the row spans (replay: the recording's first to last reading), else the buckets'.
+    The heading says when the buckets hold the recording's earlier run(s) (live ``top`` writing on into a
+    recording: :meth:`~zfsmon.views.top.timeline.Timeline.merge`), or, ``reading_earlier``, that they are being
+    read."""
     parts: List[Text] = []
     span = tl.span() if tl is not None else None
     if tl is None or span is None:
@@ -35,7 +39,9 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
     if live:  # the filling bucket is left out until it closes
         end -= tl.every
     w = max(4, width - TIMELINE_LABEL - TIMELINE_RIGHT - 1)
-    parts.append(heading("timeline", width, f"whole run {fmt.clock(end - start)}, {fmt.window(tl.every)} buckets"))
+    held = " incl. earlier run(s)" if tl.earlier else ""
+    note = f"whole run {fmt.clock(end - start)}{held}, {fmt.window(tl.every)} buckets"
+    parts.append(heading("timeline", width, note + (", reading earlier run(s)..." if reading_earlier else "")))
     if end <= start:
         parts.append(Text("collecting the first bucket...", style="dim"))
         return _lines(parts, width)
@@ -104,7 +110,7 @@ def timeline(tl: Optional[tl_mod.Timeline], cursor: Optional[float], opts: ViewO
 def _render(f: Frame) -> Text:
     x = f.extra
     return timeline(x.get("timeline"), x.get("cursor"), f.opts, f.width, bool(x.get("live")), x.get("extent"),
-                    float(x.get("window_s", 0.0)))
+                    float(x.get("window_s", 0.0)), bool(x.get("reading_earlier")))
 
 
 #: TPS (or fio's IOPS), the L2ARC and the data vdevs' reads over the whole run
