@@ -6,14 +6,15 @@ import argparse
 import fnmatch
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import IO, Iterable, List, Optional, Sequence
 
 from zfsmon import outfile
 from zfsmon.analysis.downsample import downsample_blocks
 from zfsmon.errors import UserError
-from zfsmon.model import Kind
+from zfsmon.model import Kind, Record
 from zfsmon.store import Recording, arrays
 from zfsmon.views import csv_export as view
+from zfsmon.views import openmetrics
 
 
 def select_entities(rec: Recording, patterns: Optional[Sequence[str]]) -> Optional[List[str]]:
@@ -68,6 +69,34 @@ def _remove_stale(written: outfile.Written, names: Sequence[str]) -> List[str]:
     return gone
 
 
+def _openmetrics(rec: Recording, args: argparse.Namespace, keys: Optional[List[str]], start: Optional[float],
+                 end: Optional[float]) -> int:
+    """The scrapes the exporter would have served (zfsmon.views.openmetrics), into a file written whole."""
+    _check_out(args.openmetrics, args.file)
+    every = args.every or openmetrics.DEFAULT_EVERY
+    records: List[Record] = [*rec.samples(entity_keys=keys, start=start, end=end), *rec.events(start, end)]
+    records.sort(key=lambda r: r.ts)
+    labels = {"job": "zfsmon", "instance": rec.meta.get("host") or "zfsmon"}
+    lines = openmetrics.openmetrics(openmetrics.scrapes(records, rec.meta, rec.nominal_interval() or 1.0, every,
+                                                        note=lambda m: print(f"note: {m}", file=sys.stderr)),
+                                    labels)
+    if args.openmetrics == "-":
+        n = _write_lines(sys.stdout, lines)
+    else:
+        with outfile.atomic(args.openmetrics) as fh:
+            n = _write_lines(fh, lines)
+        print(f"{args.openmetrics}: {n} samples, a scrape every {every:g} s", file=sys.stderr)
+    return 0
+
+
+def _write_lines(fh: IO[str], lines: Iterable[str]) -> int:
+    n = 0
+    for line in lines:
+        fh.write(line + "\n")
+        n += not line.startswith("#")
+    return n
+
+
 def run(args: argparse.Namespace) -> int:
     with Recording.open(args.file) as rec:
         span = rec.time_range()
@@ -77,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         if start is not None and end is not None and end < start:
             raise UserError("--to is before --from")
         keys = select_entities(rec, args.entities)
+        if args.openmetrics:
+            return _openmetrics(rec, args, keys, start, end)
         if args.every:  # column-wise, a block of readings at a time, chunks as arrays: no Sample per reading
             streams = rec.select_streams(keys) if keys is not None else None
             rows = view.bucket_rows(downsample_blocks(arrays.blocks(rec, streams, start, end), args.every))
