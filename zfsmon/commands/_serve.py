@@ -16,7 +16,13 @@ from zfsmon.store import Recording
 try:  # the `exporter` extra; without it the other commands work and this one says what to install
     from prometheus_client import CollectorRegistry
 
-    from zfsmon.views.prometheus import DEFAULT_QUEUES, LatestValues, ZfsmonCollector, latest_from_recording
+    from zfsmon.views.prometheus import (
+        DEFAULT_QUEUES,
+        LatestValues,
+        ZfsmonCollector,
+        latest_from_recording,
+        stale_after,
+    )
     from zfsmon.views.prometheus_http import start_server
 except ImportError as _missing:
     if not (_missing.name or "").startswith("prometheus_client"):
@@ -67,7 +73,7 @@ def serve(latest: LatestValues, host: str, port: int, note: Callable[[str], None
 def live_values(interval: float, leaf_histograms: bool = False, histograms: str = "wait") -> LatestValues:
     """The sink a live exporter serves from (`exporter`, `top --listen`): this host's meta, and entities dropped
     once they miss three intervals (:class:`LatestValues`: or three of their own gaps, for a slow source)."""
-    return LatestValues(stale_after=3 * interval + 5, leaf_histograms=leaf_histograms, host=recording_meta(),
+    return LatestValues(stale_after=stale_after(interval), leaf_histograms=leaf_histograms, host=recording_meta(),
                         histogram_queues=queues(histograms))
 
 

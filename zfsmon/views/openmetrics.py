@@ -14,9 +14,10 @@ import math
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from prometheus_client.metrics_core import Metric
+from prometheus_client.utils import floatToGoString
 
-from zfsmon.model import Event, Record, Sample
-from zfsmon.views.prometheus import LatestValues, ZfsmonCollector
+from zfsmon.model import Record
+from zfsmon.views.prometheus import LatestValues, ZfsmonCollector, stale_after
 
 #: Prometheus's scrape interval in the examples of docs/exporter.md
 DEFAULT_EVERY = 15.0
@@ -29,12 +30,12 @@ def scrapes(records: Iterable[Record], host: Mapping[str, str], interval: float,
     ``records`` in time order; ``interval``: the recording's nominal one (an entity silent for three of them and
     5 s more is dropped, as the live exporter drops it)."""
     now = [0.0]
-    latest = LatestValues(stale_after=3 * interval + 5, host=host, clock=lambda: now[0])
+    latest = LatestValues(stale_after=stale_after(interval), host=host, clock=lambda: now[0])
     collector = ZfsmonCollector(latest, note=note)
     due: Optional[float] = None
     last = None
     for r in records:
-        if not isinstance(r, (Sample, Event)) or not math.isfinite(r.ts):
+        if not math.isfinite(r.ts):
             continue
         if due is None:
             due = r.ts + every
@@ -54,21 +55,14 @@ def _escape(s: str) -> str:
     return s.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _fmt(v: float) -> str:
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "+Inf" if v > 0 else "-Inf"
-    return repr(float(v))
-
-
 def openmetrics(scraped: Iterable[Tuple[float, List[Metric]]], labels: Mapping[str, str]) -> Iterator[str]:
     """The scrapes as OpenMetrics lines (``# EOF`` last), ``labels`` added to every series (the ``job`` and
     ``instance`` a scrape would add). Counters' ``_created`` samples are left out; an info family is the gauge
     ``NAME_info`` the text format serves."""
-    #: family name -> (type, help, {series key (labels but le): [(sample name, labels, value, time)]})
-    fams: Dict[str, Tuple[str, str, Dict[Tuple[Tuple[str, str], ...], List[Tuple[str, Dict[str, str], float,
-                                                                                  float]]]]] = {}
+    #: family name -> (type, help, {series key (labels but le): [(sample name and labels as written, value,
+    #: time)]}); each sample's name and labels are written once and shared by all its points
+    fams: Dict[str, Tuple[str, str, Dict[Tuple[Tuple[str, str], ...], List[Tuple[str, float, float]]]]] = {}
+    written: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], str] = {}
     for ts, families in scraped:
         for fam in families:
             mtype, name = fam.type, fam.name
@@ -80,13 +74,17 @@ def openmetrics(scraped: Iterable[Tuple[float, List[Metric]]], labels: Mapping[s
             for s in fam.samples:
                 if s.name.endswith("_created"):
                     continue
-                key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
-                entry[2].setdefault(key, []).append((s.name, {**s.labels, **labels}, float(s.value), ts))
+                own = tuple(sorted(s.labels.items()))
+                head = written.get((s.name, own))
+                if head is None:
+                    text = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted({**s.labels, **labels}.items()))
+                    head = written[(s.name, own)] = f"{s.name}{{{text}}}"
+                key = tuple((k, v) for k, v in own if k != "le")
+                entry[2].setdefault(key, []).append((head, float(s.value), ts))
     for name, (mtype, doc, series) in fams.items():
         yield f"# HELP {name} {_escape(doc)}"
         yield f"# TYPE {name} {mtype}"
         for points in series.values():
-            for sname, lab, value, ts in points:
-                text = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(lab.items()))
-                yield f"{sname}{{{text}}} {_fmt(value)} {ts:.3f}"
+            for head, value, ts in points:
+                yield f"{head} {floatToGoString(value)} {ts:.3f}"
     yield "# EOF"

@@ -325,6 +325,12 @@ class LatestValues:
                     for _k, (ent, by_op) in sorted(self._hists.items()) for (q, op), h in sorted(by_op.items())]
 
 
+def stale_after(interval: float) -> float:
+    """Seconds after which a live exporter drops an entity not updated: three sampling intervals and 5 s more
+    (:class:`LatestValues` also waits three of the entity's own gaps, for a slow source)."""
+    return 3 * interval + 5
+
+
 class ZfsmonCollector(Collector):
     """Renders a :class:`LatestValues` as Prometheus metric families at every scrape."""
 
