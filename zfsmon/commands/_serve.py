@@ -16,6 +16,7 @@ from zfsmon.store import Recording
 try:  # the `exporter` extra; without it the other commands work and this one says what to install
     from prometheus_client import CollectorRegistry
 
+    from zfsmon.views import openmetrics  # noqa: F401 (export --openmetrics renders through it, guarded here)
     from zfsmon.views.prometheus import (
         DEFAULT_QUEUES,
         LatestValues,

@@ -10,11 +10,11 @@ from typing import IO, Iterable, List, Optional, Sequence
 
 from zfsmon import outfile
 from zfsmon.analysis.downsample import downsample_blocks
+from zfsmon.commands import _serve
 from zfsmon.errors import UserError
 from zfsmon.model import Kind, Record
 from zfsmon.store import Recording, arrays
 from zfsmon.views import csv_export as view
-from zfsmon.views import openmetrics
 
 
 def select_entities(rec: Recording, patterns: Optional[Sequence[str]]) -> Optional[List[str]]:
@@ -72,6 +72,9 @@ def _remove_stale(written: outfile.Written, names: Sequence[str]) -> List[str]:
 def _openmetrics(rec: Recording, args: argparse.Namespace, keys: Optional[List[str]], start: Optional[float],
                  end: Optional[float]) -> int:
     """The scrapes the exporter would have served (zfsmon.views.openmetrics), into a file written whole."""
+    if not _serve.HAVE_PROMETHEUS:  # the scrapes are the exporter's own, rendered by prometheus_client
+        raise UserError(f"--openmetrics: {_serve.INSTALL_HINT}")
+    openmetrics = _serve.openmetrics
     _check_out(args.openmetrics, args.file)
     every = args.every or openmetrics.DEFAULT_EVERY
     records: List[Record] = [*rec.samples(entity_keys=keys, start=start, end=end), *rec.events(start, end)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List
@@ -139,3 +140,17 @@ def test_an_openmetrics_export_follows_no_link_and_writes_no_directory(tmp_path,
     rc = main(["export", str(REC), "--openmetrics", str(out)])
     assert rc != 0 and len(capsys.readouterr().err.strip().splitlines()) == 1
     assert victim.read_text() == "keep" and (out.is_dir() if target == "dir" else out.is_symlink())
+
+
+def test_without_the_exporter_extra_export_works_and_openmetrics_says_what_to_install(tmp_path):
+    """prometheus_client is the `exporter` extra: without it the CSV/JSON export works as before and
+    --openmetrics is one line naming the extra."""
+    code = ("import sys; sys.modules['prometheus_client'] = None; from zfsmon.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    ok = subprocess.run([sys.executable, "-c", code, "export", str(REC), "--json", str(tmp_path / "x.jsonl")],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and (tmp_path / "x.jsonl").stat().st_size > 0, ok.stderr
+    no = subprocess.run([sys.executable, "-c", code, "export", str(REC), "--openmetrics", str(tmp_path / "x.om")],
+                        capture_output=True, text=True, timeout=120)
+    assert no.returncode != 0 and not (tmp_path / "x.om").exists()
+    assert no.stderr.strip().splitlines() == [no.stderr.strip()] and "zfsmon[exporter]" in no.stderr, no.stderr
