@@ -22,7 +22,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Dict, Iterator, List, Set, Tuple
+from typing import Iterator, List, Set, Tuple
 
 import pytest
 import yaml
@@ -31,6 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import REPO, TEST_DATA, free_loopback_port, need, wait_until
 from tests.unit.views.test_prometheus_rules import exposed_names
 from zfsmon.views import grafana
+from zfsmon.views.openmetrics import openmetrics as scrapes_as_openmetrics
 from zfsmon.views.prometheus import LABELS
 
 pytestmark = [pytest.mark.slow]
@@ -80,27 +81,12 @@ def _families() -> list:
     return list(text_string_to_metric_families(SCRAPE.read_text()))
 
 
-def _escape(s: str) -> str:
-    return s.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
 def openmetrics(start: float) -> str:
-    """The scrape as OpenMetrics: each series at POINTS timestamps STEP s apart, the same value each time."""
-    out: List[str] = []
-    for fam in _families():
-        out.append(f"# HELP {fam.name} {_escape(fam.documentation)}")
-        out.append(f"# TYPE {fam.name} {fam.type}")
-        groups: Dict[Tuple[Tuple[str, str], ...], list] = {}  # a histogram's buckets, sum and count go together
-        for s in fam.samples:
-            groups.setdefault(tuple(sorted((k, v) for k, v in s.labels.items() if k != "le")), []).append(s)
-        for samples in groups.values():
-            for i in range(POINTS):
-                for s in samples:
-                    labels = {**s.labels, "job": JOB, "instance": INSTANCE}
-                    text = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
-                    out.append(f"{s.name}{{{text}}} {s.value!r} {start + i * STEP:.3f}")
-    out.append("# EOF")
-    return "\n".join(out) + "\n"
+    """The scrape as OpenMetrics: each series at POINTS timestamps STEP s apart, the same value each time (written
+    as `export --openmetrics` writes a recording's scrapes)."""
+    fams = _families()
+    return "\n".join(scrapes_as_openmetrics([(start + i * STEP, fams) for i in range(POINTS)],
+                                            {"job": JOB, "instance": INSTANCE})) + "\n"
 
 
 def scrape_time() -> float:
