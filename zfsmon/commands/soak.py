@@ -118,7 +118,7 @@ def run_fio(args: argparse.Namespace) -> int:
           f"fio: {runner.documents} JSON documents, exit status {runner.returncode}", file=sys.stderr)
     if outcome.failure:
         raise UserError(outcome.failure, exit_code=1)
-    if runner.returncode not in (0, None) or not runner.documents:
+    if (runner.returncode not in (0, None) and not runner.stopped) or not runner.documents:
         raise UserError(f"fio failed (exit status {runner.returncode}); see {output} and the recording's "
                         "error events", exit_code=1)
     return 0

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import subprocess
 import tempfile
@@ -50,6 +51,8 @@ SWEEP_DEPTHS: Tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 #: preset -> (fio rw=, extra options); ``<preset>-sweep`` runs it at every depth of SWEEP_DEPTHS
 PRESETS = FIO_PRESETS
 SWEEP_SUFFIX = FIO_SWEEP_SUFFIX
+#: what fio prints when a signal ends it (fio 3.33 then exits 128)
+TERMINATING = re.compile(r"fio: terminating on signal \d+$")
 preset_names = fio_preset_names
 
 
@@ -125,6 +128,8 @@ class FioCollector(Collector):
         self._thread: Optional[threading.Thread] = None
         self._proc: Optional[subprocess.Popen] = None
         self.returncode: Optional[int] = None
+        #: fio ended with a non-zero status because zfsmon stopped it (the recording's end): not a failure
+        self.stopped = False
 
     def start(self) -> None:
         if self._thread is None:
@@ -170,10 +175,11 @@ class FioCollector(Collector):
                         tee.flush()
                     try:
                         for r in self.parser.feed(line.rstrip("\n"), self.clock()):
-                            self._q.put(r)
+                            self._q.put(self._ours(r))
                     except Exception as exc:  # a document that breaks the parser: the recording goes on
                         self._q.put(self._error(f"fio: {exc}"))
                 self.returncode = rc = proc.wait()
+                self.stopped = rc != 0 and self._stop.is_set()
                 for r in self.parser.flush(self.clock()):
                     self._q.put(r)
                 if rc != 0 and not self._stop.is_set():
@@ -185,6 +191,14 @@ class FioCollector(Collector):
             if tee is not None:
                 tee.close()
             self.finished.set()
+
+    def _ours(self, r: Record) -> Record:
+        """fio's "fio: terminating on signal 2" after zfsmon stopped it is the stop it was asked for, not an error."""
+        if (self._stop.is_set() and isinstance(r, Event) and r.kind == EventKind.ERROR
+                and TERMINATING.match(r.text)):
+            return Event(r.ts, EventKind.INFO, f"fio stopped ({r.text.removeprefix('fio: ')})", r.source, r.entity,
+                         r.data)
+        return r
 
     def info_event(self, text: str) -> None:
         self._q.put(Event(self.clock(), EventKind.INFO, text, source=self.name))

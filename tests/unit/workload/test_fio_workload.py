@@ -274,3 +274,29 @@ def test_import_then_csv_has_fios_columns(tmp_path):
             "clat_p999_ms", "clat_max_ms", "iodepth", "numjobs"} <= set(rows[0])
     assert [r["ios"] for r in rows] == ["10969", "17122", "14883", "10989", "2250"]
     assert rows[1]["clat_p99_ms"] == "2.899968" and rows[1]["epoch"] == "1795464601.997"
+
+
+def test_a_fio_soak_stopped_by_sigterm_ends_cleanly(tmp_path):
+    """SIGTERM (or Ctrl-C) is how a soak is ended: fio, stopped by zfsmon, says "fio: terminating on signal 2" and
+    exits non-zero (128 for fio 3.33); that is the stop asked for: exit 0, an info event, no error event."""
+    _fio()
+    job = tmp_path / "j.fio"
+    job.write_text(f"[global]\nioengine=psync\nbs=8k\ntime_based\nruntime=600\n[a]\ndirectory={tmp_path}\n"
+                   "size=4M\nrw=randread\n")
+    out = tmp_path / "r.zfsmon"
+    proc = subprocess.Popen([sys.executable, "-m", "zfsmon", "soak", "--fio", str(job), "--no-zfs", "--interval", "1",
+                             "--out", str(out), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=str(Path(__file__).resolve().parents[3]))
+    try:
+        # fio ends each JSON document with a "}" alone on a line
+        wait_until(lambda: (tmp_path / "r.fio.json").is_file()
+                   and (tmp_path / "r.fio.json").read_text().count("\n}\n") >= 2, 120, "two of fio's status reports")
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    with Recording.open(out) as rec:
+        events = list(rec.events())
+    assert not [e.text for e in events if e.kind == EventKind.ERROR]
+    assert "fio stopped (terminating on signal 2)" in [e.text for e in events if e.kind == EventKind.INFO]
