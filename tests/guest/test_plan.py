@@ -33,8 +33,9 @@ def test_qemu_tcg_no_network_root_disk_first(tmp_path: Path) -> None:
     assert drives[0].startswith("if=none,id=root,") and "snapshot=on" in drives[0]
     assert devices[0] == "virtio-blk-pci,drive=root"
     assert "root=LABEL=zfsmon-root" in argv[argv.index("-append") + 1]
-    serials = [d.split("serial=")[1] for d in devices[1:]]
-    assert serials == ["data0", "data1", "data2", "data3", "log0", "cache0"]
+    serials = [dict(kv.split("=", 1) for kv in d.split(",")[1:]) for d in devices[1:]]
+    assert [s["serial"] for s in serials] == ["data0", "data1", "data2", "data3", "log0", "cache0"]
+    assert [s["id"] for s in serials] == [f"disk-{s['serial']}" for s in serials]  # hostctl unplugs by id
     shares = [argv[i + 1] for i, a in enumerate(argv) if a == "-virtfs"]
     assert "readonly=on" in shares[0] and "mount_tag=zfsmon_src" in shares[0]
     assert "readonly" not in shares[1] and "mount_tag=zfsmon_out" in shares[1]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from zfsmon.defaults import SOURCE_TREE
-from zfsmon.lab.guest import inguest, runner
+from zfsmon.lab.guest import hostctl, inguest, runner
 from zfsmon.lab.guest.runner import PoolLayout
 from zfsmon.lab.guest.spec import LOCK_DIR, ROOT_LABEL, RUN_ROOT, Image
 from zfsmon.lab.guest.steps import GuestError, Progress, exclusive, kill_group, signals_raise, tail
@@ -30,6 +30,8 @@ from zfsmon.lab.guest.steps import GuestError, Progress, exclusive, kill_group, 
 QEMU = "qemu-system-x86_64"
 REPO = SOURCE_TREE
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: seconds a guest may take to power off once its command has ended
+POWEROFF_GRACE = 180.0
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,9 @@ def check_can_boot(image: Image) -> None:
 
 
 def qemu_argv(image: Image, disks_dir: Path, out_dir: Path, src: Path, layout: Optional[PoolLayout],
-              machine: Machine, keep: bool, console: Optional[Path]) -> List[str]:
-    """The QEMU command line (pure: tests check it without booting)."""
+              machine: Machine, keep: bool, console: Optional[Path], qmp: Optional[Path] = None) -> List[str]:
+    """The QEMU command line (pure: tests check it without booting). ``qmp``: the socket the host answers the
+    guest's requests through (:mod:`zfsmon.lab.guest.hostctl`); each pool disk's device has an id for it."""
     flags = "zfsmon.run=1" + (" zfsmon.keep=1" if keep else "")
     argv = [QEMU, "-name", "zfsmon-guest", "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", "max",
             "-smp", str(machine.cpus), "-m", str(machine.memory_mib), "-nodefaults", "-no-user-config",
@@ -79,10 +82,12 @@ def qemu_argv(image: Image, disks_dir: Path, out_dir: Path, src: Path, layout: O
                  if layout and layout.slow_data_iops and d.role == "data" else "")
         argv += ["-drive", f"if=none,id={d.serial},format=raw,cache=unsafe{limit},"
                            f"file={disks_dir / (d.serial + '.img')}",
-                 "-device", f"virtio-blk-pci,drive={d.serial},serial={d.serial}"]
+                 "-device", f"virtio-blk-pci,drive={d.serial},serial={d.serial},id={hostctl.device_id(d.serial)}"]
     argv += ["-virtfs", f"local,path={src},mount_tag={inguest.SRC_TAG},security_model=none,readonly=on",
              "-virtfs", f"local,path={out_dir},mount_tag={inguest.OUT_TAG},security_model=none"]
     argv += ["-serial", "mon:stdio"] if keep else ["-serial", f"file:{console}", "-monitor", "none"]
+    if qmp is not None:
+        argv += ["-qmp", f"unix:{qmp},server=on,wait=off"]
     return argv
 
 
@@ -148,7 +153,8 @@ def run(image: Image, command: str, out_dir: Path, *, layout: Optional[PoolLayou
                     f.truncate(d.size_mib * 1024 * 1024)
             _prepare(out_dir, command, layout, params)
             console = None if keep else out_dir / "console.log"
-            argv = qemu_argv(image, disks_dir, out_dir, src, layout, machine, keep, console)
+            qmp = None if keep or layout is None else scratch / "qmp.sock"
+            argv = qemu_argv(image, disks_dir, out_dir, src, layout, machine, keep, console, qmp)
             env = dict(os.environ, TMPDIR=str(scratch))  # the root disk's snapshot overlay goes there
             if keep:
                 progress.say("booting with the serial console here: root logs in without a password; "
@@ -156,7 +162,12 @@ def run(image: Image, command: str, out_dir: Path, *, layout: Optional[PoolLayou
                 cp = subprocess.run(["timeout", "--foreground", "-k", "30", str(int(timeout)), *argv], env=env)
                 qemu_rc = cp.returncode
             else:
-                qemu_rc = _watch(argv, env, out_dir, console, timeout, progress, echo)
+                ctl = None
+                if qmp is not None and layout is not None:
+                    ctl = hostctl.HostControl(out_dir, qmp, {d.serial: disks_dir / f"{d.serial}.img"
+                                                             for d in layout.disks}, log=progress.say)
+                    ctl.prepare()
+                qemu_rc = _watch(argv, env, out_dir, console, timeout, progress, echo, ctl)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     seconds = progress.elapsed()
@@ -175,18 +186,30 @@ def _console_tail(console: Optional[Path]) -> str:
 
 
 def _watch(argv: List[str], env: dict, out_dir: Path, console: Optional[Path], timeout: float, progress: Progress,
-           echo: bool) -> int:
-    """Run QEMU to its end, streaming the guest's output, with a heartbeat from the console while it boots."""
+           echo: bool, ctl: Optional[hostctl.HostControl] = None) -> int:
+    """Run QEMU to its end, streaming the guest's output, with a heartbeat from the console while it boots, and
+    answering the guest's requests to the host (``ctl``) as they come."""
     progress.say(f"booting the guest (TCG, {argv[argv.index('-smp') + 1]} CPUs); console: {console}")
     with open(out_dir / "qemu.log", "wb") as qlog:
         proc = subprocess.Popen(["timeout", "-k", "30", str(int(timeout)), *argv], stdout=qlog, stderr=qlog,
                                 stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     output = out_dir / runner.OUTPUT_LOG
     offset, last_news = 0, time.monotonic()
+    finished: Optional[float] = None
     try:
         while proc.poll() is None:
+            if finished is None and (out_dir / runner.EXIT_FILE).is_file():
+                finished = time.monotonic()
+            elif finished is not None and time.monotonic() - finished > POWEROFF_GRACE:
+                # the command is done and its results are in the share: a guest that cannot power off (a
+                # suspended pool holds its shutdown) is not waited for until the timeout
+                progress.say(f"the guest did not power off {POWEROFF_GRACE:.0f} s after its command ended: "
+                             "stopping QEMU")
+                break
             time.sleep(1.0)
             offset, news = _stream(output, offset, progress if echo else None)
+            for req, answer in ctl.poll() if ctl is not None else ():
+                progress.say(f"  host| {req}: {answer}")
             now = time.monotonic()
             if news:
                 last_news = now
@@ -196,7 +219,13 @@ def _watch(argv: List[str], env: dict, out_dir: Path, console: Optional[Path], t
                 progress.say(f"  ... console: {line[-1][:150] if line else '(nothing yet)'}")
         _stream(output, offset, progress if echo else None)
     finally:
+        if ctl is not None:
+            ctl.close()
         kill_group(proc)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
     if proc.returncode not in (0, 124):
         progress.say(f"QEMU exited {proc.returncode}: {tail(out_dir / 'qemu.log', 5)}")
     return proc.returncode

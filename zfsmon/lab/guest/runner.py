@@ -83,7 +83,7 @@ class Disk:
     """One virtio disk of the pool, named by its serial: /dev/disk/by-id/virtio-SERIAL in the guest."""
 
     serial: str
-    role: str  # data, log, cache
+    role: str  # data, log, cache; any other (extra): attached, not in the pool (the command uses it)
     size_mib: int
 
     @property

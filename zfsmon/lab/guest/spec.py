@@ -38,8 +38,9 @@ TOOL_PACKAGES: Tuple[str, ...] = (
     "tmux",  # `zfsmon top` runs in a terminal of its own there, its screen captured (tests/guest, bench/)
 )
 #: zfs-test carries zinject (injected I/O errors and delays: the slow-leaf and fault captures; Debian installs it
-#: nowhere else)
-ZFS_PACKAGES: Tuple[str, ...] = ("zfs-dkms", "zfsutils-linux", "zfs-test")
+#: nowhere else); zfs-zed is the event daemon a real system runs: it faults a leaf that keeps failing and marks a
+#: pulled disk REMOVED, so a fault in the guest ends as it does for users (bench/guest_faults.sh)
+ZFS_PACKAGES: Tuple[str, ...] = ("zfs-dkms", "zfsutils-linux", "zfs-zed", "zfs-test")
 
 #: PyPI wheels (pure Python) carried into the guest in a wheelhouse and installed there with --no-index;
 #: with TOOL_PACKAGES they cover setup.cfg's install_requires (tests/guest/test_plan.py checks it)
