@@ -29,6 +29,13 @@ HEALTHY_STATES = ("ONLINE", "AVAIL", "INUSE")
 #: scrub/resilver function (``scan_function``) and state (``scan_state``) codes, as the kernel numbers them
 SCAN_FUNCTIONS: Dict[str, int] = {"NONE": 0, "SCRUB": 1, "RESILVER": 2, "ERRORSCRUB": 3}
 SCAN_STATES: Dict[str, int] = {"NONE": 0, "SCANNING": 1, "FINISHED": 2, "CANCELED": 3, "ERRORSCRUBBING": 4}
+#: the data keys of the events a health change (the new state), a scan's start or end (its function) and a leaf's
+#: error counts changing (the counts) carry
+EVENT_HEALTH = "health"
+EVENT_SCAN = "scan"
+EVENT_ERRORS = "errors"
+#: the error counters of a row, with the word an event uses for each
+ERROR_WORDS: Dict[str, str] = {"read_errors": "read", "write_errors": "write", "checksum_errors": "checksum"}
 
 _TREE = (Kind.POOL, Kind.VDEV, Kind.LEAF)
 _J = "zpool status -j (OpenZFS >= 2.3)"

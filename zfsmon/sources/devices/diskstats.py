@@ -156,6 +156,12 @@ class DiskstatsCollector(PolledCollector):
 SYS_BLOCK = "/sys/class/block"
 
 
+def block_devices(sys_block: str = SYS_BLOCK) -> Tuple[str, ...]:
+    """The block devices the kernel has now (disks and partitions), sorted: one directory read, which changes
+    the moment a disk is pulled out of the machine or put back. Raises OSError when sysfs cannot be listed."""
+    return tuple(sorted(os.listdir(sys_block)))
+
+
 def resolve_kernel_name(path: str, sys_block: str = SYS_BLOCK) -> Optional[str]:
     """``/dev/disk/by-id/wwn-0x5000...-part1`` -> ``sdb1``: follow symlinks, then check sysfs knows the name.
 

@@ -28,8 +28,9 @@ On Linux OpenZFS the kernel publishes each pool's state in one small file
 (``/proc/spl/kstat/zfs/POOL/state``). There, while every pool and vdev is
 healthy and no scrub or resilver runs, the command runs only every
 :data:`CALM_EVERY_S` seconds; the state files are read every :data:`EVERY_S`
-seconds and a change (a pool DEGRADED, SUSPENDED, a pool imported or exported)
-runs it at once, because on OpenZFS 2.3 ``zpool status -j`` at one run per
+seconds with the list of the machine's block devices, and a change (a pool
+DEGRADED, SUSPENDED, imported or exported; a disk pulled out or put back, the
+cache device's too, which leaves its pool ONLINE) runs it at once, because on OpenZFS 2.3 ``zpool status -j`` at one run per
 10 s costs more CPU than the ``zpool iostat`` child itself. What a calm pool loses:
 error counters that grow, and a scrub that starts, without changing the pool's
 state show up within a minute, not 10 s (a running scrub is then followed
@@ -43,12 +44,22 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from zfsmon.host import Check, Host
-from zfsmon.metrics.health import HEALTHY_STATES, SCAN_FUNCTIONS, SCAN_STATES, STATE_CODES
+from zfsmon.metrics.health import (
+    ERROR_WORDS,
+    EVENT_ERRORS,
+    EVENT_HEALTH,
+    EVENT_SCAN,
+    HEALTHY_STATES,
+    SCAN_FUNCTIONS,
+    SCAN_STATES,
+    STATE_CODES,
+)
 from zfsmon.model import Entity, Event, EventKind, Kind, ParseError, Record, Sample
 from zfsmon.sources.base import STOP_WAIT_S, Clock, Collector, PeriodicCollector
+from zfsmon.sources.devices import diskstats
 from zfsmon.sources.kstat import pool as pool_kstat
 from zfsmon.sources.spec import Source, TextKind
-from zfsmon.sources.zpool.status import PoolHealth, parse_health, run_zpool
+from zfsmon.sources.zpool.status import PoolHealth, VdevHealth, parse_health, run_zpool
 from zfsmon.sources.zpool.status_json import looks_like as looks_like_json
 from zfsmon.sources.zpool.status_json import parse_health_json
 
@@ -107,11 +118,13 @@ def samples(pools: Sequence[PoolHealth], ts: float, source: str = NAME) -> List[
 
 
 class HealthTracker:
-    """Remembers each entity's state and each pool's scan, and words the changes as events."""
+    """Remembers each entity's state, each leaf's error counts and each pool's scan, and words the changes as
+    events."""
 
     def __init__(self, source: str = NAME) -> None:
         self.source = source
         self._state: Dict[str, str] = {}
+        self._errors: Dict[str, Dict[str, int]] = {}
         self._scan: Dict[str, Tuple[str, str, Optional[float]]] = {}
 
     def to_records(self, pools: Sequence[PoolHealth], ts: float) -> List[Record]:
@@ -120,6 +133,8 @@ class HealthTracker:
             for i, row in enumerate(p.vdevs):
                 state = p.state if i == 0 else row.state
                 out.extend(self._state_event(p.pool, row.entity, state, ts))
+                if row.entity.kind == Kind.LEAF:
+                    out.extend(self._errors_event(p.pool, row, ts))
             out.extend(self._scan_event(p, ts))
         out.extend(samples(pools, ts, self.source))
         return out
@@ -132,7 +147,24 @@ class HealthTracker:
         what = f"pool {pool}" if entity.kind == Kind.POOL else f"pool {pool}: {entity.name}"
         text = f"{what} {state}" + (f" (was {was})" if was is not None else " when first seen")
         return [Event(ts, EventKind.INFO, text, source=self.source, entity=entity.key,
-                      data={"health": state, "was": was or ""})]
+                      data={EVENT_HEALTH: state, "was": was or ""})]
+
+    def _errors_event(self, pool: str, row: VdevHealth, ts: float) -> List[Event]:
+        """A leaf's READ/WRITE/CKSUM counts that grew ("has 206 read errors (was 0)") or were cleared: one event
+        per `zpool status` run that saw them change, not one per error."""
+        now = {k: int(row.counts[k]) for k in ERROR_WORDS if k in row.counts}
+        key = row.entity.key
+        was = self._errors.get(key)
+        self._errors[key] = now
+        if not now or now == (was or {k: 0 for k in now}):
+            return []
+        what = f"pool {pool}: {row.entity.name}"
+        if not any(now.values()):
+            text = f"{what} errors cleared (had {_error_words(was or {})})"
+        else:
+            text = f"{what} has {_error_words(now)} errors" + (f" (was {_error_words(was)})" if was is not None
+                                                             else " when first seen")
+        return [Event(ts, EventKind.INFO, text, source=self.source, entity=key, data={EVENT_ERRORS: now})]
 
     def _scan_event(self, p: PoolHealth, ts: float) -> List[Event]:
         now = (p.scan.function, p.scan.state, p.scan.values.get("scan_end_time"))  # a new scan ends later
@@ -149,7 +181,13 @@ class HealthTracker:
         else:
             text = f"pool {p.pool}: {what} {p.scan.state.lower()}"
         return [Event(ts, EventKind.INFO, text, source=self.source, entity=f"pool:{p.pool}/{p.pool}",
-                      data={"scan": p.scan.function, "scan_state": p.scan.state})]
+                      data={EVENT_SCAN: p.scan.function, "scan_state": p.scan.state})]
+
+
+def _error_words(counts: Dict[str, int]) -> str:
+    """``{"read_errors": 206, "checksum_errors": 3}`` -> "206 read, 3 checksum" (all zero: "0")."""
+    said = [f"{n} {ERROR_WORDS[k]}" for k, n in counts.items() if n]
+    return ", ".join(said) or "0"
 
 
 # --- the collector -----------------------------------------------------------------------------------------------
@@ -252,9 +290,18 @@ def _watches(host: Host) -> bool:
     return host.system == "Linux" and bool(pool_kstat.has_file("state"))
 
 
+def watch_reading(pools: Sequence[str], pool_root: str = pool_kstat.ROOT,
+                  sys_block: str = diskstats.SYS_BLOCK) -> Optional[Tuple[object, ...]]:
+    """What the calm collector watches: the pools' state files and the machine's block devices (None: no pool
+    has a state file). A cache device pulled out leaves its pool ONLINE, and its state file saying so; the
+    kernel's list of disks changes at once."""
+    states = pool_kstat.pool_states(pools, pool_root)
+    return None if states is None else (states, diskstats.block_devices(sys_block))
+
+
 def _collector(host: Host, interval: float, pools: Sequence[str]) -> Collector:
     opts, _why = choose(host)
-    watch = (lambda: pool_kstat.pool_states(pools)) if _watches(host) else None
+    watch = (lambda: watch_reading(pools)) if _watches(host) else None
     return StatusCollector(pools, opts, every=max(EVERY_S, interval), watch=watch)
 
 

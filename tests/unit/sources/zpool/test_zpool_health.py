@@ -122,14 +122,23 @@ def test_samples_and_state_change_events():
     later = tracker.to_records(parse_health_json(_degraded_json()), 110.0)
     texts = sorted(e.text for e in later if isinstance(e, Event))
     assert texts == ["pool zguest DEGRADED (was ONLINE)", "pool zguest: mirror-0 DEGRADED (was ONLINE)",
+                     "pool zguest: virtio-data0 has 3 checksum errors (was 0)",
                      "pool zguest: virtio-data1 OFFLINE (was ONLINE)"]
+    (errs,) = [e for e in later if isinstance(e, Event) and "errors" in e.data]
+    assert errs.entity == "leaf:zguest/virtio-data0" and errs.data["errors"] == {"read_errors": 0, "write_errors": 0,
+                                                                                 "checksum_errors": 3}
+    again = tracker.to_records(parse_health_json(_degraded_json()), 115.0)  # the same counts: no new event
+    assert not [e for e in again if isinstance(e, Event)]
     s2 = {r.entity.key: r for r in later if isinstance(r, Sample)}
     assert s2["leaf:zguest/virtio-data1"].metrics["state"] == 3 and s2["leaf:zguest/virtio-data1"].metrics["online"] == 0
     assert s2["leaf:zguest/virtio-data0"].metrics["checksum_errors"] == 3
     assert s2["leaf:zguest/virtio-data0"].metrics["slow_ios"] == 2
     assert metrics.is_counter(Kind.LEAF, "slow_ios") and metrics.is_counter(Kind.VDEV, "checksum_errors")
     back = tracker.to_records(parse_health_json(FLAT), 120.0)
-    assert "pool zguest: virtio-data1 ONLINE (was OFFLINE)" in [e.text for e in back if isinstance(e, Event)]
+    assert sorted(e.text for e in back if isinstance(e, Event)) == [
+        "pool zguest ONLINE (was DEGRADED)",
+        "pool zguest: mirror-0 ONLINE (was DEGRADED)", "pool zguest: virtio-data0 errors cleared (had 3 checksum)",
+        "pool zguest: virtio-data1 ONLINE (was OFFLINE)"]
 
 
 def test_scan_events():
@@ -332,3 +341,20 @@ def test_guest_resilvered_after_online(name: str):
     pool = _one(name)
     assert pool.state == "ONLINE" and all(v.state == "ONLINE" for v in pool.vdevs)
     assert (pool.scan.function, pool.scan.state, pool.scan.values["scan_errors"]) == ("RESILVER", "FINISHED", 0)
+
+
+def test_the_watch_sees_a_disk_pulled_while_the_pool_stays_online(tmp_path):
+    """A cache device pulled out (OpenZFS 2.4 guest: virtio-cache0 REMOVED, the pool ONLINE) changes the list of
+    block devices, not the pool's state file: the calm collector runs `zpool status` at once all the same."""
+    root, sys_block = tmp_path / "kstat", tmp_path / "block"
+    (root / "zguest").mkdir(parents=True)
+    (root / "zguest" / "state").write_text("ONLINE\n")
+    for dev in ("vda", "vdb", "vdb1", "vdg", "vdg1"):
+        (sys_block / dev).mkdir(parents=True)
+    before = zpool_health.watch_reading(["zguest"], str(root), str(sys_block))
+    assert before == ((("zguest", "ONLINE"),), ("vda", "vdb", "vdb1", "vdg", "vdg1"))
+    for dev in ("vdg1", "vdg"):
+        (sys_block / dev).rmdir()
+    after = zpool_health.watch_reading(["zguest"], str(root), str(sys_block))
+    assert after != before and after[0] == before[0]
+    assert zpool_health.watch_reading(["gone"], str(root), str(sys_block)) is None  # no state file: not calm
