@@ -21,7 +21,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from zfsmon import names
-from zfsmon.analysis import arc, cacheadvice, goose, goose_window, qdsweep, readpath, restart, vdevperf
+from zfsmon.analysis import (
+    arc,
+    cacheadvice,
+    goose,
+    goose_window,
+    incidents,
+    qdsweep,
+    readpath,
+    restart,
+    vdevperf,
+)
 from zfsmon.analysis.correlate import (
     Cells,
     Correlation,
@@ -34,6 +44,7 @@ from zfsmon.analysis.correlate import (
 )
 from zfsmon.analysis.correlate import level as _level
 from zfsmon.analysis.correlate import present as _present
+from zfsmon.analysis.incidents import Incident
 from zfsmon.analysis.limits import MAX_CELLS
 from zfsmon.analysis.rates import Deriver, derive_samples
 from zfsmon.analysis.restart import Restart
@@ -204,7 +215,7 @@ def series_from_samples(samples: Iterable[Sample]) -> Dict[str, List[Point]]:
 @dataclass
 class Finding:
     topic: str  # warmup | l2arc_fill | disk_reads | correlation | warmup_correlation | decay | read_path | goose_eggs
-    #           | fio_run | qd_sweep | vdev_perf | cache_advice | restart | data
+    #           | fio_run | qd_sweep | vdev_perf | cache_advice | restart | incident | data
     text: str
     numbers: Dict[str, object] = field(default_factory=dict)
     #: the moments the text speaks of, in words -> epoch seconds (the time TPS reached its plateau, a goose egg's
@@ -598,6 +609,41 @@ def _clock(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(ts)) + "Z"
 
 
+def incident_text(inc: Incident) -> str:
+    """``virtio-data0 (data leaf of zguest/mirror-0) REMOVED at 14:47:29Z for 47 s; pool DEGRADED; pool zguest:
+    resilver finished with 0 errors; the workload did 1,782 ops/s meanwhile against 2,367 in the minute before
+    (-25 %).``: which device, when, how long, what ZFS did, what it cost."""
+    if inc.kind == Kind.POOL:
+        what = f"pool {inc.pool}"
+    elif inc.kind == Kind.VDEV or not inc.parent or inc.parent == inc.pool:
+        what = f"{inc.device} ({inc.role or 'a'} device of {inc.pool})"
+    else:
+        what = f"{inc.device} ({inc.role or 'a'} leaf of {inc.pool}/{inc.parent})"
+    span = (f"for {duration(inc.seconds)}" if inc.end is not None
+            else f"and was still so when the recording ended, {duration(inc.seconds)} later")
+    head = f"{'/'.join(inc.states)} at" if inc.states else "failing I/O from"
+    parts = [f"{what} {head} {_clock(inc.start)} {span}"]
+    errs = incidents.error_words(inc.errors)
+    if errs:
+        parts.append(f"{errs} counted")
+    if inc.pool_states and inc.kind != Kind.POOL:
+        parts.append(f"pool {'/'.join(inc.pool_states)}")
+    parts += inc.scans
+    rel = incidents.change(inc.ops_before, inc.ops_during)
+    if rel is not None and inc.ops_before is not None and inc.ops_during is not None:
+        parts.append(f"the workload did {_num(inc.ops_during)} ops/s meanwhile against {_num(inc.ops_before)} in "
+                     f"the minute before ({rel * 100:+.0f} %)")
+    return "; ".join(parts) + "."
+
+
+def _incidents(window: Sequence[Sample], events: Sequence[Event]) -> List[Finding]:
+    out = []
+    for inc in incidents.incidents(window, events):
+        moments = {"it began": inc.start, **({"it ended": inc.end} if inc.end is not None else {})}
+        out.append(Finding("incident", incident_text(inc), inc.as_dict(), moments))
+    return out
+
+
 def _tps_back(r: Restart) -> str:
     """How long TPS took to be back to 90 % of its plateau after ``r``, in words (a lower bound when it was not
     back by the end of what was recorded)."""
@@ -732,18 +778,25 @@ def _on_grid(series: Dict[str, List[Point]], step: Optional[float], start: Optio
 
 def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optional[float] = None,
             start: Optional[float] = None, end: Optional[float] = None, decay_threshold: float = 0.2,
-            max_lag: Optional[int] = None) -> Report:
-    """Everything findings can say about the samples in [start, end]."""
+            max_lag: Optional[int] = None, health: Optional[Sequence[Sample]] = None) -> Report:
+    """Everything findings can say about the samples in [start, end]. ``health``: the ``status`` source's
+    readings, unfolded, where ``samples`` were read without them (folded, or of :data:`KINDS` only); else the
+    incidents are looked for in ``samples``."""
     window = [s for s in samples if (start is None or s.ts >= start) and (end is None or s.ts <= end)]
     series = series_from_samples(window)
     counts = {k: len(v) for k, v in series.items()}
     runs = len({e.data.get("run") for e in events if e.kind == EventKind.RUN_END
                 and (start is None or e.ts >= start) and (end is None or e.ts <= end)})
     sweep = _fio_runs(window) + _qd_sweep(window)
+    window_events = [e for e in events if (start is None or e.ts >= start) and (end is None or e.ts <= end)]
+    hw = [s for s in health if (start is None or s.ts >= start) and (end is None or s.ts <= end)] \
+        if health is not None else window
+    work = [s for s in window if s.entity.kind == Kind.WORKLOAD] if health is not None else []
     if not series:
-        if sweep:
+        told = sweep + _incidents([*hw, *work], window_events)
+        if told:
             return Report(min(s.ts for s in window), max(s.ts for s in window), step or 0.0, counts,
-                          sweep + _vdev_perf(window), runs)
+                          sweep + _vdev_perf(window) + told[len(sweep):], runs)
         return Report(start, end, step or 0.0, counts, [Finding("data", "No workload or ZFS samples in this window.")],
                       runs)
     step, grid, cells = _on_grid(series, step, start, end)
@@ -777,6 +830,7 @@ def analyze(samples: Sequence[Sample], events: Sequence[Event] = (), step: Optio
     findings += sweep
     findings += _vdev_perf(window)
     findings += _cache_advice(window)
+    findings += _incidents([*hw, *work], window_events)
     t_lo = grid[0] if grid else start
     t_hi = (grid[-1] + step) if grid else end
     return Report(t_lo, t_hi, step, counts, findings, runs)

@@ -10,7 +10,7 @@ from zfsmon.analysis import whatchanged
 from zfsmon.analysis.findings import KINDS, Finding, analyze, fold_step, reads_metric
 from zfsmon.errors import UserError, printable
 from zfsmon.store import Recording
-from zfsmon.views.window import read_window
+from zfsmon.views.window import read_health, read_window
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,8 +29,9 @@ def run(args: argparse.Namespace) -> int:
         # only what findings read: the kinds they use, and of a zpool iostat row the few metrics they use; on a
         # grid coarser than the readings, folded to its step as they are read (a week must fit in memory)
         window = read_window(rec, start, end, every, KINDS, reads_metric)
+        health = read_health(rec, start, end)
         report = analyze(window, events, step=args.step or every, start=start, end=end,
-                         decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag)
+                         decay_threshold=args.decay_threshold / 100.0, max_lag=args.max_lag, health=health)
         report.folded = every
         del window
         changed = None  # read after the window's samples are let go: one window in memory at a time

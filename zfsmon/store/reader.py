@@ -405,14 +405,17 @@ class Recording:
 
     @_guard
     def select_streams(self, entity_keys: Optional[Iterable[str]] = None,
-                       kinds: Optional[Iterable[Kind]] = None) -> List[int]:
+                       kinds: Optional[Iterable[Kind]] = None, sources: Optional[Iterable[str]] = None) -> List[int]:
         keys = set(entity_keys) if entity_keys is not None else None
         ks = {Kind(k) for k in kinds} if kinds is not None else None
+        srcs = set(sources) if sources is not None else None
         out = []
         for sid, st in self.streams.items():
             if keys is not None and st.entity_key not in keys:
                 continue
             if ks is not None and self._kind_of(st) not in ks:
+                continue
+            if srcs is not None and st.source not in srcs:
                 continue
             out.append(sid)
         return out
@@ -654,12 +657,15 @@ class Recording:
 
     def samples(self, entity_keys: Optional[Iterable[str]] = None, kinds: Optional[Iterable[Kind]] = None,
                 start: Optional[float] = None, end: Optional[float] = None,
-                metrics: Optional[Callable[[Kind, str], bool]] = None) -> Iterator[Sample]:
+                metrics: Optional[Callable[[Kind, str], bool]] = None,
+                sources: Optional[Iterable[str]] = None) -> Iterator[Sample]:
         """Samples in recording order (time order within each written interval), as the model's Sample.
 
         ``metrics(kind, name)``, when given, says which metrics a sample keeps (a long window's analysis reads a
-        few of a ``zpool iostat`` row's dozens: the others are not made into its dict)."""
-        streams = None if entity_keys is None and kinds is None else self.select_streams(entity_keys, kinds)
+        few of a ``zpool iostat`` row's dozens: the others are not made into its dict); ``sources``: only the
+        samples of those sources (``status``: the health readings, not the same leaves' ``zpool iostat`` rows)."""
+        streams = (None if entity_keys is None and kinds is None and sources is None
+                   else self.select_streams(entity_keys, kinds, sources))
         topo = _TopologyCursor(self._topo)
         plans: Dict[int, Tuple[Tuple[str, ...], Optional[Tuple[int, ...]]]] = {}
         for ts, st, vals, interval in self.rows(streams, start, end):

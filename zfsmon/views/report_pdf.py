@@ -44,7 +44,7 @@ from zfsmon.outfile import atomic
 from zfsmon.store import Recording, platform_of, zfs_of
 from zfsmon.units import human_size
 from zfsmon.views.csv_export import iso
-from zfsmon.views.window import read_window
+from zfsmon.views.window import read_health, read_window
 
 #: at most this many points per line are drawn (bucket means beyond it): a 4 h soak at 1 s stays readable
 MAX_POINTS = 2000
@@ -356,7 +356,7 @@ def build(rec: Recording, start: Optional[float] = None, end: Optional[float] = 
     derived = derive_samples(samples)
     sections = [_vdev_section(samples), _arc_section(samples, derived), _l2arc_section(samples, derived),
                 _zil_section(samples, derived), _workload_section(samples)] + fio_sections(samples)
-    report = analyze(samples, events, step=every, start=lo, end=hi)
+    report = analyze(samples, events, step=every, start=lo, end=hi, health=read_health(rec, lo, hi))
     findings = [f.text for f in report.findings]
     if every:
         findings.insert(0, f"Readings folded to {duration(every)} steps as they were read (a window of "

@@ -1,4 +1,5 @@
-"""A recording's window as analyze and the report read it: every reading, or folded to the grid's step as read.
+"""A recording's window as analyze and the report read it: every reading, or folded to the grid's step as read;
+and its health readings, never folded.
 
 One place for the choice (``analyze``'s window and its ``--changed`` windows, the PDF report): a window too long
 for a grid cell per reading is folded as the store yields its column blocks, chunks as numpy arrays
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, List, Optional
 
+from zfsmon.analysis import incidents
 from zfsmon.analysis.coarsen import coarsen_blocks
 from zfsmon.model import Kind, Sample
 from zfsmon.store import Recording, arrays
@@ -24,3 +26,10 @@ def read_window(rec: Recording, start: Optional[float], end: Optional[float], ev
         streams = rec.select_streams(kinds=kinds) if kinds is not None else None
         return coarsen_blocks(arrays.blocks(rec, streams, start, end, metrics), every)
     return list(rec.samples(kinds=kinds, start=start, end=end, metrics=metrics))
+
+
+def read_health(rec: Recording, start: Optional[float], end: Optional[float]) -> List[Sample]:
+    """The window's health readings (``zpool status``: pools', vdevs' and leaves' states and error counts) as they
+    were, never folded (a state is not a mean): what the incidents are found in. Few: one every 10-60 s per entity."""
+    return list(rec.samples(kinds=(Kind.POOL, Kind.VDEV, Kind.LEAF), start=start, end=end,
+                            sources=(incidents.STATUS,)))
