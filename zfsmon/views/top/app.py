@@ -105,7 +105,7 @@ KEYS: List[Key] = [
     Key("question_mark", "?", "help", "this help", title="Help: keys and colours"),
     Key("left", "left", "step(-1)", "step back one interval", "replay", "Step back"),
     Key("right", "right", "step(1)", "step forward one interval", "replay", "Step forward"),
-    Key("left_square_bracket", "[", "jump(-1)", "previous event (mark, run, error)", "replay", "Previous event"),
+    Key("left_square_bracket", "[", "jump(-1)", "previous event (mark, run, error, health change, scan)", "replay", "Previous event"),
     Key("right_square_bracket", "]", "jump(1)", "next event", "replay", "Next event"),
     Key("home", "home", "home", "start of the recording", "replay", "Start of the recording"),
     Key("end", "end", "end", "end of the recording", "replay", "End of the recording"),

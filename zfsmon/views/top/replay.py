@@ -20,13 +20,22 @@ import bisect
 from typing import Dict, List, Optional, Tuple
 
 from zfsmon.errors import UserError
+from zfsmon.metrics.health import EVENT_ERRORS, EVENT_HEALTH, EVENT_SCAN
 from zfsmon.model import Event, EventKind, Sample
 from zfsmon.store import Recording
 from zfsmon.views.top.state import TopState
 
-#: events `[` and `]` jump between (info lines such as "recording started" are not worth a stop)
+#: events `[` and `]` jump between (info lines such as "recording started" are not worth a stop), and the info
+#: events of a health change, a leaf's errors and a scrub's/resilver's start and end (:func:`is_jump`)
 JUMP_KINDS = (EventKind.MARK, EventKind.RUN_START, EventKind.RUN_END, EventKind.ERROR, EventKind.TOPOLOGY,
               EventKind.RESET)
+INCIDENT_KEYS = (EVENT_HEALTH, EVENT_ERRORS, EVENT_SCAN)
+
+
+def is_jump(e: Event) -> bool:
+    """A stop for `[`/`]`: an event of JUMP_KINDS, a pool or device changing state ("virtio-data0 REMOVED (was
+    ONLINE)"), a leaf's errors counted or cleared, a scan starting or ending: the moments of an incident."""
+    return e.kind in JUMP_KINDS or (e.kind == EventKind.INFO and any(k in e.data for k in INCIDENT_KEYS))
 #: replay speeds: seconds of recording per second of wall clock
 SPEEDS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 #: a step back with no kept state builds the one this many intervals earlier, keeping every state on the way
@@ -55,7 +64,7 @@ class ReplayCursor:
         self.cursor = self.end
         self.speed_index = 0
         self.playing = False
-        self.jumps: List[Event] = [e for e in recording.events(kinds=JUMP_KINDS)]
+        self.jumps: List[Event] = [e for e in recording.events(kinds=(*JUMP_KINDS, EventKind.INFO)) if is_jump(e)]
         self._jump_ts = [e.ts for e in self.jumps]
         self._block: Tuple[float, float, List[Sample], List[float]] = (0.0, -1.0, [], [])
         #: states at other cursor times, not to be fed again (see the module's docstring)

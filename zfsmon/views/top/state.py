@@ -288,8 +288,15 @@ class TopState:
             f.trim(lo)
 
     # ----------------------------------------------------------------------------------------------- goose eggs
+    def device_fresh(self, key: str) -> bool:
+        """Whether a block device's newest figures are current (by the stale rule): a disk pulled out of the
+        machine leaves ``/proc/diskstats``, and its last rate must not be shown as if it still ran."""
+        newest = max((s.ts for s in self.latest.get(key, {}).values()), default=None)
+        return Staleness(newest, None, self.cadence.get(Kind.DEVICE, 0.0)).stale_lag(self.now, self.interval) is None
+
     def _judge_goose(self) -> None:
-        devices = {e.name: k for k, e in self.entities.items() if e.kind == Kind.DEVICE and k in self.derived}
+        devices = {e.name: k for k, e in self.entities.items()
+                   if e.kind == Kind.DEVICE and k in self.derived and self.device_fresh(k)}
         if not devices:
             return
         dev_ops = {n: self.derived[k].get("ops_per_s", 0.0) for n, k in devices.items()}
@@ -448,11 +455,24 @@ class TopState:
             v = self.verdicts.get((e.pool, e.name))
             if v is not None:
                 row.verdict, row.why, row.device = v.verdict, v.why, v.device
-                dev = self.derived.get(f"device:{v.device}") if v.device else None
+                key = f"device:{v.device}" if v.device else ""
+                dev = self.derived.get(key) if key and self.device_fresh(key) else None
                 if dev is not None:
                     row.device_ops = dev.get("ops_per_s")
                     row.device_lat_ns = dev.get("lat_ns")
         return row
+
+    def cache_devices_out(self) -> List[Tuple[str, str]]:
+        """The cache devices whose newest health reading is not ONLINE (REMOVED: pulled out of the machine;
+        FAULTED), as (name, state): still in the pool's tree and in the kernel's count, serving nothing."""
+        out = []
+        for e in self.entities.values():
+            h = self.health.get(e.key)
+            if e.role == Role.CACHE and e.kind in (Kind.VDEV, Kind.LEAF) and h is not None and "state" in h.metrics:
+                word = STATE_NAMES.get(int(h.metrics["state"]), "?")
+                if unhealthy(word):
+                    out.append((e.name, word))
+        return sorted(out)
 
     def has_cache_device(self) -> Optional[bool]:
         """Whether any pool seen has an L2ARC (cache) device now; None when no pool's tree is known.

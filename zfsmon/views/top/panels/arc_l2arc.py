@@ -70,6 +70,11 @@ def arc(state: TopState, opts: ViewOptions, width: int, compact: bool) -> Text:
             devices = f"  {fmt.num(ndev, 'ops', raw)} device{'' if ndev == 1 else 's'}"
             feed += devices if len(feed) + len(devices) <= width else ""
         parts.append(Text(feed, no_wrap=True, overflow="ellipsis"))
+        # a cache device pulled out stays in the tree and in the kernel's count: say it serves nothing, in words
+        out = state.cache_devices_out()
+        if out:
+            parts.append(Text("L2ARC: " + ", ".join(f"{n} {w}" for n, w in out), style="bold",
+                              no_wrap=True, overflow="ellipsis"))
     else:
         parts.append(Text("no L2ARC", style="dim"))
     return _lines(parts, width)
