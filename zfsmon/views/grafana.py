@@ -154,7 +154,7 @@ def panels() -> List[Panel]:
         Panel("Exporter: sources, errors and counter resets", (
             Target(f"time() - {PREFIX}_last_sample_timestamp_seconds{{{HOST}}}", "age {{instance}} {{source}}"),
             Target(_zero_if_none(f"increase({PREFIX}_source_errors_total{{{HOST}}}[1h])"), "errors {{instance}}"),
-            Target(_zero_if_none(f"increase({PREFIX}_counter_resets_total{{{HOST}}}[1h])"), "resets {{instance}}")),
+            Target(_zero_if_none(f"increase({PREFIX}_source_resets_total{{{HOST}}}[1h])"), "resets {{instance}}")),
             "s", "Seconds since each source's newest sample; errors and counter resets in the last hour."),
     ]
 

@@ -519,15 +519,18 @@ def _self_metrics(errors: Dict[str, int], resets: Dict[str, int], source_ts: Dic
     info = GaugeMetricFamily(f"{PREFIX}_build_info", "zfsmon version serving these metrics", labels=["version"])
     info.add_metric([__version__], 1.0)
     yield info
+    # every source seen has both counters from its first sample on, at 0 until it counts: a series that is born at
+    # 1 gives increase() nothing to see, so the first error or reset would raise no alert
+    seen = sorted(set(errors) | set(resets) | set(source_ts))
     err = CounterMetricFamily(f"{PREFIX}_source_errors_total", "errors reported by a source (it keeps running)",
                               labels=["source"])
-    for src, n in sorted(errors.items()):
-        err.add_metric([src], float(n))
+    for src in seen:
+        err.add_metric([src], float(errors.get(src, 0)))
     yield err
-    rst = CounterMetricFamily(f"{PREFIX}_counter_resets_total", "counters seen going backwards (new baseline)",
+    rst = CounterMetricFamily(f"{PREFIX}_source_resets_total", "counters seen going backwards (new baseline)",
                               labels=["source"])
-    for src, n in sorted(resets.items()):
-        rst.add_metric([src], float(n))
+    for src in seen:
+        rst.add_metric([src], float(resets.get(src, 0)))
     yield rst
     last = GaugeMetricFamily(f"{PREFIX}_last_sample_timestamp_seconds",
                              "time of the newest sample from each source (epoch seconds)", labels=["source"])

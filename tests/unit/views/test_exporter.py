@@ -318,7 +318,7 @@ def test_live_scrape_through_the_engine(served, fixtures):
     assert {lab["role"] for _n, lab, _v in fams["zfsmon_vdev_read_ops_per_second"][2]} == {"data", "log", "cache"}
     two_one = arcstats.parse_linux(snaps[1], 0.0)[0]
     assert value(fams, "zfsmon_arc_hits") == two_one.metrics["hits"]
-    assert value(fams, "zfsmon_counter_resets", source="arcstats") >= 1  # 2.3 -> 2.1 went backwards
+    assert value(fams, "zfsmon_source_resets", source="arcstats") >= 1  # 2.3 -> 2.1 went backwards
     assert value(fams, "zfsmon_last_sample_timestamp_seconds", source="arcstats") > time.time() - 60
 
 

@@ -90,9 +90,9 @@ CASES: Dict[str, Tuple[str, Dict[str, str], Series, Series]] = {
         {"series": 'zfsmon_last_sample_timestamp_seconds{instance="h1", source="zpool"}', "values": "0+60x15"},
     ]),
     "ZfsmonCounterReset": ("10m", {"instance": "h1", "source": "arcstats"}, [
-        {"series": 'zfsmon_counter_resets_total{instance="h1", source="arcstats"}', "values": "0x5 1x10"},
+        {"series": 'zfsmon_source_resets_total{instance="h1", source="arcstats"}', "values": "0x5 1x10"},
     ], [
-        {"series": 'zfsmon_counter_resets_total{instance="h1", source="arcstats"}', "values": "1x15"},
+        {"series": 'zfsmon_source_resets_total{instance="h1", source="arcstats"}', "values": "1x15"},
     ]),
     "ZfsmonExporterDown": ("5m", {"instance": "h1", "job": "zfsmon"}, [
         {"series": 'up{instance="h1", job="zfsmon"}', "values": "0x10"},
@@ -106,6 +106,17 @@ CASES: Dict[str, Tuple[str, Dict[str, str], Series, Series]] = {
         {"series": 'zfsmon_pool_online{instance="h1", pool="tank"}', "values": "0x15"},
         {"series": 'zfsmon_pool_resilvering{instance="h1", pool="tank"}', "values": "1x15"},
     ]),
+    "ZfsmonDeviceErrors": ("10m", {"instance": "h1", "pool": "tank", "device": "sda", "role": "data"}, [
+        # read errors, then `zpool clear` (back to 0): an increase, and the reset itself is no error
+        {"series": f"zfsmon_leaf_read_errors_total{{{LEAF}}}", "values": "0x5 40+40x3 0x3"},
+        {"series": f"zfsmon_leaf_write_errors_total{{{LEAF}}}", "values": "0x12"},
+        {"series": f"zfsmon_leaf_checksum_errors_total{{{LEAF}}}", "values": "0x12"},
+    ], [
+        # errors from before the window, then cleared: nothing new
+        {"series": f"zfsmon_leaf_read_errors_total{{{LEAF}}}", "values": "300x2 0x12"},
+        {"series": f"zfsmon_leaf_write_errors_total{{{LEAF}}}", "values": "0x14"},
+        {"series": f"zfsmon_leaf_checksum_errors_total{{{LEAF}}}", "values": "5x2 0x12"},
+    ]),
     "ZfsmonResilverStalled": ("65m", {"instance": "h1", "pool": "tank"}, [
         {"series": 'zfsmon_pool_resilvering{instance="h1", pool="tank"}', "values": "1x70"},
         {"series": 'zfsmon_pool_scan_issued_bytes{instance="h1", pool="tank"}', "values": "1000000000x70"},
@@ -113,10 +124,15 @@ CASES: Dict[str, Tuple[str, Dict[str, str], Series, Series]] = {
         {"series": 'zfsmon_pool_resilvering{instance="h1", pool="tank"}', "values": "1x70"},
         {"series": 'zfsmon_pool_scan_issued_bytes{instance="h1", pool="tank"}', "values": "0+1000000x70"},
     ]),
-    "ZfsmonSlowIOs": ("10m", {"instance": "h1", "pool": "tank", "vdev": "mirror-0", "role": "data"}, [
-        {"series": f"zfsmon_vdev_slow_ios_total{{{V}}}", "values": "0x5 1+1x10"},
+    "ZfsmonSlowIOs": ("10m", {"instance": "h1", "pool": "tank", "device": "sdz", "role": "cache"}, [
+        # a cache device is a top-level vdev of one disk: its count is the vdev's
+        {"series": 'zfsmon_vdev_slow_ios_total{instance="h1", pool="tank", vdev="sdz", role="cache"}',
+         "values": "0x5 1+1x10"},
+        {"series": f"zfsmon_leaf_slow_ios_total{{{LEAF}}}", "values": "4x15"},
     ], [
-        {"series": f"zfsmon_vdev_slow_ios_total{{{V}}}", "values": "4x15"},
+        {"series": 'zfsmon_vdev_slow_ios_total{instance="h1", pool="tank", vdev="sdz", role="cache"}',
+         "values": "4x15"},
+        {"series": f"zfsmon_leaf_slow_ios_total{{{LEAF}}}", "values": "4x15"},
     ]),
     "ZfsmonARCMemoryThrottling": ("10m", {"instance": "h1"}, [
         {"series": f"zfsmon_arc_memory_throttle_total{{{H}}}", "values": "0x5 1+1x10"},
@@ -189,7 +205,7 @@ def exposed_names() -> set:
     names = {prom_name(k, n).name for (k, n) in metrics.TABLE}
     for kind in ("pool", "vdev", "leaf"):
         names |= {f"{PREFIX}_{kind}_latency_seconds_{s}" for s in ("bucket", "sum", "count")}
-    names |= {f"{PREFIX}_{n}" for n in ("build_info", "source_errors_total", "counter_resets_total",
+    names |= {f"{PREFIX}_{n}" for n in ("build_info", "source_errors_total", "source_resets_total",
                                          "last_sample_timestamp_seconds", "source_up", "scrape_duration_seconds")}
     return names
 
