@@ -40,7 +40,8 @@ def guest_enabled() -> bool:
 
 # The live tests are not collected while the tier is off: an opt-in tier that is not run is not a skipped
 # capability (in CI nothing that needs a capability may be skipped). The plan and capture tests need no guest.
-collect_ignore = [] if guest_enabled() or os.environ.get("ZFSMON_GUEST_RESULTS") else ["test_live.py", "test_top_soak.py"]
+collect_ignore = [] if guest_enabled() or os.environ.get("ZFSMON_GUEST_RESULTS") else ["test_live.py", "test_top_soak.py",
+                                                                                  "test_faults_live.py"]
 
 
 def pytest_collection_modifyitems(config, items) -> None:
