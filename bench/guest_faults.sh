@@ -46,10 +46,14 @@ host() {
     printf '%s\n' "$*" > "$HOSTCTL/$n.tmp" && mv "$HOSTCTL/$n.tmp" "$HOSTCTL/$n.req"
     for _ in $(seq 1 240); do
         if [ -f "$HOSTCTL/$n.ok" ]; then say "host: $(cat "$HOSTCTL/$n.ok")"; return 0; fi
-        if [ -f "$HOSTCTL/$n.err" ]; then say "host: $(cat "$HOSTCTL/$n.err")"; return 1; fi
+        if [ -f "$HOSTCTL/$n.err" ]; then
+            say "host: $(cat "$HOSTCTL/$n.err")"; echo "host $*: $(cat "$HOSTCTL/$n.err")" >> "$OUT/failed.txt"
+            return 1
+        fi
         sleep 0.5
     done
-    say "host: no answer to '$*'"; return 1
+    say "host: no answer to '$*'"; echo "host $*: no answer in 120 s (is $HOSTCTL the share's hostctl/?)" >> "$OUT/failed.txt"
+    return 1
 }
 # a fault injected: its output in CAP/zinject-NAME.txt; a refusal is said and listed in failed.txt (the bench fails)
 inject() {

@@ -351,7 +351,7 @@ kill -TERM "$LOAD"
 wait "$LOAD" 2>/dev/null
 
 step "faults, short (the matrix's io and cache rows, 40 s each: bench/guest_faults.sh): read errors injected on data1 (ZED faults it after 20-30 s), then the cache device pulled out of the machine and put back"
-ZFSMON_OUT=$OUT/faults ZFSMON_HOSTCTL=$OUT/hostctl FAULTS_HOLD=40 FAULTS_CALM=15 FAULTS_DISK_MB=64 FAULTS_WARM_MB=128 \
+ZFSMON_OUT=$OUT/faults ZFSMON_HOSTCTL=$OUT/hostctl FAULTS_HOLD=40 FAULTS_CALM=35 FAULTS_DISK_MB=64 FAULTS_WARM_MB=128 \
     bash "$ZFSMON_SRC/bench/guest_faults.sh" 30 io,cache > "$OUT/faults.log" 2>&1
 echo "faults exit $?" >> "$OUT/faults.log"
 step "done"

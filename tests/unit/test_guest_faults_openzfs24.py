@@ -18,6 +18,7 @@ from tests import promserver
 from tests.conftest import REPO, TEST_DATA, free_loopback_port, gunzip
 from zfsmon.analysis.faults import matrix_summary
 from zfsmon.analysis.findings import analyze
+from zfsmon.metrics.latency import lower_ns, split_metric
 from zfsmon.model import Kind, Role
 from zfsmon.sources.zpool.status import parse_health
 from zfsmon.store import Recording
@@ -332,3 +333,30 @@ def test_checksum_errors_degrade_the_leaf_and_a_scrub_repairs_them(runs) -> None
     assert inc.text.startswith("virtio-data2 (data leaf of zguest/mirror-1) DEGRADED at ")
     assert "2,268 checksum errors counted; pool DEGRADED; pool zguest: scrub started; pool zguest: scrub " \
            "finished with 0 errors" in inc.text
+
+
+def _slow_reads(samples, device: str, lo: float, hi: float) -> Tuple[float, float]:
+    """(reads that took 100 ms or more at the disk, all reads) of a leaf in [lo, hi]: `zpool iostat -w`'s
+    disk_wait read histogram per interval (the latency source's counts)."""
+    slow = total = 0.0
+    for s in samples:
+        if s.source != "latency" or s.entity.name != device or s.since_boot or not lo <= s.ts <= hi:
+            continue
+        for name, n in s.metrics.items():
+            split = split_metric(name)
+            if split and split[:2] == ("disk_wait", "read"):
+                total += n
+                slow += n if lower_ns(split[2]) >= 100_000_000 else 0.0
+    return slow, total
+
+
+def test_the_slow_leafs_latency_distribution_moves_to_the_delay(runs) -> None:
+    """`zinject -D 200:1` holds every read of virtio-data3 200 ms: its disk_wait histogram moves there, its partner
+    in mirror-1 keeps its fast reads, and so did virtio-data3 in the 80 s before."""
+    m = runs["matrix"]
+    lo, hi = _window(runs, "matrix", "slow")
+    slow, total = _slow_reads(m["samples"], "virtio-data3", lo, hi)
+    assert total > 100 and slow / total > 0.6, (slow, total)  # 300 of 390 in the run
+    assert _slow_reads(m["samples"], "virtio-data3", lo - 80, lo)[0] == 0
+    partner = _slow_reads(m["samples"], "virtio-data2", lo, hi)
+    assert partner[1] > 100 and partner[0] == 0, partner
