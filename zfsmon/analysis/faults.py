@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from zfsmon.analysis.incidents import workload_ops
+from zfsmon.analysis.incidents import is_device, leaf_parents, workload_ops
 from zfsmon.analysis.rates import RateDeriver
-from zfsmon.metrics.health import SCAN_FUNCTIONS, SCAN_STATES, STATE_NAMES
+from zfsmon.metrics.health import ERROR_WORDS, HEALTHY_STATES, SCAN_FUNCTIONS, SCAN_STATES, STATE_NAMES
 from zfsmon.model import Event, Kind, Sample
 
 #: a 2**64 wrap or a counter read against the wrong baseline shows up as a rate far beyond any machine's
@@ -27,7 +27,6 @@ RATE_SUFFIXES = ("_ops", "_bw", "_bytes", "_per_s")
 AFTER = 30.0
 #: seconds before a fault that give the workload's rate it is compared with
 BEFORE = 60.0
-ERRORS = ("read_errors", "write_errors", "checksum_errors")
 _FUNCTION_NAMES = {v: k for k, v in SCAN_FUNCTIONS.items()}
 _STATE_NAMES = {v: k for k, v in SCAN_STATES.items()}
 
@@ -136,8 +135,7 @@ def figures(samples: Sequence[Sample], events: Sequence[Event], window: Window, 
     f.events = [f"{e.kind.value}: {e.text}" for e in events if lo - 2 <= e.ts <= hi + AFTER]
     slow_first: Dict[str, float] = {}
     slow_last: Dict[str, float] = {}
-    # the devices: leaves, and top-level vdevs of one disk (a SLOG, a cache device, a pool of one disk)
-    parents = {(s.entity.pool, s.entity.parent) for s in samples if s.entity.kind == Kind.LEAF}
+    parents = leaf_parents(samples)
     for s in samples:
         if not lo <= s.ts <= hi + AFTER or s.since_boot:
             continue
@@ -146,12 +144,12 @@ def figures(samples: Sequence[Sample], events: Sequence[Event], window: Window, 
         state = m.get("state")
         if isinstance(state, (int, float)) and e.kind in (Kind.POOL, Kind.VDEV, Kind.LEAF):
             word = STATE_NAMES.get(int(state), str(state))
-            if word not in ("ONLINE", "AVAIL", "INUSE"):
+            if word not in HEALTHY_STATES:
                 seen = f.states.setdefault(name, [])
                 if word not in seen:
                     seen.append(word)
-        if e.kind == Kind.LEAF or (e.kind == Kind.VDEV and (e.pool, e.name) not in parents):
-            for k in ERRORS:
+        if is_device(e, parents):
+            for k in ERROR_WORDS:
                 v = m.get(k)
                 if isinstance(v, (int, float)) and v > 0:
                     errs = f.leaf_errors.setdefault(name, {})

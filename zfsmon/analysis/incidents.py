@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from zfsmon.metrics.health import ERROR_WORDS, EVENT_SCAN, HEALTHY_STATES, STATE_NAMES
-from zfsmon.model import Event, Kind, Sample
+from zfsmon.model import Entity, Event, Kind, Sample
 
 #: seconds before an incident that give the workload's rate it is compared with
 BEFORE_S = 60.0
@@ -72,6 +72,17 @@ def workload_ops(samples: Sequence[Sample], lo: float, hi: float) -> Optional[fl
             per_ts[round(s.ts)] = per_ts.get(round(s.ts), 0.0) + float(v)
     vals = list(per_ts.values())
     return round(sum(vals) / len(vals), 1) if vals else None
+
+
+def leaf_parents(samples: Iterable[Sample]) -> Set[Tuple[Optional[str], Optional[str]]]:
+    """(pool, vdev) of every vdev that has leaves (a mirror, a raidz): the vdevs that are not devices."""
+    return {(s.entity.pool, s.entity.parent) for s in samples if s.entity.kind == Kind.LEAF}
+
+
+def is_device(e: Entity, parents: Set[Tuple[Optional[str], Optional[str]]]) -> bool:
+    """A leaf, or a top-level vdev that is one disk (a SLOG, a cache device, a pool of one disk): not a mirror or
+    raidz (``parents``: :func:`leaf_parents`)."""
+    return e.kind == Kind.LEAF or (e.kind == Kind.VDEV and (e.pool, e.name) not in parents)
 
 
 def _word(v: object) -> Optional[str]:
@@ -145,14 +156,13 @@ def incidents(samples: Sequence[Sample], events: Sequence[Event] = ()) -> List[I
     """Every incident in the samples, in time order (samples in any order)."""
     status = sorted((s for s in samples if s.source == STATUS and not s.since_boot
                      and s.entity.kind in (Kind.POOL, Kind.VDEV, Kind.LEAF)), key=lambda s: s.ts)
-    # a device is a leaf, or a top-level vdev that is one disk (a SLOG, a cache device): not a mirror or raidz
-    parents = {(s.entity.pool, s.entity.parent) for s in status if s.entity.kind == Kind.LEAF}
+    parents = leaf_parents(status)
     by_leaf: Dict[str, List[Sample]] = {}
-    by_pool: Dict[str, List[Sample]] = {}
+    by_pool: Dict[str, List[Sample]] = {}  # by the pool's name
     for s in status:
         if s.entity.kind == Kind.POOL:
-            by_pool.setdefault(s.entity.key, []).append(s)
-        elif s.entity.kind == Kind.LEAF or (s.entity.pool, s.entity.name) not in parents:
+            by_pool.setdefault(s.entity.name, []).append(s)
+        elif is_device(s.entity, parents):
             by_leaf.setdefault(s.entity.key, []).append(s)
     leaves = [i for rs in by_leaf.values() for i in _leaf_incidents(rs)]
     found = leaves + [i for rs in by_pool.values() for i in _pool_incidents(rs, leaves)]
@@ -160,7 +170,7 @@ def incidents(samples: Sequence[Sample], events: Sequence[Event] = ()) -> List[I
     scans = [e for e in events if EVENT_SCAN in e.data]
     for inc in found:
         hi = inc.end if inc.end is not None else math.inf
-        for s in by_pool.get(_pool_key(inc.pool, by_pool), []):
+        for s in by_pool.get(inc.pool, []):
             word = _word(s.metrics.get("state"))
             if inc.start <= s.ts < hi and word is not None and word not in HEALTHY_STATES \
                     and word not in inc.pool_states:
@@ -171,13 +181,6 @@ def incidents(samples: Sequence[Sample], events: Sequence[Event] = ()) -> List[I
         inc.ops_before = workload_ops(work, inc.start - BEFORE_S, inc.start)
         inc.ops_during = workload_ops(work, inc.start, hi if inc.end is not None else inc.last_seen + 1e-6)
     return sorted(found, key=lambda i: (i.start, i.pool, i.device))
-
-
-def _pool_key(pool: str, by_pool: Mapping[str, Sequence[Sample]]) -> str:
-    for key, rs in by_pool.items():
-        if rs and rs[0].entity.name == pool:
-            return key
-    return ""
 
 
 def error_words(counts: Mapping[str, int]) -> str:
