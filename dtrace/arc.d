@@ -58,7 +58,7 @@
 
 dtrace:::BEGIN
 {
-	printf("zfsmon-trace 1 arc entity=name interval=%d\n", $1);
+	printf("zfsmon-trace 1 arc entity=name interval=%d totals=1\n", $1);
 
 	/*
 	 * arc_prefetch = the running kernel's ARC_FLAG_PREFETCH: a binary
@@ -119,8 +119,6 @@ profile:::tick-$1s
 	printa("@count[%s, %s]: %@d\n", @count);
 	printa("@bytes[%s, %s]: %@d\n", @bytes);
 	printf("end\n");
-	trunc(@count);
-	trunc(@bytes);
 }
 
 dtrace:::END

@@ -12,7 +12,9 @@
  *           zfsmon trace txg 10
  *
  * PLATFORM  illumos (OmniOS, SmartOS, OpenIndiana); FreeBSD with ZFS
- *           (same function and arguments).
+ *           (same function and arguments); Linux under Oracle's DTrace for
+ *           Linux 2.0 with the OpenZFS module's BTF loaded (ran on OpenZFS
+ *           2.3.2, Debian 12 kernel 6.1: tests/data/openzfs-2.3/dtrace).
  *
  * PROBES    fbt::spa_sync:entry (arg0 spa_t *, arg1 txg),
  *           fbt::spa_sync:return, profile:::tick-$1s, dtrace:::BEGIN,
@@ -40,7 +42,7 @@
 
 dtrace:::BEGIN
 {
-	printf("zfsmon-trace 1 txg entity=name interval=%d slow_ms=%d\n", $1, $2);
+	printf("zfsmon-trace 1 txg entity=name interval=%d slow_ms=%d totals=1\n", $1, $2);
 }
 
 fbt::spa_sync:entry
@@ -92,10 +94,7 @@ profile:::tick-$1s
 	printa("@sum[%s, %s]: %@d\n", @sum);
 	printa("@count[%s, %s]: %@d\n", @count);
 	printf("end\n");
-	trunc(@lat);
 	trunc(@max);
-	trunc(@sum);
-	trunc(@count);
 }
 
 dtrace:::END

@@ -14,7 +14,10 @@
  *             SLOW_MS     also print every I/O slower than this (0 = off)
  *           zfsmon trace vdevlat 1 --slow 50
  *
- * PLATFORM  illumos (OmniOS, SmartOS, OpenIndiana), Solaris. FreeBSD's io
+ * PLATFORM  illumos (OmniOS, SmartOS, OpenIndiana), Solaris; Linux under
+ *           Oracle's DTrace for Linux 2.0 (its io provider translates a struct
+ *           bio into the same bufinfo_t/devinfo_t; ran on OpenZFS 2.3.2,
+ *           Debian 12 kernel 6.1: tests/data/openzfs-2.3/dtrace). FreeBSD's io
  *           provider passes struct bio / devstat instead of buf / devinfo:
  *           there use bpftrace-like fields (args[1]->device_name) - not
  *           supported by this script yet.
@@ -23,7 +26,9 @@
  *           b_blkno, b_flags, b_bcount; args[1] devinfo_t: dev_pathname,
  *           Stable), profile:::tick-$1s, dtrace:::BEGIN, dtrace:::END.
  *           The device is named by dev_pathname (/devices/...:a), which is
- *           the target of its /dev/dsk/cXtYdZsN link.
+ *           the target of its /dev/dsk/cXtYdZsN link; on Linux, where a
+ *           bio's dev_pathname is "<unknown>", by dev_statname (vdb1: the
+ *           partition's kernel name, as /proc/diskstats has it).
  *
  * CONSTANTS No number is written here. Read vs write is b_flags & B_READ,
  *           the io provider library's own inline: illumos-gate
@@ -37,7 +42,10 @@
  *           us of CPU per I/O; at 50k IOPS a few % of one CPU. Slow lines
  *           only above SLOW_MS.
  *
- * OUTPUT    zfsmon trace protocol v1 (docs/tracing.md), entity = device path.
+ * OUTPUT    zfsmon trace protocol v1 (docs/tracing.md), entity = device path;
+ *           @count[DEV, issued_reads | issued_writes]: the I/Os io:::start
+ *           saw, which the latency histograms (timed at io:::done) may fall
+ *           short of where the io provider reports fewer completions.
  *           Example: dtrace/vdevlat_example.txt
  */
 
@@ -48,12 +56,15 @@
 
 dtrace:::BEGIN
 {
-	printf("zfsmon-trace 1 vdevlat entity=name interval=%d slow_ms=%d\n", $1, $2);
+	printf("zfsmon-trace 1 vdevlat entity=name interval=%d slow_ms=%d totals=1\n", $1, $2);
 }
 
 io:::start
 {
 	start_ts[args[0]->b_edev, args[0]->b_blkno] = timestamp;
+	/* every I/O issued, counted where it starts: io:::done fires for fewer (DTrace for Linux, docs/tracing.md) */
+	@count[args[1]->dev_pathname == "<unknown>" ? args[1]->dev_statname : args[1]->dev_pathname,
+	    args[0]->b_flags & B_READ ? "issued_reads" : "issued_writes"] = count();
 }
 
 io:::done
@@ -62,12 +73,22 @@ io:::done
 }
 
 io:::done
+/start_ts[args[0]->b_edev, args[0]->b_blkno] && timestamp < start_ts[args[0]->b_edev, args[0]->b_blkno]/
+{
+	/*
+	 * A completion timed before its start: the start and the completion ran on different CPUs whose clocks
+	 * disagree (seen in the QEMU guest: a write "done" 0.49 s before it began). No latency; forgotten.
+	 */
+	start_ts[args[0]->b_edev, args[0]->b_blkno] = 0;
+}
+io:::done
 /start_ts[args[0]->b_edev, args[0]->b_blkno]/
 {
 	this->v = timestamp - start_ts[args[0]->b_edev, args[0]->b_blkno];
 	start_ts[args[0]->b_edev, args[0]->b_blkno] = 0;
 	this->op = args[0]->b_flags & B_READ ? "read" : "write";
-	this->dev = args[1]->dev_pathname;
+	/* Linux (Oracle's DTrace): a bio's dev_pathname is "<unknown>", its disk's name (vdb) is dev_statname */
+	this->dev = args[1]->dev_pathname == "<unknown>" ? args[1]->dev_statname : args[1]->dev_pathname;
 
 	/* log-linear bucket: highest power of two p, then quarters of p */
 	this->p = this->v | (this->v >> 1);
@@ -101,11 +122,9 @@ profile:::tick-$1s
 	printa("@max[%s, %s]: %@d\n", @max);
 	printa("@sum[%s, %s]: %@d\n", @sum);
 	printa("@bytes[%s, %s]: %@d\n", @bytes);
+	printa("@count[%s, %s]: %@d\n", @count);
 	printf("end\n");
-	trunc(@lat);
 	trunc(@max);
-	trunc(@sum);
-	trunc(@bytes);
 }
 
 dtrace:::END
@@ -114,4 +133,5 @@ dtrace:::END
 	trunc(@max);
 	trunc(@sum);
 	trunc(@bytes);
+	trunc(@count);
 }

@@ -44,7 +44,7 @@
 
 dtrace:::BEGIN
 {
-	printf("zfsmon-trace 1 zfsslower entity=name interval=%d slow_ms=%d\n", $1, $2);
+	printf("zfsmon-trace 1 zfsslower entity=name interval=%d slow_ms=%d totals=1\n", $1, $2);
 }
 
 fbt::zfs_read:entry,
@@ -111,11 +111,7 @@ profile:::tick-$1s
 	printa("@bytes[%s, %s]: %@d\n", @bytes);
 	printa("@count[%s, %s]: %@d\n", @count);
 	printf("end\n");
-	trunc(@lat);
 	trunc(@max);
-	trunc(@sum);
-	trunc(@bytes);
-	trunc(@count);
 }
 
 dtrace:::END

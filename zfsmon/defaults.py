@@ -42,8 +42,9 @@ def fio_preset_names() -> List[str]:
 
 
 #: Linux tracing backends (zfsmon.trace.catalog): bpftrace runs the scripts of bpftrace/ (one per run); bcc runs
-#: zfsmon's own BPF program (zfsmon.trace.bcc_program), several traces in one program. illumos/FreeBSD: dtrace.
-LINUX_BACKENDS = ("bpftrace", "bcc")
+#: zfsmon's own BPF program (zfsmon.trace.bcc_program), several traces in one program; dtrace runs the D scripts of
+#: dtrace/ under a DTrace the user has (Oracle's DTrace for Linux). illumos/FreeBSD: dtrace.
+LINUX_BACKENDS = ("bpftrace", "bcc", "dtrace")
 
 #: the lab's pool name (zfsmon.lab.config)
 LAB_POOL = "zlab"

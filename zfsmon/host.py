@@ -14,6 +14,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
@@ -297,11 +298,18 @@ def probe_bcc() -> Check:
 
 def probe_dtrace() -> Check:
     if shutil.which("dtrace") is None:
-        return Check("dtrace", False, "dtrace not found on PATH (illumos/FreeBSD have it in base)", "tracing")
+        where = ("Linux: Oracle's DTrace for Linux, installed by you (zfsmon ships none)" if
+                 sys.platform.startswith("linux") else "illumos/FreeBSD have it in base")
+        return Check("dtrace", False, f"dtrace not found on PATH ({where})", "tracing")
     ver = first_line(run_probe(["dtrace", "-V"]))
     if os.geteuid() != 0:
         return Check("dtrace", False, f"{ver} installed, but tracing needs root (or dtrace_kernel privilege)", "tracing")
-    return Check("dtrace", True, ver, "tracing")
+    if sys.platform.startswith("linux") and Path("/sys/module/zfs").exists():
+        btf = Path("/sys/kernel/btf/zfs").exists()
+        ver += ("; the zfs module's types: BTF yes" if btf else
+                "; the zfs module has no BTF: the D scripts' casts to ZFS types fail (docs/tracing.md)")
+    return Check("dtrace", True, ver + ("; --backend dtrace" if sys.platform.startswith("linux") else ""),
+                 "tracing")
 
 
 def probe_kernel_zfs() -> Check:

@@ -32,7 +32,8 @@ def _boot(args: argparse.Namespace, command: str, keep: bool) -> int:
     params = [f"zfs_arc_max={args.arc_mb * 1024 * 1024}"] if args.arc_mb else []
     res = boot.run(img, command, out, layout=layout, src=Path(args.src), machine=boot.Machine(args.memory, args.cpus),
                    timeout=args.timeout, keep=keep, disks=Path(args.disks) if args.disks else None,
-                   params=params + list(args.zfs_param))
+                   params=params + list(args.zfs_param),
+                   dtrace_prefix=Path(args.with_dtrace) if args.with_dtrace else None)
     return res.exit_code
 
 

@@ -29,7 +29,7 @@ LAB_DB = target.LAB_DB
 def run(args: argparse.Namespace) -> int:
     if args.fio or args.fio_preset:
         return run_fio(args)
-    if args.trace:
+    if args.trace or args.backend:
         raise UserError("--trace goes with --fio/--fio-preset (a pgbench soak: zfsmon record --trace beside it)")
     pgb_args = target.check_pgbench_args(args.pgbench_args or [])
     total = args.duration if args.duration else (args.hours * 3600 if args.hours else None)
@@ -107,7 +107,8 @@ def run_fio(args: argparse.Namespace) -> int:
         session.collectors.append(runner)
         if not args.no_zfs:
             session.collectors += zfs_collectors_or_warn(args.interval, args.lab)
-        session.collectors += trace_collectors(args.trace, args.interval, [args.lab] if args.lab else [])
+        session.collectors += trace_collectors(args.trace, args.interval, [args.lab] if args.lab else [],
+                                               args.backend)
         meta = {"argv": command_line(["zfsmon", *sys.argv[1:]]), "interval": f"{args.interval:g}", "kind": "soak",
                 "workload": "fio", "fio_argv": shlex.join(argv), "fio_output": os.path.abspath(output),
                 "fio_preset": args.fio_preset or ""}

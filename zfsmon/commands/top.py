@@ -105,7 +105,7 @@ def dashboard(args: argparse.Namespace) -> Iterator[Dashboard]:
         check_output_path(path)  # before a soak starts a database
     host = probe()
     names = [n.strip() for n in args.sources.split(",") if n.strip()] if args.sources else None
-    collectors, skipped = pick_collectors(host, args.interval, args.pool, names, args.trace)
+    collectors, skipped = pick_collectors(host, args.interval, args.pool, names, args.trace, args.backend)
     if args.attach:
         collectors += _attach(args)
     feed = LiveFeed()

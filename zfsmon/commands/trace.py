@@ -23,19 +23,21 @@ def _list() -> int:
     linux = fam == "bpftrace"
     for spec in catalog.SCRIPTS.values():
         files = ", ".join(spec.files.values())
-        if spec.name in catalog.VARIANTS:  # the script used where this one's probes are missing
-            other = catalog.VARIANTS[spec.name]
-            files += ", " + ", ".join(other.files.values()) + f" ({other.used_when})"
+        for others in (catalog.VARIANTS, catalog.LINUX_D):  # the script used where this one's probes are missing
+            if spec.name in others:
+                other = others[spec.name]
+                files += ", " + ", ".join(other.files.values()) + f" ({other.used_when})"
         if linux:
-            where = "bpftrace" if "bpftrace" in spec.files else ""
-            where += (", " if where else "") + "bcc" if catalog.bcc_offers(spec.name) else ""
-            here = f"  [{where or 'not on this platform'}]"
+            offers = ["bpftrace"] if "bpftrace" in spec.files else []
+            offers += ["bcc"] if catalog.bcc_offers(spec.name) else []
+            offers += ["dtrace"] if "dtrace" in spec.files else []
+            here = f"  [{', '.join(offers) or 'not on this platform'}]"
         else:
             here = "" if fam in spec.files else "  (not on this platform)"
         print(f"{spec.name:<12} {spec.help}\n{'':<12} {files}{here}")
     if linux:
         print(f"{'all':<12} bcc only: every bcc trace ({', '.join(catalog.bcc_program.TRACES)}) in one program")
-        for check in (host.probe_bpftrace(), host.probe_bcc()):
+        for check in (host.probe_bpftrace(), host.probe_bcc(), host.probe_dtrace()):
             print(f"backend {check.name}: {'usable' if check.ok else 'not usable'}: {check.detail}")
     return 0
 
@@ -110,7 +112,7 @@ def _live(args: argparse.Namespace, out: _Printer) -> None:
     else:
         if len(names) != 1:
             raise UserError(f"{backend} runs one trace per run; several at once: --backend bcc {args.name}")
-        coll = TraceCollector(names[0], args.interval, slow_ms=args.slow, pools=tuple(args.pool))
+        coll = TraceCollector(names[0], args.interval, slow_ms=args.slow, pools=tuple(args.pool), backend=backend)
     problem = coll.preflight()
     if problem:
         raise UserError(problem)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import List, Optional, Sequence, Tuple
 
+from zfsmon.defaults import LINUX_BACKENDS
 from zfsmon.errors import UserError
 from zfsmon.host import Host, probe
 from zfsmon.names import PGBENCH
@@ -33,12 +34,12 @@ def pick_collectors(host: Host, interval: float, pools: Optional[Sequence[str]] 
     (``backend`` "bcc": all of them in ONE bcc program, one collector), and why the sources left out were
     skipped. An unknown or unavailable source named is a UserError."""
     collectors, skipped = build_collectors(host, interval, list(pools) if pools else None, names or None)
-    if backend not in (None, "bpftrace", "bcc"):
-        raise UserError(f"no tracing backend {backend!r} (Linux has: bpftrace, bcc)")
+    if backend is not None and backend not in LINUX_BACKENDS:
+        raise UserError(f"no tracing backend {backend!r} (Linux has: {', '.join(LINUX_BACKENDS)})")
     if backend == "bcc" and traces:
         return collectors + [BccCollector(list(traces), max(1, int(round(interval))), pools=tuple(pools or ()))], \
             skipped
-    return collectors + trace_collectors(list(traces), interval, list(pools or ())), skipped
+    return collectors + trace_collectors(list(traces), interval, list(pools or ()), backend), skipped
 
 
 def zfs_collectors(interval: float, pool: Optional[str] = None) -> Tuple[List[Collector], List[str]]:

@@ -38,7 +38,9 @@ class TraceScript:
     #: bpftrace: the oldest OpenZFS (major, minor) whose kernel constants the script writes were checked for
     #: (its CONSTANTS header); an older module has them elsewhere, so the script is refused there
     openzfs_min: tuple = ()
-    used_when: str = ""  # a VARIANTS script: where it runs instead of its trace's own script
+    used_when: str = ""  # a VARIANTS or LINUX_D script: where it runs instead of its trace's own script
+    #: the families whose script ``openzfs_min`` is about (SCRIPTS' arc: arc.bt's constants, not arc.d's)
+    openzfs_gated: tuple = ("bpftrace",)
 
 
 SCRIPTS: Dict[str, TraceScript] = {s.name: s for s in (
@@ -72,6 +74,25 @@ VARIANTS: Dict[str, TraceScript] = {
                                {"bpftrace": "bpftrace/fusevdevlat_syscalls.bt"}, (NEEDS_PID, NEEDS_SLOW),
                                used_when="without uprobes, or not x86_64"),
 }
+
+#: D scripts for the OpenZFS module on Linux, run by ``--backend dtrace`` (Oracle's DTrace for Linux) instead of the
+#: trace's illumos script, a clause of which needs what Linux lacks (docs/tracing.md, "D on kernel OpenZFS")
+LINUX_D: Dict[str, TraceScript] = {
+    "arc": TraceScript("arc", "ARC hits, I/O hits and misses by kind, and L2ARC hits (fbt on arc_access): D on "
+                       "OpenZFS for Linux, where arc.d's sdt probes are absent and arc_read cannot be probed",
+                       {"dtrace": "dtrace/arc_linux.d"}, (), True, openzfs_min=(2, 2), used_when="D on Linux",
+                       openzfs_gated=("dtrace",)),
+    "zfsslower": TraceScript("zfsslower", "ZFS read/write latency per filesystem, slow ops, op counts (fbt on the "
+                             "ZPL's zpl_iter_read/write): D on OpenZFS for Linux, which has no vnode_t and no fsinfo",
+                             {"dtrace": "dtrace/zfsslower_linux.d"}, (NEEDS_SLOW,), True, used_when="D on Linux"),
+}
+
+
+
+def variant_specs() -> List[TraceScript]:
+    """Every script run instead of a trace's own somewhere (:data:`VARIANTS`, :data:`LINUX_D`)."""
+    return [*VARIANTS.values(), *LINUX_D.values()]
+
 
 #: the machines whose syscall numbers fusevdevlat.bt writes (its CONSTANTS header); elsewhere its variant runs
 FUSEVDEVLAT_MACHINES = ("x86_64",)
@@ -112,9 +133,12 @@ def scripts_root() -> Path:
     return Path(__file__).resolve().parent.parent.parent
 
 
-def tracer_family(platform: Optional[str] = None) -> str:
+def tracer_family(platform: Optional[str] = None, backend: Optional[str] = None) -> str:
+    """Which scripts run: dtrace/ on illumos and FreeBSD, and on Linux with ``--backend dtrace``; else bpftrace/."""
     plat = platform or sys.platform
-    return "bpftrace" if plat.startswith("linux") else "dtrace"
+    return "bpftrace" if plat.startswith("linux") and backend != "dtrace" else "dtrace"
+
+
 
 
 
@@ -127,8 +151,8 @@ def bcc_offers(name: str) -> bool:
 
 def choose_backend(requested: Optional[str], names: List[str], platform: Optional[str] = None) -> str:
     """The backend of a ``zfsmon trace`` run: as asked; else bcc for several traces at once (one program),
-    else bpftrace when it is installed, else bcc when ``import bcc`` works, else bpftrace (whose absence
-    then gives the error)."""
+    else bpftrace when it is installed, else dtrace when one is (Oracle Linux's), else bcc when ``import bcc``
+    works, else bpftrace (whose absence then gives the error)."""
     if tracer_family(platform) == "dtrace":
         if requested:
             raise UserError(f"--backend {requested} is for Linux; this platform traces with dtrace")
@@ -141,7 +165,17 @@ def choose_backend(requested: Optional[str], names: List[str], platform: Optiona
         return "bcc"
     if shutil.which("bpftrace"):
         return "bpftrace"
+    if shutil.which("dtrace"):
+        return "dtrace"
     return "bcc" if bcc_facts().version else "bpftrace"
+
+
+def script_backend(platform: Optional[str] = None) -> str:
+    """Who runs a trace's script where none is asked for (``record``/``top --trace``): on Linux bpftrace, or
+    dtrace where it is installed and bpftrace is not (Oracle Linux); elsewhere dtrace."""
+    if tracer_family(platform) == "dtrace":
+        return "dtrace"
+    return "dtrace" if not shutil.which("bpftrace") and shutil.which("dtrace") else "bpftrace"
 
 
 def split_names(text: str) -> List[str]:
@@ -156,13 +190,17 @@ def lookup(name: str) -> TraceScript:
     return spec
 
 
-def resolve(name: str, platform: Optional[str] = None, fuse_pid: Optional[int] = None) -> TraceScript:
+def resolve(name: str, platform: Optional[str] = None, fuse_pid: Optional[int] = None,
+            family: Optional[str] = None) -> TraceScript:
     """The script to run for ``name`` here: ``vdevlat`` on a zfs-fuse host becomes ``fusevdevlat``; a trace whose
-    own probes this host lacks becomes its :data:`VARIANTS` script."""
+    own probes this host lacks becomes its :data:`VARIANTS` script; D on Linux runs :data:`LINUX_D`'s."""
+    family = family or tracer_family(platform)
     spec = lookup(name)
-    if name == "vdevlat" and tracer_family(platform) == "bpftrace" and fuse_pid:
+    if family == "dtrace":
+        return LINUX_D.get(name, spec) if (platform or sys.platform).startswith("linux") else spec
+    if name == "vdevlat" and fuse_pid:
         spec, name = SCRIPTS["fusevdevlat"], "fusevdevlat"
-    if name in VARIANTS and tracer_family(platform) == "bpftrace" and variant_reason(name):
+    if name in VARIANTS and variant_reason(name):
         return VARIANTS[name]
     return spec
 
@@ -185,12 +223,12 @@ def openzfs_module_version() -> Optional[str]:
 
 
 def check_openzfs(spec: TraceScript, family: str, zfs_version: Optional[str]) -> None:
-    """Refuse a bpftrace script on an OpenZFS older than the constants it writes were checked for.
+    """Refuse a script on an OpenZFS older than the one its constants (or probe arguments) were checked for.
 
     Silent is the danger: arc.bt run on 0.7 would test the wrong metadata bit and still print numbers.
     An unknown version (no module) passes: the module check of the preflight reports that.
     """
-    if family != "bpftrace" or not spec.openzfs_min or not zfs_version:
+    if not spec.openzfs_min or family not in spec.openzfs_gated or not zfs_version:
         return
     have = version_tuple(zfs_version)[:2]
     if have and have < spec.openzfs_min:
@@ -206,7 +244,7 @@ def argv_for(spec: TraceScript, interval: int, family: str, pid: Optional[int] =
     ``zfs_version`` is the OpenZFS module's version for :func:`check_openzfs`; None reads it from this host.
     """
     path = str(script_path(spec, family))
-    if family == "bpftrace" and spec.openzfs_min:
+    if spec.openzfs_min:
         check_openzfs(spec, family, zfs_version if zfs_version is not None else openzfs_module_version())
     extra: List[str] = []
     for need in spec.args:

@@ -40,13 +40,21 @@ from zfsmon.trace.resolve import (
 )
 
 TRACEFS = "/sys/kernel/tracing"
+DEBUGFS = "/sys/kernel/debug"
 ZFS_MODULE = "/sys/module/zfs"  # present when the OpenZFS kernel module is loaded
 _PR_SET_PDEATHSIG = 1
 _NOISE = ("couldn't set RLIMIT_MEMLOCK", "Attaching ")
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask the kernel to SIGTERM the tracer when zfsmon's thread that started it dies."""
+    """Ask the kernel to SIGTERM the tracer when zfsmon's thread that started it dies; give it SIGINT's default.
+
+    A zfsmon started in the background by a shell script has SIGINT ignored, and an ignored signal stays ignored
+    across exec: dtrace then leaves SIGINT ignored (it installs its handler only for a signal not ignored) and
+    does not stop on the SIGINT it is sent (seen in the OpenZFS guest)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if not sys.platform.startswith("linux"):
+        return
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
@@ -77,15 +85,25 @@ def explain_stderr(text: str, tracer: str = "bpftrace") -> str:
     return lines[-1] if lines else ""
 
 
-def ensure_tracefs(path: str = TRACEFS) -> Optional[str]:
-    """bpftrace needs tracefs for tracepoints; mount it if absent. Returns a problem, or None."""
-    if os.path.isdir(os.path.join(path, "events")):
+def _ensure_mounted(fstype: str, source: str, path: str, marker: str) -> Optional[str]:
+    """Mount ``fstype`` at ``path`` unless ``path/marker`` is there. Returns a problem, or None."""
+    if os.path.isdir(os.path.join(path, marker)):
         return None
     try:
-        subprocess.run(["mount", "-t", "tracefs", "nodev", path], capture_output=True, timeout=10, check=True)
+        subprocess.run(["mount", "-t", fstype, source, path], capture_output=True, timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):
-        return f"tracefs is not mounted at {path} and mounting it failed (mount -t tracefs nodev {path})"
-    return None if os.path.isdir(os.path.join(path, "events")) else f"tracefs at {path} has no events/"
+        return f"{fstype} is not mounted at {path} and mounting it failed (mount -t {fstype} {source} {path})"
+    return None if os.path.isdir(os.path.join(path, marker)) else f"{fstype} at {path} has no {marker}/"
+
+
+def ensure_tracefs(path: str = TRACEFS) -> Optional[str]:
+    """bpftrace needs tracefs for tracepoints; mount it if absent. Returns a problem, or None."""
+    return _ensure_mounted("tracefs", "nodev", path, "events")
+
+
+def ensure_debugfs(path: str = DEBUGFS) -> Optional[str]:
+    """DTrace for Linux reads tracefs under debugfs (``/sys/kernel/debug/tracing``); mount debugfs if absent."""
+    return _ensure_mounted("debugfs", "debugfs", path, "tracing")
 
 
 def preflight(spec: TraceScript, family: str, tracer: Optional[str] = None) -> Optional[str]:
@@ -96,6 +114,12 @@ def preflight(spec: TraceScript, family: str, tracer: Optional[str] = None) -> O
         return f"{exe} not found on PATH ({how})"
     if os.geteuid() != 0:
         return f"tracing needs root ({exe} loads kernel probes): run zfsmon as root"
+    if family == "dtrace" and sys.platform.startswith("linux"):
+        problem = ensure_debugfs()
+        if problem:
+            return problem
+        if spec.needs_zfs_module and not os.path.isdir(ZFS_MODULE):
+            return f"trace {spec.name!r} needs the OpenZFS kernel module, and this host has none loaded"
     if family == "bpftrace":
         problem = ensure_tracefs()
         if problem:
@@ -119,10 +143,11 @@ class TraceCollector(StreamCollector):
     spec: Optional[TraceScript]
 
     def __init__(self, name: str, interval: int = 1, slow_ms: int = 0, platform: Optional[str] = None,
-                 pools: tuple = (), tracer: Optional[str] = None, clock: Clock = time.time) -> None:
-        self.family = catalog.tracer_family(platform)
+                 pools: tuple = (), tracer: Optional[str] = None, clock: Clock = time.time,
+                 backend: Optional[str] = None) -> None:
+        self.family = catalog.tracer_family(platform, backend)
         fuse_pid = zfs_fuse_pid() if self.family == "bpftrace" else None
-        spec = self.spec = catalog.resolve(name, platform, fuse_pid)
+        spec = self.spec = catalog.resolve(name, platform, fuse_pid, self.family)
         self.pid = fuse_pid if catalog.NEEDS_PID in spec.args else None  # the traced daemon, if any
         self.pools = tuple(pools)
         self.names = Names(refresh=self._refresh_names)
@@ -210,7 +235,7 @@ class TraceCollector(StreamCollector):
         super()._spawn()
 
     def _popen_extra(self) -> Dict[str, Any]:
-        return {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
+        return {"preexec_fn": _die_with_parent} if os.name == "posix" else {}
 
     def _exit_reason(self, rc: int, stderr: str) -> str:
         return self._gone or explain_stderr(stderr, self.family) or f"exit status {rc}"
@@ -220,11 +245,13 @@ class TraceCollector(StreamCollector):
         return self._proc.pid if self._proc is not None else None
 
 
-def trace_collectors(names: Sequence[str], interval: float, pools: Optional[Sequence[str]] = None) -> List[Collector]:
+def trace_collectors(names: Sequence[str], interval: float, pools: Optional[Sequence[str]] = None,
+                     backend: Optional[str] = None) -> List[Collector]:
     """`--trace NAME` for `top`/`record`: one tracing script (dtrace/ or bpftrace/) per name, as a source."""
     out: List[Collector] = []
     for name in names:
         if name not in catalog.SCRIPTS:
             raise UserError(f"unknown trace script {name} (known: {', '.join(sorted(catalog.SCRIPTS))})")
-        out.append(TraceCollector(name, max(1, int(round(interval))), pools=tuple(pools or ())))
+        out.append(TraceCollector(name, max(1, int(round(interval))), pools=tuple(pools or ()),
+                                  backend=backend or catalog.script_backend()))
     return out

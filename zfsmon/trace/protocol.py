@@ -35,6 +35,11 @@ HEADER = "zfsmon-trace"
 ENTITY_KINDS = ("devt", "fd", "name")
 #: map name -> number of keys it carries (the last key of @lat is the bucket)
 MAPS = {"lat": 3, "max": 2, "sum": 2, "bytes": 2, "count": 2}
+#: with the header option ``totals=1`` these maps print totals since the script started (the D scripts: DTrace for
+#: Linux clears a map by generation, and events between its snapshot and the clear are lost); @max is per interval
+TOTAL_MAPS = ("lat", "sum", "bytes", "count")
+#: how many distinct map lines a ``totals=1`` stream may carry (each one's last total is kept)
+MAX_TOTALS = 100_000
 PERCENTILES = ((50, 0.50), (95, 0.95), (99, 0.99))
 
 _MAP_LINE = re.compile(r"^@(\w+)(?:\[(.*)\])?:\s*(-?\d+)\s*$")
@@ -117,6 +122,7 @@ class TraceParser(StreamParser):
         self.line_no = 0
         self.block: Optional[TraceInterval] = None
         self.intervals = 0
+        self.totals: Optional[Dict[Tuple[str, str], int]] = None  # totals=1: each map line's last total
 
     # helpers ---------------------------------------------------------------
     def _err(self, message: str, line: str) -> ParseError:
@@ -174,8 +180,11 @@ class TraceParser(StreamParser):
         kind = opts.get("entity", "name")
         if kind not in ENTITY_KINDS:
             raise self._err(f"unknown entity kind {kind!r}", text)
+        if opts.get("totals", "0") not in ("0", "1"):
+            raise self._err("header option totals must be 0 or 1", text)
         self.script, self.options, self.entity_kind = parts[2], opts, kind
         self.block = None
+        self.totals = {} if opts.get("totals") == "1" else None
         return []
 
     def _interval(self, text: str, ts: float) -> List[Record]:
@@ -207,6 +216,10 @@ class TraceParser(StreamParser):
             raise self._err("negative value", text)
         if self.entity_kind == "devt" and not keys[0].isdigit():
             raise self._err("entity=devt but the key is not a device number", text)
+        if self.totals is not None and name in TOTAL_MAPS:
+            value = self._since_last(name, keys_text or "", value, text)
+            if value == 0:
+                return
         b = self.block
         if name == "lat":
             lo = int(keys[2]) if keys[2].isdigit() else -1
@@ -221,6 +234,16 @@ class TraceParser(StreamParser):
             b.bytes[(keys[0], keys[1])] = b.bytes.get((keys[0], keys[1]), 0) + value
         else:
             b.counts[(keys[0], keys[1])] = b.counts.get((keys[0], keys[1]), 0) + value
+
+    def _since_last(self, name: str, keys_text: str, total: int, line: str) -> int:
+        """``totals=1``: this interval's part of a total (all of it after a restart, when the total went down)."""
+        assert self.totals is not None
+        key = (name, keys_text)
+        last = self.totals.get(key)
+        if last is None and len(self.totals) >= MAX_TOTALS:
+            raise self._err(f"more than {MAX_TOTALS} distinct map lines with totals=1", line)
+        self.totals[key] = total
+        return total if last is None or total < last else total - last
 
     def _end(self, text: str, ts: float) -> List[Record]:
         if self.block is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from zfsmon.model import Entity, Kind
-from zfsmon.sources.devices.diskstats import resolve_leaves
+from zfsmon.sources.devices.diskstats import disk_partitions, resolve_leaves
 from zfsmon.sources.zpool.status import Topology
 from zfsmon.trace.protocol import devt_name
 
@@ -85,26 +85,35 @@ def dsk_links(dsk: str = "/dev/dsk") -> Dict[str, str]:
 
 
 def kernel_links(topology: Topology,
-                 resolve: Callable[[List[str]], Dict[str, List[str]]] = resolve_leaves) -> Dict[str, str]:
+                 resolve: Callable[[List[str]], Dict[str, List[str]]] = resolve_leaves,
+                 partitions: Callable[[str], List[str]] = disk_partitions) -> Dict[str, str]:
     """Linux: kernel device name -> leaf name as ``zpool status`` prints it (``vdb`` -> ``virtio-data0``).
 
     Pools made from ``/dev/disk/by-id`` names list their leaves by those names,
     while block tracepoints name the kernel's device (``vdb``): the symlinks
     join them. A partition leaf also claims its whole disk, where I/O may be
-    accounted, unless another leaf has that name.
+    accounted, and a whole-disk leaf its partitions (ZFS puts its data in the
+    first one, and D's io provider names a bio's partition: ``vdb1``), unless
+    another leaf has that name.
     """
     # single-disk top-level vdevs (a log or cache device, a stripe) are disks too
     leaves = sorted({e.name for e in topology.entities.values() if e.kind in (Kind.LEAF, Kind.VDEV)})
     out: Dict[str, str] = {}
+    claimed: Dict[str, str] = {}
     for leaf, names in resolve(leaves).items():
         for i, name in enumerate(names):
             if name != leaf and (i == 0 or name not in out):
                 out[name] = leaf
-    return out
+        for part in partitions(names[0]) if names else ():
+            claimed.setdefault(part, leaf)
+    return {**claimed, **out}
 
 
 #: illumos whole-disk vdevs are opened as slice 0 (``/dev/dsk/c2t0d0s0``) but listed as ``c2t0d0``
 _SLICE = re.compile(r"(?<=d\d)s\d+$")
+#: Linux whole-disk vdevs are opened as their first partition (``/dev/disk/by-id/virtio-log0-part1``, the path
+#: ZFS keeps as vdev_path) but listed as ``virtio-log0``
+_PART = re.compile(r"-part\d+$")
 
 
 def _as_trace(ent: Entity) -> Entity:
@@ -165,7 +174,8 @@ class Names:
                 hit = self.vdev(os.path.basename(path))
             return _as_trace(hit) if hit else Entity(Kind.TRACE, path)
         name = self.links.get(token, token)
-        hit = self.vdev(name) or (self.vdev(_SLICE.sub("", name)) if _SLICE.search(name) else None)
+        hit = self.vdev(name) or (self.vdev(_SLICE.sub("", name)) if _SLICE.search(name) else None) or (
+            self.vdev(_PART.sub("", name)) if _PART.search(name) else None)
         if hit is not None:
             return _as_trace(hit)
         if token in self.topology.pools:

@@ -300,7 +300,7 @@ def test_record_with_backend_bcc_is_one_collector_for_every_trace():
     plain, _ = pick_collectors(host.probe(), 5.0, None, ["diskstats"], ["zil", "arc"])
     assert not [c for c in plain if isinstance(c, bcc_collector.BccCollector)]
     with pytest.raises(UserError, match="no tracing backend"):
-        pick_collectors(host.probe(), 5.0, None, ["diskstats"], ["zil"], "dtrace")
+        pick_collectors(host.probe(), 5.0, None, ["diskstats"], ["zil"], "systemtap")
 
 
 def test_a_bcc_collector_starts_under_record(monkeypatch):

@@ -24,7 +24,13 @@ import pytest
 from tests.conftest import REPO
 from zfsmon.trace import catalog
 
-SCRIPTS = sorted((REPO / "dtrace").glob("*.d"))
+#: the D scripts for OpenZFS on Linux (catalog.LINUX_D) read Linux's types, not illumos's: zfsslower_linux.d only
+#: the kernel's (BTF of the running kernel, so it compiles here without the prelude), arc_linux.d the zfs module's,
+#: which only a kernel with that module and its BTF has: it is compiled and run in the OpenZFS guest
+#: (bench/bench_guest_dtrace.py; its outputs, tests/data/openzfs-2.3/dtrace, are checked in every test run)
+LINUX = sorted(REPO / s.files["dtrace"] for s in catalog.LINUX_D.values())
+SCRIPTS = sorted(p for p in (REPO / "dtrace").glob("*.d") if p not in LINUX)
+KERNEL_TYPES_ONLY = [REPO / "dtrace" / "zfsslower_linux.d"]
 TYPES = REPO / "tests" / "data" / "dtrace" / "illumos-types.d"
 
 
@@ -47,9 +53,10 @@ pytestmark = pytest.mark.skipif(
     reason="Oracle DTrace for Linux not found (ZFSMON_DTRACE) or not root: D scripts not compiled")
 
 
-def compile_d(text: str, tmp_path: Path, *args: str) -> Tuple[int, str]:
-    """Compile TYPES + the script (its #! line dropped); error line numbers are mapped back to the script."""
-    prelude = TYPES.read_text()
+def compile_d(text: str, tmp_path: Path, *args: str, illumos: bool = True) -> Tuple[int, str]:
+    """Compile TYPES (``illumos``) + the script (its #! line dropped); error line numbers are mapped back to the
+    script."""
+    prelude = TYPES.read_text() if illumos else ""
     lines = text.splitlines(keepends=True)
     dropped = 1 if lines and lines[0].startswith("#!") else 0
     src = tmp_path / "check.d"
@@ -66,7 +73,8 @@ def compile_d(text: str, tmp_path: Path, *args: str) -> Tuple[int, str]:
 
 def _args(script: Path) -> List[str]:
     """The arguments `zfsmon trace` passes the script (after the file): INTERVAL [SLOW_MS]."""
-    specs = [s for s in catalog.SCRIPTS.values() if s.files.get("dtrace") == f"dtrace/{script.name}"]
+    specs = [s for s in [*catalog.SCRIPTS.values(), *catalog.variant_specs()]
+             if s.files.get("dtrace") == f"dtrace/{script.name}"]
     assert specs, f"{script.name} is in no catalog entry"
     argvs = {tuple(catalog.argv_for(s, 1, "dtrace", slow_ms=10)[4:]) for s in specs}
     assert len(argvs) == 1, argvs
@@ -77,6 +85,17 @@ def _args(script: Path) -> List[str]:
 def test_d_script_compiles(script: Path, tmp_path):
     rc, out = compile_d(script.read_text(), tmp_path, *_args(script))
     assert rc == 0, f"{script.name}: {out}"
+
+
+@pytest.mark.parametrize("script", KERNEL_TYPES_ONLY, ids=[p.name for p in KERNEL_TYPES_ONLY])
+def test_linux_d_script_compiles_against_the_running_kernel(script: Path, tmp_path):
+    """A Linux D script that reads only kernel types: compiled against this kernel's BTF, no prelude."""
+    rc, out = compile_d(script.read_text(), tmp_path, *_args(script), illumos=False)
+    assert rc == 0, f"{script.name}: {out}"
+    broken = script.read_text().replace("->i_sb->s_dev, \"op_open\"", "->i_sbx->s_dev, \"op_open\"", 1)
+    assert broken != script.read_text()
+    rc, out = compile_d(broken, tmp_path, *_args(script), illumos=False)
+    assert rc != 0 and "i_sbx is not a member" in out, out
 
 
 BREAKS: List[Tuple[str, str, str, str]] = [

@@ -12,6 +12,7 @@ from typing import Dict, List
 
 from tests.conftest import TEST_DATA
 from zfsmon.model import Role, Sample
+from zfsmon.sources.devices.diskstats import disk_partitions
 from zfsmon.sources.zpool.status import parse_status
 from zfsmon.trace.protocol import TraceParser
 from zfsmon.trace.resolve import Names, kernel_links
@@ -52,3 +53,27 @@ def test_blklat_resolves_roles_through_by_id_names() -> None:
     plain = {r.entity.name for line in (DATA / "bcc-all.out").read_text().splitlines() for r in bare.feed(line, 0.0)
              if isinstance(r, Sample) and r.source == "trace:blklat"}
     assert "vdb" in plain and "virtio-data0" not in plain
+
+
+def test_a_whole_disk_leaf_claims_its_partitions_and_its_part1_path() -> None:
+    """D's io provider names a bio's partition (vdb1: ZFS puts a whole disk's data in partition 1), and zil.d the
+    vdev's own path (/dev/disk/by-id/virtio-log0-part1): both resolve to the leaf zpool lists, with its role."""
+    topo = parse_status((DATA / "zpool-status.txt").read_text())
+    links = kernel_links(topo, resolve=_by_id_resolution, partitions=lambda disk: [f"{disk}1", f"{disk}9"])
+    assert links["vdb"] == links["vdb1"] == links["vdb9"] == "virtio-data0"
+    assert links["vdf1"] == "virtio-log0" and links["vdg1"] == "virtio-cache0"
+    names = Names(topology=topo, links=links)
+    data = names("name", "vdb1")
+    assert (data.name, data.role, data.parent, data.pool) == ("virtio-data0", Role.DATA, "mirror-0", "zguest")
+    log = names("name", "/dev/disk/by-id/virtio-log0-part1")
+    assert (log.name, log.role, log.pool) == ("virtio-log0", Role.LOG, "zguest")
+    assert names("name", "vdz1").pool == ""  # no leaf: left as the script named it
+
+
+def test_disk_partitions_reads_sysfs(tmp_path) -> None:
+    for part in ("vdb1", "vdb9"):
+        (tmp_path / "vdb" / part).mkdir(parents=True)
+        (tmp_path / "vdb" / part / "partition").write_text("1\n")
+    (tmp_path / "vdb" / "queue").mkdir()
+    assert disk_partitions("vdb", str(tmp_path)) == ["vdb1", "vdb9"]
+    assert disk_partitions("vdb1", str(tmp_path)) == [] and disk_partitions("nope", str(tmp_path)) == []

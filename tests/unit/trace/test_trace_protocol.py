@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.conftest import REPO, TEST_DATA
 from zfsmon.model import Event, EventKind, Kind, ParseError, Role, Sample
 from zfsmon.sources.zpool.status import parse_status
-from zfsmon.trace import catalog
+from zfsmon.trace import catalog, protocol
 from zfsmon.trace.histogram import is_bucket
 from zfsmon.trace.protocol import TraceParser, parse_text
 from zfsmon.trace.resolve import Names
@@ -26,16 +26,28 @@ _LAT = re.compile(r"^@lat\[(.+), (\w+), (\d+)\]: (\d+)$")
 
 
 def _naive_counts(path: Path) -> Dict[Tuple[int, str, str], int]:
-    """(interval index, entity token, op) -> ops, summed straight from the @lat lines: an independent reader."""
+    """(interval index, entity token, op) -> ops, summed straight from the @lat lines: an independent reader.
+
+    With ``totals=1`` in the header each bucket line is a total since the start: its interval's part is the
+    difference from the same bucket's line before."""
     out: Dict[Tuple[int, str, str], int] = {}
+    last: Dict[Tuple[str, str, str], int] = {}
+    totals = False
     idx = -1
     for line in path.read_text().splitlines():
+        if line.startswith("zfsmon-trace "):
+            totals, last = "totals=1" in line.split(), {}
         if line.startswith("interval "):
             idx += 1
         m = _LAT.match(line)
         if m:
+            n = int(m.group(4))
+            if totals:
+                bucket = (m.group(1), m.group(2), m.group(3))
+                n, last[bucket] = n - last.get(bucket, 0), n
             key = (idx, m.group(1), m.group(2))
-            out[key] = out.get(key, 0) + int(m.group(4))
+            if n:
+                out[key] = out.get(key, 0) + n
     return out
 
 
@@ -60,7 +72,8 @@ def test_every_script_has_a_recorded_output():
 def _trace_name(path: Path) -> str:
     """The trace a recorded output belongs to: its script's stem, or for a variant (arc_kprobe.bt) its trace's."""
     stem = path.name.split(".")[0]
-    return next((v.name for v in catalog.VARIANTS.values() if Path(v.files.get("bpftrace", "")).stem == stem), stem)
+    return next((v.name for v in catalog.variant_specs() if any(Path(f).stem == stem for f in v.files.values())),
+                stem)
 
 
 @pytest.mark.parametrize("path", OUTPUTS, ids=[p.name for p in OUTPUTS])
@@ -241,3 +254,77 @@ def test_random_text_raises_only_parse_errors(lines):
             p.feed(line, 0.0)
         except ParseError:
             pass
+
+
+# --- totals=1: the D scripts print totals since they started, the parser takes each interval's part -----------
+
+_TOTALS = """zfsmon-trace 1 zil entity=name interval=5 slow_ms=0 totals=1
+interval 100.0 5
+@lat[zguest, commit, 1048576]: 3
+@max[zguest, commit]: 1200000
+@sum[zguest, commit]: 3300000
+@count[zguest, commits]: 3
+end
+interval 105.0 5
+@lat[zguest, commit, 1048576]: 5
+@lat[zguest, commit, 2097152]: 1
+@max[zguest, commit]: 2500000
+@sum[zguest, commit]: 8000000
+@count[zguest, commits]: 6
+end
+interval 110.0 5
+@lat[zguest, commit, 1048576]: 5
+@lat[zguest, commit, 2097152]: 1
+@sum[zguest, commit]: 8000000
+@count[zguest, commits]: 6
+end
+zfsmon-trace 1 zil entity=name interval=5 slow_ms=0 totals=1
+interval 120.0 5
+@lat[zguest, commit, 1048576]: 1
+@sum[zguest, commit]: 1000000
+@max[zguest, commit]: 1000000
+@count[zguest, commits]: 1
+end
+"""
+
+
+def test_totals_become_each_interval_s_part_and_a_restart_starts_again():
+    samples = [r for r in parse_text(_TOTALS) if isinstance(r, Sample)]
+    assert [s.ts for s in samples] == [100.0, 105.0, 120.0]  # 110: no change, so no sample (an idle interval)
+    first, second, restarted = (s.metrics for s in samples)
+    assert first["commits"] == 3 and first["commit_ops"] == 3 and first["commit_lat_max_ns"] == 1200000
+    assert second["commits"] == 3 and second["commit_ops"] == 3  # 6 - 3, and the buckets 5 - 3 and 1 - 0
+    assert second["commit_hist_1048576"] == 2 and second["commit_hist_2097152"] == 1
+    assert second["commit_lat_mean_ns"] == pytest.approx((8000000 - 3300000) / 3)
+    assert second["commit_lat_max_ns"] == 2500000  # @max is the interval's own
+    assert restarted["commits"] == 1 and restarted["commit_ops"] == 1  # a new header: totals from zero
+
+
+def test_a_total_that_went_down_is_taken_whole():
+    text = _TOTALS.split("zfsmon-trace", 2)[1]
+    text = "zfsmon-trace" + text.replace("@count[zguest, commits]: 6\nend\ninterval 110.0",
+                                         "@count[zguest, commits]: 6\nend\ninterval 107.0 5\n"
+                                         "@count[zguest, commits]: 2\nend\ninterval 110.0")
+    counts = [r.metrics.get("commits") for r in parse_text(text) if isinstance(r, Sample)]
+    assert counts == [3, 3, 2, 4]  # 2 after 6: a restart; then 6 after 2
+
+
+def test_without_totals_each_interval_is_taken_as_printed():
+    text = _TOTALS.replace(" totals=1", "")
+    counts = [r.metrics.get("commits") for r in parse_text(text) if isinstance(r, Sample)]
+    assert counts == [3, 6, 6, 1]
+
+
+@pytest.mark.parametrize("option", ["totals=2", "totals=yes", "totals="])
+def test_a_bad_totals_option_is_refused(option: str):
+    with pytest.raises(ParseError, match="totals must be 0 or 1"):
+        parse_text(f"zfsmon-trace 1 zil entity=name interval=5 {option}\n")
+
+
+def test_totals_keep_a_bounded_number_of_lines(monkeypatch):
+    """Each distinct map line's last total is kept; a hostile stream of new keys stops at the bound."""
+    monkeypatch.setattr(protocol, "MAX_TOTALS", 3)
+    lines = ["zfsmon-trace 1 vdevlat entity=name interval=1 totals=1", "interval 1.0 1"]
+    lines += [f"@count[dev{i}, reads]: 1" for i in range(4)]
+    with pytest.raises(ParseError, match="more than 3 distinct map lines"):
+        parse_text("\n".join(lines))

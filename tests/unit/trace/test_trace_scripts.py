@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import REPO, TEST_DATA
 from zfsmon.model import ParseError, Sample
 from zfsmon.trace import catalog
-from zfsmon.trace.protocol import MAPS, TraceParser, parse_text
+from zfsmon.trace.protocol import MAPS, TOTAL_MAPS, TraceParser, parse_text
 
 SCRIPTS = sorted((REPO / "dtrace").glob("*.d")) + sorted((REPO / "bpftrace").glob("*.bt"))
 IDS = [f"{p.parent.name}/{p.name}" for p in SCRIPTS]
@@ -151,7 +151,14 @@ def test_maps_match_the_protocol_and_are_printed_and_cleared(path: Path):
             assert f'printa("", @{name})' in tick[0], f"@{name} not printed"
         else:
             assert f"print(@{name})" in tick[0], f"@{name} not printed"
-        assert f"{clear}(@{name})" in tick[0] and f"{clear}(@{name})" in end[0], f"@{name} not cleared"
+        assert f"{clear}(@{name})" in end[0], f"@{name} not cleared at the end"
+        if path.suffix == ".d" and name in TOTAL_MAPS:
+            # D prints totals (header totals=1): DTrace for Linux clears a map by generation, and the events
+            # between its snapshot and the clear were lost (zil.d's @count: 11,024 of 21,274 commits)
+            assert f"{clear}(@{name})" not in tick[0], f"@{name} is a total: not cleared per interval"
+            assert "totals=1" in next(f for f in _formats(text, "printf") if f.startswith("zfsmon-trace"))
+        else:
+            assert f"{clear}(@{name})" in tick[0], f"@{name} not cleared"
     if path.suffix == ".bt":  # bpftrace dumps every non-empty map at exit: END must clear them all
         for name in set(re.findall(r"@(\w+)\[", _code(text))):
             assert f"clear(@{name})" in end[0], f"@{name} would be dumped at exit"
@@ -163,8 +170,10 @@ def test_every_format_is_read_by_the_parser(path: Path):
     printfs = _formats(text, "printf")
     headers = [f for f in printfs if f.startswith("zfsmon-trace")]
     assert len(headers) == 1
-    # a variant (arc_kprobe.bt, catalog.VARIANTS) prints its trace's name: the same protocol under the same name
-    name = next((v.name for v in catalog.VARIANTS.values() if REPO / v.files.get("bpftrace", "") == path), path.stem)
+    # a variant (arc_kprobe.bt, arc_linux.d: catalog.variant_specs) prints its trace's name: the same protocol under
+    # the same name
+    name = next((v.name for v in catalog.variant_specs() if any(REPO / f == path for f in v.files.values())),
+                path.stem)
     assert re.match(rf"zfsmon-trace 1 {name} entity=(devt|fd|name) interval=%d", headers[0])
     maps = _protocol_maps(text)
     map_lines = _formats(text, "printa") if path.suffix == ".d" else [
@@ -223,7 +232,7 @@ def test_example_output_is_the_recorded_one_and_parses(path: Path):
 
 
 def test_catalog_names_existing_scripts_and_every_script_is_in_it():
-    listed = {REPO / f for spec in [*catalog.SCRIPTS.values(), *catalog.VARIANTS.values()] for f in spec.files.values()}
+    listed = {REPO / f for spec in [*catalog.SCRIPTS.values(), *catalog.variant_specs()] for f in spec.files.values()}
     assert all(p.is_file() for p in listed)
     assert set(SCRIPTS) == listed
 

@@ -220,10 +220,12 @@ def test_table_csv_and_histograms_from_the_lab_capture():
 def test_trace_command_reads_a_saved_output(capsys):
     from zfsmon.cli import main
 
-    assert main(["trace", "--from", str(DATA / "zil.d.out")]) == 0
+    assert main(["trace", "--from", str(DATA / "zil.d.out")]) == 0  # zil.d in the OpenZFS guest (totals=1)
     out = capsys.readouterr().out
-    assert "tank: commits=40" in out and "slow commit 27.3 ms on tank" in out
-    assert "tank commit: 85 ops" in out  # the closing histogram sums both intervals (40 + 45)
+    assert "zguest: commits=1858" in out and "zguest: commits=2756" in out
+    assert "zguest commit: 4614 ops" in out  # the closing histogram sums both intervals (1858 + 2756)
+    assert main(["trace", "--from", str(DATA / "txg.d.out")]) == 0
+    assert "slow sync 86.0 ms on zguest (txg=21)" in capsys.readouterr().out
     assert main(["trace", "--from", str(DATA / "txg.bt.out"), "--csv"]) == 0
     rows = capsys.readouterr().out.splitlines()
     assert rows[0].startswith("ts,script,entity") and len(rows) == 1 + 4  # 2 pools x 2 intervals

@@ -69,6 +69,9 @@ def _boot_options(p: argparse.ArgumentParser) -> None:
                    "must exceed ZFS's minimum, 1/32 of --memory and at least 64)")
     p.add_argument("--zfs-param", action="append", type=_param, default=[], metavar="NAME=VALUE",
                    help="a zfs module parameter for this boot (repeatable), e.g. l2arc_rebuild_enabled=0")
+    p.add_argument("--with-dtrace", metavar="PREFIX", help="carry the DTrace installed under PREFIX (Oracle's "
+                   "DTrace for Linux, e.g. /opt/dtrace) into the guest, on its PATH, with the zfs module's BTF "
+                   "loaded for it (zfsmon ships no DTrace)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from zfsmon.commands._timearg import seconds
+from zfsmon.defaults import LINUX_BACKENDS
 
 NAME = "record"
 HELP = "record all available sources into a recording file (SQLite)"
@@ -32,8 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool", action="append", default=[], metavar="POOL", help="only this pool (repeatable)")
     p.add_argument("--trace", action="append", default=[], metavar="NAME",
                    help="also record a tracing script's distributions (repeatable), e.g. vdevlat")
-    p.add_argument("--backend", choices=("bpftrace", "bcc"), help="Linux tracing backend for --trace: bpftrace "
-                   "(default: one script per trace) or bcc (every --trace in ONE compiled program)")
+    p.add_argument("--backend", choices=LINUX_BACKENDS, help="Linux tracing backend for --trace: bpftrace "
+                   "(default: one script per trace), bcc (every --trace in ONE compiled program) or dtrace (the D "
+                   "scripts, under a DTrace you have)")
     p.add_argument("--interval", "-i", type=seconds, default=1.0, metavar="S", help="seconds between readings "
                    "(default 1)")
     p.add_argument("--out", "-o", metavar="FILE", help="recording file (default zfsmon-HOST-TIME.zfsmon in "

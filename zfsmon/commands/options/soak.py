@@ -94,5 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     fio.add_argument("--trace", action="append", default=[], metavar="NAME",
                      help="also record a tracing script's per-vdev latency histograms (repeatable), e.g. "
                      "fusevdevlat on the zfs-fuse lab, vdevlat elsewhere: `zfsmon analyze` sets them beside fio's")
+    fio.add_argument("--backend", choices=("bpftrace", "dtrace"), help="Linux tracing backend for --trace: "
+                     "bpftrace (default) or dtrace (the D scripts, under a DTrace you have)")
     p.add_argument("pgbench_args", nargs=argparse.REMAINDER, metavar="-- PGBENCH_OPTIONS",
                    help="options passed to pgbench (after --)")

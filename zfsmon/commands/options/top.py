@@ -26,6 +26,7 @@ import argparse
 
 from zfsmon.commands._timearg import MAX_SECONDS, number, seconds, whole
 from zfsmon.commands.options._screen import add_theme
+from zfsmon.defaults import LINUX_BACKENDS
 
 NAME = "top"
 HELP = "live dashboard of all sources (vdevs by role, ARC/L2ARC, ZIL, workload), recorded as it runs"
@@ -66,6 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", action="append", default=[], metavar="NAME",
                    help="also run a tracing script as a source (repeatable), e.g. vdevlat: latency distributions "
                         "per vdev (see `zfsmon trace --help`)")
+    p.add_argument("--backend", choices=LINUX_BACKENDS, help="Linux tracing backend for --trace: bpftrace (default), "
+                   "bcc (every --trace in one program) or dtrace (the D scripts, under a DTrace you have)")
     p.add_argument("--cold", action="store_true", help="--soak --lab: empty the ARC and L2ARC after loading the "
                    "database, so the warm-up is seen from cold")
     p.add_argument("--conn", metavar="CONNINFO", help="--soak/--attach: PostgreSQL conninfo (also for "

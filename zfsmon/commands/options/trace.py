@@ -52,6 +52,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool", action="append", default=[], metavar="POOL", help="roles from this pool only")
     p.add_argument("--no-histograms", action="store_true", help="skip the closing histograms")
     p.add_argument("--from", dest="from_file", metavar="FILE", help="parse a saved script output")
-    p.add_argument("--backend", choices=LINUX_BACKENDS, help="Linux: bpftrace (default when installed) "
-                   "or bcc (several traces in one program)")
+    p.add_argument("--backend", choices=LINUX_BACKENDS, help="Linux: bpftrace (default when installed), "
+                   "bcc (several traces in one program) or dtrace (the D scripts, under a DTrace you have)")
     p.add_argument("--list", action="store_true", help="list the traces, which backend offers them, and exit")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from zfsmon.defaults import SOURCE_TREE
-from zfsmon.lab.guest import hostctl, inguest, runner
+from zfsmon.lab.guest import dtrace, hostctl, inguest, runner
 from zfsmon.lab.guest.runner import PoolLayout
 from zfsmon.lab.guest.spec import LOCK_DIR, ROOT_LABEL, RUN_ROOT, Image
 from zfsmon.lab.guest.steps import GuestError, Progress, exclusive, kill_group, signals_raise, tail
@@ -106,8 +106,13 @@ def existing_disks(disks_dir: Path, layout: PoolLayout) -> bool:
     return bool(there)
 
 
-def _prepare(out_dir: Path, command: str, layout: Optional[PoolLayout], params: Sequence[str] = ()) -> None:
+def _prepare(out_dir: Path, command: str, layout: Optional[PoolLayout], params: Sequence[str] = (),
+             dtrace_prefix: Optional[Path] = None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
+    if dtrace_prefix is None:
+        dtrace.unshare(out_dir)
+    else:
+        dtrace.share(dtrace_prefix, out_dir)
     params_file = out_dir / runner.PARAMS_FILE
     if params:
         params_file.write_text(" ".join(params) + "\n")
@@ -126,12 +131,14 @@ def _prepare(out_dir: Path, command: str, layout: Optional[PoolLayout], params: 
 
 def run(image: Image, command: str, out_dir: Path, *, layout: Optional[PoolLayout] = PoolLayout(),
         src: Path = REPO, machine: Machine = Machine(), timeout: float = 1800, keep: bool = False,
-        log=print, echo: bool = True, disks: Optional[Path] = None, params: Sequence[str] = ()) -> RunResult:
+        log=print, echo: bool = True, disks: Optional[Path] = None, params: Sequence[str] = (),
+        dtrace_prefix: Optional[Path] = None) -> RunResult:
     """Boot, run ``command`` (bash) in the guest, power off. ``echo`` streams the guest's output as it comes.
 
     ``disks``: a directory that keeps the pool's disk files after the run (created on the first boot, the pool
     imported from them on the next: a reboot); by default they are fresh and removed afterwards. ``params``:
-    the zfs module's parameters (NAME=VALUE) for this boot."""
+    the zfs module's parameters (NAME=VALUE) for this boot. ``dtrace_prefix``: an installed DTrace to carry into
+    the guest (:mod:`zfsmon.lab.guest.dtrace`)."""
     check_can_boot(image)
     out_dir = out_dir.resolve()
     progress = Progress(log)
@@ -151,7 +158,7 @@ def run(image: Image, command: str, out_dir: Path, *, layout: Optional[PoolLayou
                              0o600)
                 with os.fdopen(fd, "wb") as f:
                     f.truncate(d.size_mib * 1024 * 1024)
-            _prepare(out_dir, command, layout, params)
+            _prepare(out_dir, command, layout, params, dtrace_prefix)
             console = None if keep else out_dir / "console.log"
             qmp = None if keep or layout is None else scratch / "qmp.sock"
             argv = qemu_argv(image, disks_dir, out_dir, src, layout, machine, keep, console, qmp)

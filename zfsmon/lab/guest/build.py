@@ -12,14 +12,16 @@ initrd are copied out so QEMU boots them directly. The image is built in
 from __future__ import annotations
 
 import json
+import lzma
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 from zfsmon.lab.guest import inguest
 from zfsmon.lab.guest.spec import (
@@ -127,6 +129,26 @@ def _image_size_mib(rootfs: Path) -> int:
     return int(used * 1.3) + 2048  # room for what a run writes on the root disk (its snapshot overlay)
 
 
+def elf_sections(path: Path) -> Set[str]:
+    """The section names of a 64-bit little-endian ELF file (a kernel module, ``.ko`` or ``.ko.xz``); empty for
+    anything else. The build records whether the zfs module kept its debug info (``.debug_info``)."""
+    data = lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
+    if data[:6] != b"\x7fELF\x02\x01" or len(data) < 64:
+        return set()
+    try:
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+        names_at = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)[0]
+        out = set()
+        for i in range(shnum):
+            name_off = struct.unpack_from("<I", data, shoff + i * shentsize)[0]
+            end = data.index(b"\0", names_at + name_off)
+            out.add(data[names_at + name_off:end].decode("ascii", "replace"))
+    except (struct.error, ValueError, OverflowError):
+        return set()
+    return out
+
+
 def cached(spec: GuestSpec) -> Optional[Image]:
     img = Image(spec.image_dir())
     return img if img.complete() else None
@@ -188,6 +210,7 @@ def _build(spec: GuestSpec, mirror: str, progress: Progress) -> Image:
             mods = list((rootfs / "lib/modules" / kver).rglob("zfs.ko*"))
             if not mods:
                 raise GuestError(f"zfs-dkms built no zfs module for {kver}: see {logfile}")
+            debuginfo = all(elf_sections(m) >= {".debug_info"} for m in mods)
             run_step(progress, "venv with the wheels (no index)", [
                 *chroot, "sh", "-ec", f"python3 -m venv --system-site-packages {inguest.VENV} && "
                 f"{inguest.VENV}/bin/pip install -q --no-index --find-links {inguest.WHEELHOUSE} "
@@ -207,7 +230,7 @@ def _build(spec: GuestSpec, mirror: str, progress: Progress) -> Image:
             "mkfs.ext4", "-q", "-F", "-L", ROOT_LABEL, "-d", str(rootfs), str(work / "root.img"), f"{size}M"],
             logfile, 1800)
         manifest = {"key": spec.key(), "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "mirror": mirror,
-                    "kernel": kver, "packages": versions, "build_seconds": round(progress.elapsed()),
+                    "kernel": kver, "zfs_debuginfo": debuginfo, "packages": versions, "build_seconds": round(progress.elapsed()),
                     "inputs": spec.inputs()}
         (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         shutil.rmtree(rootfs)

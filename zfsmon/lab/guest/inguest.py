@@ -95,6 +95,9 @@ def files(arc_max_mib: int) -> Dict[str, str]:
         "/etc/hosts": "127.0.0.1 localhost\n127.0.1.1 zfsmon-guest\n",
         "/etc/fstab": FSTAB,
         "/etc/modprobe.d/zfs.conf": f"options zfs zfs_arc_max={arc_max_mib * 1024 * 1024}\n",
+        # zfs-dkms reads it (its dkms.conf PACKAGE_CONFIG): the installed module keeps its debug info, from which
+        # a run with a D runtime makes the module's BTF (zfsmon.lab.guest.dtrace); the code loaded is the same
+        "/etc/dkms/zfs.conf": "ZFS_DKMS_DISABLE_STRIP=y\n",
         # the Debian package's own cluster is not needed: zfsmon makes throw-away clusters on the pool
         "/etc/postgresql-common/createcluster.d/zfsmon.conf": "create_main_cluster = false\n",
         "/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf": AUTOLOGIN,

@@ -2,7 +2,7 @@
 
 Kept out of the image (the image only has a oneshot unit that starts
 ``/mnt/out/guest-runner.sh``), so changing it needs no rebuild. The runner
-loads the module, sets up the pool (``guest-pool.sh``), runs the command
+loads the module (and, given a D runtime, ``guest-dtrace.sh``), sets up the pool (``guest-pool.sh``), runs the command
 (``guest-command.sh``) with its output in ``guest-output.log``, writes the
 exit code to ``guest-exit``, and powers the guest off unless ``zfsmon.keep=1``.
 """
@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
+from zfsmon.lab.guest.dtrace import SETUP_SCRIPT as DTRACE_SETUP
 from zfsmon.lab.guest.inguest import OUT_MOUNT, SRC_MOUNT, VENV
 
 POOL_SCRIPT = "guest-pool.sh"
@@ -42,6 +43,10 @@ exec >>"$OUT/{OUTPUT_LOG}" 2>&1
 say() {{ printf '[guest %6.1fs] %s\\n' "$(cut -d' ' -f1 /proc/uptime)" "$*"; }}
 say "booted: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {{print int($2/1024)}}' /proc/meminfo) MiB"
 modprobe zfs || {{ say "modprobe zfs failed"; echo {EXIT_NO_MODULE} > "$OUT/{EXIT_FILE}"; exit 0; }}
+# a D runtime from the host (zfsmon guest run --with-dtrace): it reloads the module with its BTF
+if [ -f "$OUT/{DTRACE_SETUP}" ] && ! OUT=$OUT bash "$OUT/{DTRACE_SETUP}"; then
+    say "the D runtime's set-up failed"; echo {EXIT_NO_MODULE} > "$OUT/{EXIT_FILE}"; exit 0
+fi
 # this boot's module parameters: written into /sys (the module is loaded early at boot, by udev or
 # zfs-load-module, so modprobe's arguments would come too late); each read back
 params=()

@@ -36,6 +36,7 @@ TOOL_PACKAGES: Tuple[str, ...] = (
     "fio", "postgresql", "postgresql-contrib", "bpftrace", "python3-bpfcc", "bpfcc-tools",
     "prometheus-node-exporter",  # bench/bench_peers.py compares zfsmon with its zfs collector
     "tmux",  # `zfsmon top` runs in a terminal of its own there, its screen captured (tests/guest, bench/)
+    "dwarves",  # pahole: the zfs module's BTF from its debug info, for a D runtime (zfsmon.lab.guest.dtrace)
 )
 #: zfs-test carries zinject (injected I/O errors and delays: the slow-leaf and fault captures; Debian installs it
 #: nowhere else); zfs-zed is the event daemon a real system runs: it faults a leaf that keeps failing and marks a

@@ -184,6 +184,17 @@ def parent_disk(name: str, sys_block: str = SYS_BLOCK) -> Optional[str]:
     return parent if os.path.exists(os.path.join(sys_block, parent)) else None
 
 
+def disk_partitions(name: str, sys_block: str = SYS_BLOCK) -> List[str]:
+    """A whole disk's partitions as the kernel names them (``vdb`` -> ``vdb1``, ``vdb9``); empty for a partition,
+    an unknown name, or a disk without partitions."""
+    entry = os.path.join(sys_block, name)
+    try:
+        children = os.listdir(entry)
+    except OSError:
+        return []
+    return sorted(c for c in children if os.path.exists(os.path.join(entry, c, "partition")))
+
+
 def resolve_leaves(leaves: Sequence[str], sys_block: str = SYS_BLOCK) -> Dict[str, List[str]]:
     """Leaf name (as ``zpool status`` prints it) -> kernel names to look for, most specific first.
 

@@ -1,0 +1,22 @@
+44 1 0x01 20 5440 42545246430 251393175050
+name                            type data
+zil_commit_count                4    34279
+zil_commit_writer_count         4    34094
+zil_commit_error_count          4    0
+zil_commit_stall_count          4    0
+zil_commit_suspend_count        4    0
+zil_itx_count                   4    164128
+zil_itx_indirect_count          4    0
+zil_itx_indirect_bytes          4    0
+zil_itx_copied_count            4    0
+zil_itx_copied_bytes            4    0
+zil_itx_needcopy_count          4    164128
+zil_itx_needcopy_bytes          4    1344536576
+zil_itx_metaslab_normal_count   4    1165
+zil_itx_metaslab_normal_bytes   4    69650648
+zil_itx_metaslab_normal_write   4    72617984
+zil_itx_metaslab_normal_alloc   4    109801472
+zil_itx_metaslab_slog_count     4    22454
+zil_itx_metaslab_slog_bytes     4    1310744400
+zil_itx_metaslab_slog_write     4    1368662016
+zil_itx_metaslab_slog_alloc     4    1862799360

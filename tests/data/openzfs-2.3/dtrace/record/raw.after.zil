@@ -1,0 +1,22 @@
+44 1 0x01 20 5440 41674468800 248112821550
+name                            type data
+zil_commit_count                4    17417
+zil_commit_writer_count         4    17417
+zil_commit_error_count          4    0
+zil_commit_stall_count          4    0
+zil_commit_suspend_count        4    0
+zil_itx_count                   4    79845
+zil_itx_indirect_count          4    0
+zil_itx_indirect_bytes          4    0
+zil_itx_copied_count            4    0
+zil_itx_copied_bytes            4    0
+zil_itx_needcopy_count          4    79315
+zil_itx_needcopy_bytes          4    699881424
+zil_itx_metaslab_normal_count   4    0
+zil_itx_metaslab_normal_bytes   4    0
+zil_itx_metaslab_normal_write   4    0
+zil_itx_metaslab_normal_alloc   4    0
+zil_itx_metaslab_slog_count     4    11112
+zil_itx_metaslab_slog_bytes     4    717213664
+zil_itx_metaslab_slog_write     4    743931904
+zil_itx_metaslab_slog_alloc     4    768909312

@@ -1,0 +1,22 @@
+44 1 0x01 20 5440 41674468800 225147714760
+name                            type data
+zil_commit_count                4    16582
+zil_commit_writer_count         4    16582
+zil_commit_error_count          4    0
+zil_commit_stall_count          4    0
+zil_commit_suspend_count        4    0
+zil_itx_count                   4    77793
+zil_itx_indirect_count          4    0
+zil_itx_indirect_bytes          4    0
+zil_itx_copied_count            4    0
+zil_itx_copied_bytes            4    0
+zil_itx_needcopy_count          4    77267
+zil_itx_needcopy_bytes          4    674559856
+zil_itx_metaslab_normal_count   4    0
+zil_itx_metaslab_normal_bytes   4    0
+zil_itx_metaslab_normal_write   4    0
+zil_itx_metaslab_normal_alloc   4    0
+zil_itx_metaslab_slog_count     4    10156
+zil_itx_metaslab_slog_bytes     4    691322512
+zil_itx_metaslab_slog_write     4    714891264
+zil_itx_metaslab_slog_alloc     4    725966848

@@ -1,0 +1,22 @@
+44 1 0x01 20 5440 44213062180 148442588810
+name                            type data
+zil_commit_count                4    22672
+zil_commit_writer_count         4    22672
+zil_commit_error_count          4    0
+zil_commit_stall_count          4    0
+zil_commit_suspend_count        4    0
+zil_itx_count                   4    108144
+zil_itx_indirect_count          4    0
+zil_itx_indirect_bytes          4    0
+zil_itx_copied_count            4    0
+zil_itx_copied_bytes            4    0
+zil_itx_needcopy_count          4    108144
+zil_itx_needcopy_bytes          4    885915648
+zil_itx_metaslab_normal_count   4    0
+zil_itx_metaslab_normal_bytes   4    0
+zil_itx_metaslab_normal_write   4    0
+zil_itx_metaslab_normal_alloc   4    0
+zil_itx_metaslab_slog_count     4    13519
+zil_itx_metaslab_slog_bytes     4    909166792
+zil_itx_metaslab_slog_write     4    941289472
+zil_itx_metaslab_slog_alloc     4    941293568
