@@ -1,6 +1,6 @@
 """The D scripts under a real D runtime on kernel OpenZFS, in the QEMU guest: one command, one boot.
 
-    sudo python3 bench/bench_guest_dtrace.py --with-dtrace /opt/dtrace --out DIR      (about 20 minutes)
+    sudo python3 bench/bench_guest_dtrace.py --with-dtrace /opt/dtrace --out DIR      (one boot, about 17 minutes)
 
 zfsmon ships no DTrace: PREFIX is one you installed (Oracle's DTrace for Linux, built for the guest's kernel
 release, e.g. 6.1 for Debian 12's; docs/tracing.md, "D on kernel OpenZFS"). ``zfsmon guest run --with-dtrace``

@@ -194,10 +194,11 @@ def test_record_over_pgbench_equals_the_kstats():
     got = _recorded()
     d = DATA / "record"
     commits = named_delta(d, "zil")["zil_commit_count"]
-    assert _rec_total(got, "trace:zil", "zguest", "commits") == commits == 835
-    assert _rec_total(got, "trace:txg", "zguest", "sync_ops") == len(synced_txgs(d)) == 7
+    assert _rec_total(got, "trace:zil", "zguest", "commits") == commits == 847
+    synced = len(synced_txgs(d))
+    assert abs(_rec_total(got, "trace:txg", "zguest", "sync_ops") - synced) <= 2  # txg.bt's tolerance: the edges
     objset = named_delta(d, "objset")
-    assert _rec_total(got, "trace:zfsslower", "zguest/db", "write_ops") == objset["writes"] == 2009
+    assert _rec_total(got, "trace:zfsslower", "zguest/db", "write_ops") == objset["writes"] == 2023
     # a read at or past the end of a file returns before ZFS counts it (module/zfs/zfs_vnops.c zfs_read,
     # zfs-2.3.2: `goto out` past dataset_kstats_update_read_kstats); PostgreSQL makes a few such reads
     extra = _rec_total(got, "trace:zfsslower", "zguest/db", "read_ops") - objset["reads"]
@@ -207,14 +208,34 @@ def test_record_over_pgbench_equals_the_kstats():
         want = arc.get(kind, 0.0)
         assert _rec_total(got, "trace:arc", "arc", kind) == pytest.approx(want, abs=max(3.0, 0.002 * want)), kind
     disks = disk_delta(d)
-    for dev in ("vdb1", "vdc1", "vdd1", "vde1", "vdf1", "vdg1"):
-        assert _rec_total(got, "trace:vdevlat", dev, "issued_writes") == disks[dev]["writes"], dev
-        assert _rec_total(got, "trace:vdevlat", dev, "issued_reads") == disks[dev]["reads"], dev
+    leaves = by_id_leaves((DATA / "by-id.txt").read_text())
+    for dev in ("vdb1", "vdc1", "vdd1", "vde1", "vdf1"):  # resolved live: recorded under the leaf's name
+        assert _rec_total(got, "trace:vdevlat", leaves[dev], "issued_writes") == disks[dev]["writes"], dev
+        assert _rec_total(got, "trace:vdevlat", leaves[dev], "issued_reads") == disks[dev]["reads"], dev
+    # the L2ARC feed thread writes the cache device every second, idle or not: its window's edges are not idle
+    cache = _rec_total(got, "trace:vdevlat", "virtio-cache0", "issued_writes")
+    assert abs(cache - disks["vdg1"]["writes"]) <= max(10.0, 0.05 * disks["vdg1"]["writes"])
+
+
+def test_record_names_every_device_by_its_leaf_with_its_role():
+    """zfsmon's resolver in the live run: D's partition names (vdb1) and vdev path (.../virtio-log0-part1) became
+    the leaves zpool lists, with role and parent, and each mirror got its leaves' histograms."""
+    with Recording.open(DATA / "record" / "dtrace.zfsmon") as rec:
+        ents = {(s.source, s.entity.name): s.entity for s in rec.samples() if s.source.startswith("trace:")}
+    data0 = ents[("trace:vdevlat", "virtio-data0")]
+    assert (data0.role, data0.parent, data0.pool) == (Role.DATA, "mirror-0", "zguest")
+    assert ents[("trace:vdevlat", "virtio-data3")].parent == "mirror-1"
+    assert ents[("trace:vdevlat", "mirror-1")].role == Role.DATA
+    assert ents[("trace:vdevlat", "virtio-log0")].role == Role.LOG
+    assert ents[("trace:vdevlat", "virtio-cache0")].role == Role.CACHE
+    assert ents[("trace:zil", "virtio-log0")].role == Role.LOG
+    assert ents[("trace:zfsslower", "zguest/db")].pool == "zguest"
+    assert not [k for k in ents if k[0] == "trace:vdevlat" and k[1].startswith("vd") and k[1] != "vda"]
 
 
 def test_zfsmon_trace_with_the_dtrace_backend_and_doctor():
     text = (DATA / "trace-txg.txt").read_text()
-    assert "(trace:txg)" in text and "slow sync 932.0 ms on zguest (txg=70)" in text
+    assert "(trace:txg)" in text and "slow sync 2.0 ms on zguest (txg=122)" in text
     assert "zguest sync: 3 ops" in text and (DATA / "trace-txg.err").read_text().strip().endswith("exit 0")
     doctor = (DATA / "doctor.txt").read_text()
     assert "dtrace: Oracle D 2.0; the zfs module's types: BTF yes; --backend dtrace" in doctor

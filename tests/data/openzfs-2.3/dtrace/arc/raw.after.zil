@@ -1,22 +1,22 @@
-44 1 0x01 20 5440 42545246430 251393175050
+44 1 0x01 20 5440 83502163030 268188533010
 name                            type data
-zil_commit_count                4    34279
-zil_commit_writer_count         4    34094
+zil_commit_count                4    12370
+zil_commit_writer_count         4    12261
 zil_commit_error_count          4    0
 zil_commit_stall_count          4    0
 zil_commit_suspend_count        4    0
-zil_itx_count                   4    164128
+zil_itx_count                   4    59387
 zil_itx_indirect_count          4    0
 zil_itx_indirect_bytes          4    0
 zil_itx_copied_count            4    0
 zil_itx_copied_bytes            4    0
-zil_itx_needcopy_count          4    164128
-zil_itx_needcopy_bytes          4    1344536576
-zil_itx_metaslab_normal_count   4    1165
-zil_itx_metaslab_normal_bytes   4    69650648
-zil_itx_metaslab_normal_write   4    72617984
-zil_itx_metaslab_normal_alloc   4    109801472
-zil_itx_metaslab_slog_count     4    22454
-zil_itx_metaslab_slog_bytes     4    1310744400
-zil_itx_metaslab_slog_write     4    1368662016
-zil_itx_metaslab_slog_alloc     4    1862799360
+zil_itx_needcopy_count          4    59387
+zil_itx_needcopy_bytes          4    486498304
+zil_itx_metaslab_normal_count   4    1
+zil_itx_metaslab_normal_bytes   4    125944
+zil_itx_metaslab_normal_write   4    126976
+zil_itx_metaslab_normal_alloc   4    131072
+zil_itx_metaslab_slog_count     4    9748
+zil_itx_metaslab_slog_bytes     4    499568480
+zil_itx_metaslab_slog_write     4    526303232
+zil_itx_metaslab_slog_alloc     4    858681344

@@ -1,22 +1,22 @@
-44 1 0x01 20 5440 42545246430 201084303830
+44 1 0x01 20 5440 83502163030 218018587260
 name                            type data
-zil_commit_count                4    13819
-zil_commit_writer_count         4    13819
+zil_commit_count                4    5
+zil_commit_writer_count         4    5
 zil_commit_error_count          4    0
 zil_commit_stall_count          4    0
 zil_commit_suspend_count        4    0
-zil_itx_count                   4    66080
+zil_itx_count                   4    0
 zil_itx_indirect_count          4    0
 zil_itx_indirect_bytes          4    0
 zil_itx_copied_count            4    0
 zil_itx_copied_bytes            4    0
-zil_itx_needcopy_count          4    66080
-zil_itx_needcopy_bytes          4    541327360
+zil_itx_needcopy_count          4    0
+zil_itx_needcopy_bytes          4    0
 zil_itx_metaslab_normal_count   4    0
 zil_itx_metaslab_normal_bytes   4    0
 zil_itx_metaslab_normal_write   4    0
 zil_itx_metaslab_normal_alloc   4    0
-zil_itx_metaslab_slog_count     4    8261
-zil_itx_metaslab_slog_bytes     4    555534744
-zil_itx_metaslab_slog_write     4    575164416
-zil_itx_metaslab_slog_alloc     4    575168512
+zil_itx_metaslab_slog_count     4    1
+zil_itx_metaslab_slog_bytes     4    184
+zil_itx_metaslab_slog_write     4    4096
+zil_itx_metaslab_slog_alloc     4    4096

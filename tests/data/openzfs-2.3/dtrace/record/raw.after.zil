@@ -1,22 +1,22 @@
-44 1 0x01 20 5440 41674468800 248112821550
+44 1 0x01 20 5440 83502163030 440702121320
 name                            type data
-zil_commit_count                4    17417
-zil_commit_writer_count         4    17417
+zil_commit_count                4    14612
+zil_commit_writer_count         4    14503
 zil_commit_error_count          4    0
 zil_commit_stall_count          4    0
 zil_commit_suspend_count        4    0
-zil_itx_count                   4    79845
+zil_itx_count                   4    66399
 zil_itx_indirect_count          4    0
 zil_itx_indirect_bytes          4    0
 zil_itx_copied_count            4    0
 zil_itx_copied_bytes            4    0
-zil_itx_needcopy_count          4    79315
-zil_itx_needcopy_bytes          4    699881424
-zil_itx_metaslab_normal_count   4    0
-zil_itx_metaslab_normal_bytes   4    0
-zil_itx_metaslab_normal_write   4    0
-zil_itx_metaslab_normal_alloc   4    0
-zil_itx_metaslab_slog_count     4    11112
-zil_itx_metaslab_slog_bytes     4    717213664
-zil_itx_metaslab_slog_write     4    743931904
-zil_itx_metaslab_slog_alloc     4    768909312
+zil_itx_needcopy_count          4    65960
+zil_itx_needcopy_bytes          4    604683416
+zil_itx_metaslab_normal_count   4    1
+zil_itx_metaslab_normal_bytes   4    125944
+zil_itx_metaslab_normal_write   4    126976
+zil_itx_metaslab_normal_alloc   4    131072
+zil_itx_metaslab_slog_count     4    11832
+zil_itx_metaslab_slog_bytes     4    619447904
+zil_itx_metaslab_slog_write     4    651116544
+zil_itx_metaslab_slog_alloc     4    1007058944

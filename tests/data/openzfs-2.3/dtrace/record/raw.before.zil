@@ -1,22 +1,22 @@
-44 1 0x01 20 5440 41674468800 225147714760
+44 1 0x01 20 5440 83502163030 398998858830
 name                            type data
-zil_commit_count                4    16582
-zil_commit_writer_count         4    16582
+zil_commit_count                4    13765
+zil_commit_writer_count         4    13656
 zil_commit_error_count          4    0
 zil_commit_stall_count          4    0
 zil_commit_suspend_count        4    0
-zil_itx_count                   4    77793
+zil_itx_count                   4    64352
 zil_itx_indirect_count          4    0
 zil_itx_indirect_bytes          4    0
 zil_itx_copied_count            4    0
 zil_itx_copied_bytes            4    0
-zil_itx_needcopy_count          4    77267
-zil_itx_needcopy_bytes          4    674559856
-zil_itx_metaslab_normal_count   4    0
-zil_itx_metaslab_normal_bytes   4    0
-zil_itx_metaslab_normal_write   4    0
-zil_itx_metaslab_normal_alloc   4    0
-zil_itx_metaslab_slog_count     4    10156
-zil_itx_metaslab_slog_bytes     4    691322512
-zil_itx_metaslab_slog_write     4    714891264
-zil_itx_metaslab_slog_alloc     4    725966848
+zil_itx_needcopy_count          4    63917
+zil_itx_needcopy_bytes          4    579550264
+zil_itx_metaslab_normal_count   4    1
+zil_itx_metaslab_normal_bytes   4    125944
+zil_itx_metaslab_normal_write   4    126976
+zil_itx_metaslab_normal_alloc   4    131072
+zil_itx_metaslab_slog_count     4    10867
+zil_itx_metaslab_slog_bytes     4    593744472
+zil_itx_metaslab_slog_write     4    622223360
+zil_itx_metaslab_slog_alloc     4    963878912
