@@ -28,7 +28,7 @@ from bench.dtrace_truth import (
     vdev_ops,
     window,
 )
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, gunzip
 from zfsmon.model import ParseError, Role, Sample
 from zfsmon.sources.zpool.status import parse_status
 from zfsmon.store.reader import Recording
@@ -37,6 +37,13 @@ from zfsmon.trace.resolve import Names, mounted_filesystems
 
 DATA = TEST_DATA / "openzfs-2.3" / "dtrace"
 SUMMARY = compare(DATA)
+#: the recording is committed gzipped (recordings are not: .gitignore), opened from a copy
+RECORDING = DATA / "record" / "dtrace.zfsmon.gz"
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory) -> str:
+    return gunzip(RECORDING, tmp_path_factory.mktemp("dtrace-record"))
 
 
 def _samples(name: str) -> List[Sample]:
@@ -168,9 +175,9 @@ def test_zil_d_slog_device_is_the_log_vdev_and_zfsslower_s_devt_the_dataset():
 
 # --- zfsmon record --backend dtrace: every trace at once, beside the sources, over pgbench ---------------------
 
-def _recorded() -> List[Sample]:
+def _recorded(recording: str) -> List[Sample]:
     t0, t1 = window(DATA / "record")
-    with Recording.open(DATA / "record" / "dtrace.zfsmon") as rec:
+    with Recording.open(recording) as rec:
         return [s for s in rec.samples() if s.source.startswith("trace:") and t0 < s.ts <= t1]
 
 
@@ -178,8 +185,8 @@ def _rec_total(samples: List[Sample], source: str, entity: str, metric: str) -> 
     return sum(s.metrics.get(metric, 0.0) for s in samples if s.source == source and s.entity.name == entity)
 
 
-def test_record_with_the_dtrace_backend_recorded_every_trace():
-    with Recording.open(DATA / "record" / "dtrace.zfsmon") as rec:
+def test_record_with_the_dtrace_backend_recorded_every_trace(recording: str):
+    with Recording.open(recording) as rec:
         sources = {s.source for s in rec.samples()}
         started = [e.text for e in rec.events() if "recording started" in e.text]
     assert {"trace:txg", "trace:zil", "trace:zfsslower", "trace:vdevlat", "trace:arc"} <= sources
@@ -189,9 +196,9 @@ def test_record_with_the_dtrace_backend_recorded_every_trace():
     assert (DATA / "record" / "record.exit").read_text().strip() == "record exit 0"
 
 
-def test_record_over_pgbench_equals_the_kstats():
+def test_record_over_pgbench_equals_the_kstats(recording: str):
     """The same equalities through zfsmon record (the live parser, zfsmon's resolver) over pgbench -N."""
-    got = _recorded()
+    got = _recorded(recording)
     d = DATA / "record"
     commits = named_delta(d, "zil")["zil_commit_count"]
     assert _rec_total(got, "trace:zil", "zguest", "commits") == commits == 847
@@ -217,10 +224,10 @@ def test_record_over_pgbench_equals_the_kstats():
     assert abs(cache - disks["vdg1"]["writes"]) <= max(10.0, 0.05 * disks["vdg1"]["writes"])
 
 
-def test_record_names_every_device_by_its_leaf_with_its_role():
+def test_record_names_every_device_by_its_leaf_with_its_role(recording: str):
     """zfsmon's resolver in the live run: D's partition names (vdb1) and vdev path (.../virtio-log0-part1) became
     the leaves zpool lists, with role and parent, and each mirror got its leaves' histograms."""
-    with Recording.open(DATA / "record" / "dtrace.zfsmon") as rec:
+    with Recording.open(recording) as rec:
         ents = {(s.source, s.entity.name): s.entity for s in rec.samples() if s.source.startswith("trace:")}
     data0 = ents[("trace:vdevlat", "virtio-data0")]
     assert (data0.role, data0.parent, data0.pool) == (Role.DATA, "mirror-0", "zguest")
