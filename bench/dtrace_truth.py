@@ -90,13 +90,17 @@ def synced_txgs(trace_dir: Path) -> Dict[int, int]:
             if r.state == "C" and r.txg not in before}
 
 
+def _delta(before: Dict[str, Dict[str, float]], after: Dict[str, Dict[str, float]]) -> Dict[str, Dict[str, float]]:
+    """Per entity, each counter after minus before (one absent before counts from 0)."""
+    return {n: {k: v - before.get(n, {}).get(k, 0.0) for k, v in m.items()} for n, m in after.items()}
+
+
 def disk_delta(trace_dir: Path) -> Dict[str, Dict[str, float]]:
     """Kernel device -> /proc/diskstats counters, after minus before."""
     def read(tag: str) -> Dict[str, Dict[str, float]]:
         text = (trace_dir / f"raw.{tag}.diskstats").read_text()
         return {s.entity.name: s.metrics for s in parse_diskstats(text, 0.0)}
-    before, after = read("before"), read("after")
-    return {dev: {k: v - before.get(dev, {}).get(k, 0.0) for k, v in m.items()} for dev, m in after.items()}
+    return _delta(read("before"), read("after"))
 
 
 def vdev_ops(text: str) -> Dict[str, Dict[str, float]]:
@@ -112,9 +116,8 @@ def vdev_ops(text: str) -> Dict[str, Dict[str, float]]:
 
 def leaf_ops_delta(trace_dir: Path) -> Dict[str, Dict[str, float]]:
     """Vdev name -> its operation and byte counts (vdev properties), after minus before."""
-    before = vdev_ops((trace_dir / "raw.before.vdev-ops").read_text())
-    after = vdev_ops((trace_dir / "raw.after.vdev-ops").read_text())
-    return {n: {k: v - before.get(n, {}).get(k, 0.0) for k, v in m.items()} for n, m in after.items()}
+    return _delta(vdev_ops((trace_dir / "raw.before.vdev-ops").read_text()),
+                  vdev_ops((trace_dir / "raw.after.vdev-ops").read_text()))
 
 
 def _txg_rows(trace_dir: Path) -> List[Row]:

@@ -163,11 +163,10 @@ def choose_backend(requested: Optional[str], names: List[str], platform: Optiona
         return requested
     if len(names) > 1 or any(n == "all" for n in names):
         return "bcc"
-    if shutil.which("bpftrace"):
-        return "bpftrace"
-    if shutil.which("dtrace"):
-        return "dtrace"
-    return "bcc" if bcc_facts().version else "bpftrace"
+    backend = script_backend(platform)
+    if backend == "bpftrace" and not shutil.which("bpftrace") and bcc_facts().version:
+        return "bcc"
+    return backend
 
 
 def script_backend(platform: Optional[str] = None) -> str:
